@@ -1,0 +1,141 @@
+"""Kernels: Gram symmetric PSD and `apply` == `gram @ vec(C)` for every kernel kind (hypothesis), bad inputs."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from ovk_nb.kernels import (RBF, BlockKernel, IdentityOperator, IntegralOperator, Laplacian, Linear,
+                            MultiplicationOperator, Polynomial, Separable, SumKernel, check_psd,
+                            gaussian_times_J, linear_quadratic, paper000_J)
+
+finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
+
+
+def random_psd(rng, d, rank=None):
+    A = rng.normal(size=(d, rank or d))
+    return A @ A.T
+
+
+def kernel_kinds(d, rng):
+    T = random_psd(rng, d)
+    t = np.linspace(0, 1, d)
+    return {
+        "sep_rbf": Separable(RBF(0.7), T),
+        "sep_laplacian": Separable(Laplacian(0.3), T),
+        "sep_poly_lowrank": Separable(Polynomial(2, 1.0), random_psd(rng, d, 1)),
+        "gaussian_J": gaussian_times_J(d, gamma=0.5),
+        "linear_quadratic": linear_quadratic(d, mu=0.3),
+        "sum": SumKernel([Separable(RBF(2.0), T), Separable(Linear(), np.eye(d))], [0.5, 1.5]),
+        "block": BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * T, d),
+        "integral_uniform": Separable(RBF(1.0), IntegralOperator(t, weights="uniform")) if d > 1 else Separable(RBF(), T),
+    }
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 6), m=st.integers(1, 5), p=st.integers(1, 4), d=st.integers(1, 4), seed=st.integers(0, 10**6))
+def test_gram_symmetric_psd_and_apply_matches_gram(n, m, p, d, seed):
+    rng = np.random.default_rng(seed)
+    X, Y = rng.normal(size=(n, p)), rng.normal(size=(m, p))
+    C = rng.normal(size=(m, d))
+    for name, K in kernel_kinds(d, rng).items():
+        G = K.gram(X)
+        assert G.shape == (n * d, n * d), name
+        np.testing.assert_allclose(G, G.T, atol=1e-10, err_msg=name)
+        ev = np.linalg.eigvalsh((G + G.T) / 2)
+        assert ev.min() >= -1e-8 * max(1.0, np.abs(ev).max()), (name, ev.min())
+        np.testing.assert_allclose(K.apply(X, Y, C).ravel(), K.gram(X, Y) @ C.ravel(), rtol=1e-10, atol=1e-10,
+                                   err_msg=name)
+        D = K.diag(X)
+        for i in range(n):
+            np.testing.assert_allclose(D[i], G[i * d:(i + 1) * d, i * d:(i + 1) * d], atol=1e-12, err_msg=name)
+
+
+@settings(max_examples=20, deadline=None)
+@given(X=arrays(float, (5, 3), elements=finite), gamma=st.floats(0.01, 5))
+def test_scalar_kernels_symmetric_psd(X, gamma):
+    for k in [Linear(), Polynomial(3, 1.0), RBF(gamma), Laplacian(gamma)]:
+        G = k(X)
+        np.testing.assert_allclose(G, G.T, atol=1e-9 * max(1, np.abs(G).max()))
+        assert np.linalg.eigvalsh(G).min() >= -1e-7 * max(1.0, np.abs(G).max())
+        np.testing.assert_allclose(k.diag(X), np.diag(G), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("rule", ["trapezoid", "uniform"])
+def test_weighted_operators_are_self_adjoint_and_psd(rule):
+    t = np.linspace(-1, 1, 17)
+    for op in [IdentityOperator(t, rule), MultiplicationOperator(t, weights=rule), IntegralOperator(t, weights=rule)]:
+        W = np.diag(op.weights)
+        np.testing.assert_allclose(W @ op.matrix, (W @ op.matrix).T, atol=1e-12)
+        assert np.linalg.eigvalsh(W @ op.matrix).min() > -1e-12
+        e, V, Vinv = op.eig()
+        np.testing.assert_allclose(V @ np.diag(e) @ Vinv, op.matrix, atol=1e-10)
+        assert np.all(np.diff(e) <= 1e-12)          # descending
+        K = Separable(RBF(0.5), op)
+        X = np.random.default_rng(0).normal(size=(4, 2))
+        G = K.gram(X)
+        WG = np.kron(np.eye(4), W) @ G               # (I x W) K is symmetric PSD
+        np.testing.assert_allclose(WG, WG.T, atol=1e-12)
+        assert np.linalg.eigvalsh(WG).min() > -1e-10
+
+
+def test_integral_operator_converges_to_the_integral():
+    t = np.linspace(0, 2, 401)
+    y = np.sin(t)[None]
+    # int_0^2 exp(-|t-s|) sin(s) ds at t = 1, by a fine reference quadrature
+    s = np.linspace(0, 2, 200001)
+    ref = np.trapezoid(np.exp(-np.abs(1 - s)) * np.sin(s), s)
+    assert abs(IntegralOperator(t)(y)[0, 200] - ref) < 1e-5
+
+
+def test_truncated_pinv_is_a_projection_inverse():
+    t = np.linspace(0, 1, 50)
+    op = IntegralOperator(t)
+    P = op.pinv(10) @ op.matrix            # projection onto the 10 leading eigenfunctions
+    np.testing.assert_allclose(P @ P, P, atol=1e-8)
+    assert abs(np.trace(P) - 10) < 1e-8
+    with pytest.raises(ValueError, match="n_components"):
+        op.pinv(0)
+
+
+def test_bad_inputs_raise_clear_errors():
+    with pytest.raises(ValueError, match="symmetric"):
+        Separable(RBF(), [[1.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        Separable(RBF(), np.diag([1.0, -1.0]))
+    with pytest.raises(ValueError, match="gamma"):
+        RBF(-1)
+    with pytest.raises(ValueError, match="degree"):
+        Polynomial(0)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        RBF()(np.array([[np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="same number of features"):
+        RBF()(np.ones((2, 3)), np.ones((2, 4)))
+    K = gaussian_times_J(3)
+    with pytest.raises(ValueError, match="C must have shape"):
+        K.apply(np.ones((2, 2)), np.ones((4, 2)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="output_dim"):
+        SumKernel([gaussian_times_J(3), gaussian_times_J(2)])
+    with pytest.raises(ValueError, match="mu"):
+        linear_quadratic(3, mu=1.5)
+    with pytest.raises(ValueError, match="weights"):
+        SumKernel([K, K], [1.0, -1.0])
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        check_psd(-np.eye(2))
+
+
+def test_kernels_pickle():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4, 3))
+    for K in kernel_kinds(3, rng).values():
+        if isinstance(K, BlockKernel):
+            continue                       # holds a lambda
+        K2 = pickle.loads(pickle.dumps(K))
+        np.testing.assert_array_equal(K2.gram(X), K.gram(X))
+
+
+def test_paper000_J_spectrum():
+    for d in (2, 4, 10):
+        ev = np.linalg.eigvalsh(paper000_J(d))
+        np.testing.assert_allclose(ev, [0.9] * (d - 1) + [0.9 + 0.1 * d], atol=1e-12)
