@@ -1,0 +1,171 @@
+"""The offline documentation site and README generation (ovk_nb.docs, from nbs/08_docs.ipynb)."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytest.importorskip("nbdev")
+pytest.importorskip("nbconvert")
+from ovk_nb import docs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+NBS = ROOT / "nbs"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    "The stable notebooks' pages, built with execution (in-process: workers=1)."
+    out = tmp_path_factory.mktemp("site")
+    b = docs.build_site(out, nbs=NBS, only=["index", "00_kernels", "06_datasets"], workers=1)
+    return out, b
+
+
+@pytest.fixture(scope="module")
+def figure_site(tmp_path_factory):
+    "A notebook of our own with a figure, math, an exported function and a failing cell."
+    src = tmp_path_factory.mktemp("nbs")
+    code = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Figures page\n\n> Has a plot."),
+        code("#| default_exp figs"),
+        code('#| export\ndef area(r: float) -> float:\n    "Area of a disc of radius `r`."\n    return 3.14159 * r * r'),
+        nbformat.v4.new_markdown_cell("The area is $\\pi r^2$ and $$\\int_0^r 2\\pi s\\,ds = \\pi r^2.$$"),
+        code("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\nax.plot([0, 1, 2], [0, 1, 4]);"),
+        code("print(f'area(2) = {area(2):.3f}')"),
+        code("from ovk_nb.reproduce import Run\nrun = Run.inline()\nfig, ax = plt.subplots(figsize=(2, 2))\n"
+             "ax.bar([0, 1], [1, 2])\nrun.figure('bars', fig, caption='Bars')"),   # display(fig), then closed
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "python3", "language": "python"}})
+    nbformat.write(nb, src / "01_figs.ipynb")
+    broken = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Broken page"),
+        code("x = 1"),
+        code("raise ValueError('this notebook is broken')"),
+        code("print('never printed')"),
+    ], metadata=nb.metadata)
+    nbformat.write(broken, src / "02_broken.ipynb")
+    out = tmp_path_factory.mktemp("figsite")
+    with pytest.warns(UserWarning, match="02_broken.ipynb built with errors"):
+        b = docs.build_site(out, nbs=src, workers=2)   # the process-pool path
+    return out, b
+
+
+def _page(out, name):
+    return (out / name).read_text(encoding="utf-8")
+
+
+def _text(html):
+    "The page's text without tags (code is split into highlighted spans)."
+    return re.sub(r"<[^>]+>", "", html)
+
+
+def test_pages_exist_with_titles(site):
+    out, b = site
+    assert [p.page for p in b.pages] == ["index.html", "kernels.html", "datasets.html"]
+    assert b.index == (out / "index.html").resolve()
+    titles = {"index.html": "ovk_nb", "kernels.html": "Operator-valued kernels"}
+    for page, title in titles.items():
+        html = _page(out, page)
+        assert f"<title>{title}</title>" in html
+        assert re.search(rf'<h1 id="[^"]*">{re.escape(title)}', html), page
+    assert b.failures() == {}, b.summary()
+
+
+def test_sidebar_lists_every_page(site):
+    out, b = site
+    for p in b.pages:
+        html = _page(out, p.page)
+        for q in b.pages:
+            assert f'<a href="{q.page}">' in html
+        assert f'<li class="active"><a href="{p.page}">' in html
+
+
+def test_api_is_shown_as_show_doc_output(site):
+    out, _ = site
+    html = _page(out, "kernels.html")
+    for name in ["Separable", "SumKernel", "RBF", "check_matrix"]:
+        assert f'<h3 id="{name}">' in html, name          # show_doc heading
+    assert 'id="separable"' in html                       # the anchor nbdev's links use
+    text = _text(html)
+    assert "def Separable(" in text                       # the signature
+    assert "#| export" not in text and "class Separable(" not in text   # exported sources hidden, as nbdev does
+    assert "[source]" not in html and "{target=" not in html
+    assert "ovk-nb.example.org" not in html               # doc links made relative
+
+
+def test_index_page_has_the_example_output(site):
+    out, _ = site
+    html = _page(out, "index.html")
+    assert "Install and run" in html
+    assert "test MSE" in html and re.search(r"test MSE \d+\.\d{4} vs variance", html)   # executed
+
+
+def test_math_present_and_local_mathjax(site):
+    out, _ = site
+    html = _page(out, "kernels.html")
+    assert "\\mathcal{L}" in html or "\\mathcal L" in html          # the math source, for MathJax to typeset
+    m = re.search(r'<script[^>]*id="MathJax-script"[^>]*src="([^"]+)"', html)
+    assert m and not m.group(1).startswith(("http", "//")), m
+    js = out / m.group(1)
+    assert js.exists() and js.stat().st_size > 1_000_000
+    assert "window.MathJax" in html and "inlineMath" in html
+    assert not re.search(r'<script[^>]*src="(https?:)?//', html), "a script loaded from the network"
+
+
+def test_figure_is_an_embedded_png(figure_site):
+    out, b = figure_site
+    html = _page(out, "figs.html")
+    assert re.search(r'<img[^>]+src="data:image/png;base64,[A-Za-z0-9+/=\n]{500,}', html)
+    assert {p.page: p.n_images for p in b.pages}["figs.html"] == 2   # plt.subplots at the end of a cell; Run.figure
+    assert "area(2) = 12.566" in html                     # printed output captured
+    assert '<h3 id="area">' in html and "Area of a disc" in html
+    assert "$$\\int_0^r 2\\pi s\\,ds = \\pi r^2.$$" in html
+
+
+def test_failing_notebook_does_not_stop_the_site(figure_site):
+    out, b = figure_site
+    assert list(b.failures()) == ["02_broken.ipynb"]
+    assert "ValueError: this notebook is broken" in b.failures()["02_broken.ipynb"][0]
+    html = _page(out, "broken.html")
+    assert "This page was built with errors" in html
+    assert "never printed</pre>" not in html
+    assert (out / "figs.html").exists() and (out / "index.html").exists()   # a contents page: no index.ipynb
+
+
+def test_no_exec_still_has_the_api(tmp_path):
+    b = docs.build_site(tmp_path, nbs=NBS, only=["00_kernels"], execute=False, workers=1)
+    html = _page(tmp_path, "kernels.html")
+    assert b.failures() == {} and '<h3 id="Separable">' in html and "def Separable(" in _text(html)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="nbs: expected a folder"):
+        docs.build_site(tmp_path, nbs=tmp_path / "missing")
+    with pytest.raises(ValueError, match="only: no such notebooks"):
+        docs.build_site(tmp_path, nbs=NBS, only=["99_nope"])
+    with pytest.raises(ValueError, match="no notebooks"):
+        docs.build_site(tmp_path / "out", nbs=tmp_path)
+
+
+def test_readme_check_passes_on_the_repo():
+    r = subprocess.run([sys.executable, "-m", "ovk_nb.docs", "readme", "--check"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_readme_check_fails_on_a_stale_readme(tmp_path, capsys):
+    stale = tmp_path / "README.md"
+    stale.write_text((ROOT / "README.md").read_text().replace("## A first example", "## An old example"))
+    assert docs.readme(check=True, path=stale) == 1
+    assert "out of date" in capsys.readouterr().err
+    assert docs.readme(path=stale) == 0
+    assert stale.read_text() == (ROOT / "README.md").read_text()
+
+
+def test_readme_is_the_processed_index_notebook():
+    md = docs.readme_markdown()
+    assert md.startswith(docs.README_HEADER + "# ovk_nb\n\n> ")
+    assert "WARNING: THIS FILE WAS AUTOGENERATED" not in md
+    assert md == (ROOT / "README.md").read_text()
