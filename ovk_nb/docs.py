@@ -8,7 +8,7 @@ __all__ = ['MATHJAX_FILE', 'MATHJAX_CONFIG', 'PAGE_TEMPLATE', 'CSS', 'README_HEA
            'render_html', 'build_page', 'DocsBuild', 'build_site', 'build_docs', 'readme_procs', 'readme_markdown',
            'readme', 'main']
 
-# %% ../nbs/08_docs.ipynb #0816c418
+# %% ../nbs/08_docs.ipynb #b88c79a5
 import argparse
 import contextlib
 import html as _html
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from nbdev.process import Processor
 
-# %% ../nbs/08_docs.ipynb #76841c9d
+# %% ../nbs/08_docs.ipynb #d992a838
 def _here() -> Path:
     return Path(globals().get('__file__') or '.').resolve().parent
 
@@ -64,7 +64,7 @@ def nb_frontmatter(path) -> dict:
     fm.setdefault('title', Path(path).stem)
     return fm
 
-# %% ../nbs/08_docs.ipynb #ef6b29a0
+# %% ../nbs/08_docs.ipynb #68c881c6
 @dataclass
 class PageResult:
     "What became of one notebook: its page, how long it took, what failed, how many images it shows."
@@ -104,7 +104,7 @@ def _shell_state():
             plt.close('all')
             with contextlib.suppress(Exception): plt.switch_backend(backend)
 
-# %% ../nbs/08_docs.ipynb #29c7d994
+# %% ../nbs/08_docs.ipynb #8d5b02b6
 def _skip_flags() -> set:
     from nbdev.config import get_config
     with contextlib.suppress(Exception): return set(get_config().get('tst_flags', '').split())
@@ -146,7 +146,7 @@ class _order_show_docs(Processor):
             if j - i > 1: cells[i:j] = cells[i:j][::-1]
             i = max(j, i + 1)
 
-# %% ../nbs/08_docs.ipynb #2b3345c9
+# %% ../nbs/08_docs.ipynb #08e6b4fe
 def doc_procs(execute=True, path=None, flags=(), failures=None) -> list:
     "nbdev's docs processors, with `exec_show_docs` replaced by a run of every cell (right after `add_show_docs`) when `execute`."
     from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs
@@ -176,7 +176,7 @@ def process_nb(path, execute=True, flags=None):
             NBProcessor(nb=nb, procs=[p for p in doc_procs(False) if p is not exec_show_docs]).process()
     return nb, failures
 
-# %% ../nbs/08_docs.ipynb #298890d0
+# %% ../nbs/08_docs.ipynb #a12d4080
 _re_dir = re.compile(r'^\s*#\|\s*([\w-]+)\s*:\s*(.*?)\s*$')
 _re_source_link = re.compile(r'^\[source\]\([^)]*\)(\{[^}]*\})?\s*$', re.MULTILINE)
 
@@ -198,7 +198,7 @@ def _asis_markdown(outputs) -> str:
         elif o.get('output_type') == 'stream': parts.append('```\n' + ''.join(o['text']) + '\n```')
     return '\n\n'.join(parts)
 
-# %% ../nbs/08_docs.ipynb #c4d69cc8
+# %% ../nbs/08_docs.ipynb #78be44b9
 def to_notebooknode(nb, title=None, description=None, language=True):
     "An nbformat v4 notebook from an nbdev-processed one: Quarto directives applied, the title cell put back."
     import nbformat
@@ -238,7 +238,7 @@ def to_notebooknode(nb, title=None, description=None, language=True):
     if title: node.metadata['title'] = str(title)
     return node
 
-# %% ../nbs/08_docs.ipynb #b86adfa3
+# %% ../nbs/08_docs.ipynb #2300cca1
 MATHJAX_FILE = 'tex-svg-full.js'
 
 def mathjax_js() -> Path:
@@ -260,7 +260,7 @@ window.MathJax = {
 };
 </script>"""
 
-# %% ../nbs/08_docs.ipynb #75148584
+# %% ../nbs/08_docs.ipynb #d32fc636
 PAGE_TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block html_head_js_mathjax -%}
@@ -316,7 +316,7 @@ def nav_html(pages, current=None, site_title='ovk_nb', failed=()) -> str:
     return (f'<a class="ovk-site" href="index.html">{_html.escape(site_title)}</a>\n<ul>\n'
             + '\n'.join(items) + '\n</ul>')
 
-# %% ../nbs/08_docs.ipynb #2f901e5c
+# %% ../nbs/08_docs.ipynb #670de9e5
 def _exporter():
     import jinja2
     from nbconvert import HTMLExporter
@@ -353,7 +353,7 @@ def render_html(node, nav, banner='', mathjax_src='_static/mathjax/' + MATHJAX_F
     body, _ = _exporter().from_notebook_node(node, resources=res)
     return _postprocess(body, _doc_prefix())
 
-# %% ../nbs/08_docs.ipynb #37858c8f
+# %% ../nbs/08_docs.ipynb #b0dd5cbd
 def build_page(nb_path, out, pages, execute=True, flags=None, site_title='ovk_nb') -> PageResult:
     "Process (and execute), render and write the page of the notebook `nb_path` into `out`; failures are recorded, not raised."
     nb_path, out = Path(nb_path), Path(out)
@@ -386,7 +386,7 @@ def _build_page_job(args) -> PageResult:
         return PageResult(nb=Path(args[0]).name, page=page_name(args[0]), title=Path(args[0]).stem,
                           failures=[f"{type(e).__name__}: {e}", traceback.format_exc()])
 
-# %% ../nbs/08_docs.ipynb #80c3aa84
+# %% ../nbs/08_docs.ipynb #532137d9
 @dataclass
 class DocsBuild:
     "What `build_site` did: the index page and a `PageResult` per page."
@@ -437,7 +437,7 @@ def build_docs(out='_docs', nbs=None, execute=True, **kwargs) -> Path:
     if b.failures(): print(f"{len(b.failures())} page(s) built with errors: {', '.join(b.failures())}", file=sys.stderr)
     return b.index
 
-# %% ../nbs/08_docs.ipynb #d1eae89b
+# %% ../nbs/08_docs.ipynb #e44b99ec
 README_HEADER = "<!-- Generated from nbs/index.ipynb: edit the notebook, not this file. -->\n\n"
 
 def readme_procs() -> list:
@@ -482,7 +482,7 @@ def readme(check=False, nbs=None, path=None) -> int:
     print(f"{'wrote' if old != new else 'unchanged'}: {path}")
     return 0
 
-# %% ../nbs/08_docs.ipynb #a4ea528c
+# %% ../nbs/08_docs.ipynb #b2007122
 def main(argv=None) -> int:
     "`python -m ovk_nb.docs readme [--check]`, or `python -m ovk_nb.docs build [--out DIR] [--nbs DIR] [--no-exec]`."
     p = argparse.ArgumentParser(prog='python -m ovk_nb.docs', description='README.md and the documentation site')
@@ -498,6 +498,6 @@ def main(argv=None) -> int:
     print(f"Documentation: {build_docs(a.out, nbs=a.nbs, execute=not a.no_exec)}")
     return 0
 
-# %% ../nbs/08_docs.ipynb #bf7996e7
+# %% ../nbs/08_docs.ipynb #8c618a0e
 #| eval: false
 if __name__ == "__main__": sys.exit(main())
