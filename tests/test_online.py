@@ -1,0 +1,337 @@
+"""ONORMA / MONORMA (paper 000) against Algorithms 1 and 2 written literally, on random streams."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from sklearn.exceptions import NotFittedError
+
+from ovk_nb.kernels import (RBF, BlockKernel, IntegralOperator, Laplacian, Linear, Polynomial, Separable, SumKernel,
+                            gaussian_times_J, linear_quadratic)
+from ovk_nb.online import MONORMA, ONORMA, budget, check_truncation, margin_grad, step_sizes
+from ovk_nb.monorma import delta_update
+
+
+# ---------------------------------------------------------------- literal references (O(t) work per step, dense blocks)
+def ref_onorma(kernel, X, Y, lam, etas, s=None, loss="squared", w=None):
+    "Algorithm 1 step by step: explicit alpha_{i,t}, every old coefficient rescaled, truncation by zeroing."
+    d = kernel.output_dim
+    w = np.ones(d) if w is None else w
+    alphas, xs, errs = [], [], []
+    for t in range(1, len(X) + 1):
+        x, y = X[t - 1], Y[t - 1]
+        z = np.zeros(d)
+        for xi, ai in zip(xs, alphas):
+            z = z + kernel.block(x, xi) @ ai
+        if loss == "squared":
+            g = z - y
+            errs.append(float((g * w) @ g))
+        else:
+            _, g = margin_grad(z[None], np.array([y]))
+            g = g[0]
+            errs.append(float(z.argmax() != y))
+        alphas = [(1 - etas[t - 1] * lam) * a for a in alphas]
+        alphas.append(-etas[t - 1] * g)
+        xs.append(x)
+        if s is not None:
+            for i in range(len(alphas) - s[t - 1]):
+                alphas[i] = 0 * alphas[i]
+    return np.array(xs), np.array(alphas), np.array(errs)
+
+
+def ref_monorma(kernels, X, Y, lam, etas, r, s=None):
+    "Algorithm 2 step by step, gamma^j = ||g^j||^2 computed directly from the Gram matrix (not by eq. (6))."
+    m, d = len(kernels), kernels[0].output_dim
+    delta, xs, alphas, errs, deltas = np.full(m, 1.0 / m), [], [], [], []
+    gam = np.zeros(m)
+    for t in range(1, len(X) + 1):
+        x, y = X[t - 1], Y[t - 1]
+        g = [sum((K.block(x, xi) @ a for xi, a in zip(xs, alphas)), np.zeros(d)) for K in kernels]
+        z = delta @ np.array(g)
+        errs.append(float((z - y) @ (z - y)))
+        alphas = [(1 - etas[t - 1] * lam) * a for a in alphas] + [-etas[t - 1] * (z - y)]
+        xs.append(x)
+        if s is not None:
+            alphas = [0 * a if i < t - s[t - 1] else a for i, a in enumerate(alphas)]
+        A = np.array(alphas).ravel()
+        gam = np.array([A @ K.gram(np.array(xs)) @ A for K in kernels])
+        v = delta ** 2 * gam
+        if v.sum() > 0:
+            delta = v ** (1 / (r + 1)) / np.sum(v ** (r / (r + 1))) ** (1 / r)
+        deltas.append(delta)
+    return np.array(xs), np.array(alphas), np.array(errs), np.array(deltas), gam
+
+
+def rel(a, b):
+    return float(np.abs(np.asarray(a) - np.asarray(b)).max() / max(1.0, np.abs(b).max()))
+
+
+def _T(rng, d):
+    A = rng.normal(size=(d, d))
+    return A @ A.T / d
+
+
+def make_kernel(kind, d, rng):
+    T = _T(rng, d)
+    return {
+        "gaussian": Separable(RBF(0.7), T),
+        "laplacian": Separable(Laplacian(0.5), T),
+        "polynomial": Separable(Polynomial(2, coef0=1.0, gamma=0.3), T),
+        "mu-kernel": linear_quadratic(d, 0.3),
+        "sum-noncommuting": SumKernel([Separable(RBF(0.5), T), Separable(Linear(), np.eye(d) + 0.5)], [1.0, 0.2]),
+        "nested-sum": SumKernel([linear_quadratic(d, 0.6), Separable(RBF(2.0), np.eye(d))], [0.5, 1.0]),
+        "block": BlockKernel(lambda x, y: np.exp(-np.sum((x - y) ** 2)) * T + 0.1 * (x @ y) * np.eye(d), d),
+    }[kind]
+
+
+KINDS = ["gaussian", "laplacian", "polynomial", "mu-kernel", "sum-noncommuting", "nested-sum", "block"]
+TRUNCS = [None, 1, 5, (3, 0.3), (6, 0.1)]
+
+
+def feed(est, X, Y, cuts, **kw):
+    for a, b in zip([0] + cuts, cuts + [len(X)]):
+        if b > a:
+            est.partial_fit(X[a:b], Y[a:b], **kw)
+    return est
+
+
+# ---------------------------------------------------------------- ONORMA == Algorithm 1
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), kind=st.sampled_from(KINDS), trunc=st.sampled_from(TRUNCS),
+       block=st.sampled_from([1, 2, 3, 7, 256]), cuts=st.lists(st.integers(1, 33), max_size=4),
+       schedule=st.sampled_from(["invsqrt", "constant", "callable"]))
+def test_onorma_matches_algorithm_1(seed, kind, trunc, block, cuts, schedule):
+    rng = np.random.default_rng(seed)
+    n, d = 34, 3
+    X, Y = rng.normal(size=(n, 3)) / 2, rng.normal(size=(n, d))
+    K = make_kernel(kind, d, rng)
+    sched = (lambda t: 0.8 / (1 + 0.1 * t)) if schedule == "callable" else schedule
+    eta = 0.8 if schedule != "constant" else 0.3
+    etas = step_sizes(sched, eta, np.arange(1, n + 1))
+    s = None if trunc is None else budget(check_truncation(trunc), np.arange(1, n + 1))
+    xs, al, errs = ref_onorma(K, X, Y, 0.2, etas, s)
+    est = ONORMA(K, lam=0.2, eta=eta, schedule=sched, truncation=trunc)
+    est._block_size = block
+    feed(est, X, Y, sorted(set(cuts)))
+    assert est.n_seen_ == n
+    assert rel(est.errors_, errs) < 1e-10
+    assert abs(est.cumulative_error_ - errs.mean()) <= 1e-10 * max(1, errs.mean())
+    Xt = rng.normal(size=(7, 3)) / 2
+    assert rel(est.predict(Xt), K.apply(Xt, xs, al)) < 1e-10
+    live = np.abs(al).sum(1) > 0
+    assert rel(est.coef_[-live.sum():], al[live]) < 1e-10 if live.any() else True
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), kind=st.sampled_from(["gaussian", "mu-kernel", "block"]),
+       trunc=st.sampled_from(TRUNCS), block=st.sampled_from([1, 4, 256]))
+def test_onorma_margin_matches_algorithm_1(seed, kind, trunc, block):
+    rng = np.random.default_rng(seed)
+    n, d = 30, 3
+    X, lab = rng.normal(size=(n, 3)), rng.integers(0, d, n)
+    K = make_kernel(kind, d, rng)
+    etas = step_sizes("invsqrt", 1.0, np.arange(1, n + 1))
+    s = None if trunc is None else budget(check_truncation(trunc), np.arange(1, n + 1))
+    xs, al, errs = ref_onorma(K, X, lab, 0.1, etas, s, loss="margin")
+    est = ONORMA(K, lam=0.1, truncation=trunc, loss="margin")
+    est._block_size = block
+    feed(est, X, lab, [11, 12], classes=[0, 1, 2])
+    np.testing.assert_array_equal(est.errors_, errs)
+    assert rel(est.decision_function(X), K.apply(X, xs, al)) < 1e-10
+    np.testing.assert_array_equal(est.predict(X), K.apply(X, xs, al).argmax(1))
+
+
+def test_onorma_quadrature_weights_use_the_weighted_norm():
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 5)
+    K = Separable(RBF(1.0), IntegralOperator(t))
+    X, Y = rng.normal(size=(25, 2)), rng.normal(size=(25, 5))
+    etas = step_sizes("invsqrt", 1.0, np.arange(1, 26))
+    xs, al, errs = ref_onorma(K, X, Y, 0.1, etas, w=K.weights)
+    est = ONORMA(K, lam=0.1).fit(X, Y)
+    assert rel(est.errors_, errs) < 1e-10
+    assert rel(est.predict(X), K.apply(X, xs, al)) < 1e-10
+    A = al.ravel()
+    direct = A @ (np.kron(np.eye(25), np.diag(K.weights)) @ K.gram(xs)) @ A
+    assert abs(est.rkhs_norm2_ - direct) < 1e-10 * max(1, direct)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "mu-kernel", "block"])
+@pytest.mark.parametrize("trunc", [None, 4])
+def test_onorma_rkhs_norm_is_the_direct_norm(kind, trunc):
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(40, 3)) / 2, rng.normal(size=(40, 3))
+    K = make_kernel(kind, 3, rng)
+    est = ONORMA(K, lam=0.1, truncation=trunc)
+    est._block_size = 9
+    est.fit(X, Y)
+    A, S = est.coef_, est.support_
+    direct = A.ravel() @ K.gram(S) @ A.ravel()
+    assert abs(est.rkhs_norm2_ - direct) < 1e-10 * max(1, direct)
+
+
+def test_lazy_scale_renormalises_without_changing_results():
+    "eta_t lam = 0.9 for 400 steps: D_t = 0.1^400 would underflow; the scale is folded in and results are unchanged."
+    rng = np.random.default_rng(1)
+    X, Y = rng.normal(size=(400, 2)), rng.normal(size=(400, 2))
+    K = Separable(RBF(1.0), np.eye(2))
+    etas = np.full(400, 0.9)
+    xs, al, errs = ref_onorma(K, X, Y, 1.0, etas)
+    est = ONORMA(K, lam=1.0, eta=0.9, schedule="constant").fit(X, Y)
+    assert rel(est.errors_, errs) < 1e-10
+    assert rel(est.predict(X[:20]), K.apply(X[:20], xs, al)) < 1e-10
+    assert 1e-60 < est._D <= 1.0
+
+
+def test_truncation_keeps_memory_bounded():
+    rng = np.random.default_rng(2)
+    est = ONORMA(gaussian_times_J(2), truncation=20)
+    for _ in range(60):
+        est.partial_fit(rng.normal(size=(100, 3)), rng.normal(size=(100, 2)))
+    assert est.n_seen_ == 6000 and est.coef_.shape == (20, 2)
+    assert len(est._X) < 6000 / 2          # old inputs were dropped, not kept
+
+
+# ---------------------------------------------------------------- MONORMA == Algorithm 2
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), trunc=st.sampled_from([None, 1, 4, (3, 0.3)]),
+       block=st.sampled_from([1, 3, 256]), r=st.sampled_from([1, 2, 3.5]),
+       kset=st.sampled_from(["gaussians", "synthetic", "mixed"]), cuts=st.lists(st.integers(1, 24), max_size=3))
+def test_monorma_matches_algorithm_2(seed, trunc, block, r, kset, cuts):
+    rng = np.random.default_rng(seed)
+    n, d = 25, 3
+    X, Y = rng.normal(size=(n, 3)) / 2, rng.normal(size=(n, d))
+    Ks = {"gaussians": [gaussian_times_J(d, g) for g in (0.1, 1.0, 10.0)],
+          "synthetic": [Separable(Linear(), np.ones((d, d))), Separable(Polynomial(2, coef0=0.0), np.eye(d))],
+          "mixed": [make_kernel("gaussian", d, rng), make_kernel("mu-kernel", d, rng), make_kernel("block", d, rng)]}[kset]
+    etas = step_sizes("invsqrt", 0.5, np.arange(1, n + 1))
+    s = None if trunc is None else budget(check_truncation(trunc), np.arange(1, n + 1))
+    xs, al, errs, deltas, gam = ref_monorma(Ks, X, Y, 0.1, etas, r, s)
+    est = MONORMA(Ks, lam=0.1, eta=0.5, r=r, truncation=trunc)
+    est._block_size = block
+    feed(est, X, Y, sorted(set(cuts)))
+    assert rel(est.errors_, errs) < 1e-10
+    assert rel(est.weights_history_, deltas) < 1e-10
+    assert rel(est.gammas_, gam) < 1e-10          # eq. (6) (+ truncation downdate) == the RKHS norm
+    F = np.tensordot(deltas[-1], np.stack([K.apply(X, xs, al) for K in Ks]), axes=1)
+    assert rel(est.predict(X), F) < 1e-10
+    assert abs(np.sum(est.weights_ ** r) - 1) < 1e-10
+
+
+def test_delta_update_is_the_closed_form_minimiser():
+    "delta minimises sum_j ||f_j||^2 / delta_j over ||delta||_r <= 1, with ||f_j||^2 = delta_old_j^2 gamma_j."
+    rng = np.random.default_rng(0)
+    old, gam, r = rng.uniform(0.1, 1, 4), rng.uniform(0.1, 3, 4), 2.0
+    new = delta_update(old, gam, r)
+    obj = lambda dl: np.sum(old ** 2 * gam / dl)
+    for _ in range(200):
+        cand = rng.uniform(0.01, 1, 4)
+        cand /= np.sum(cand ** r) ** (1 / r)
+        assert obj(new) <= obj(cand) + 1e-12
+
+
+# ---------------------------------------------------------------- persistence, API, validation
+@pytest.mark.parametrize("make, clf", [(lambda: ONORMA(gaussian_times_J(3), truncation=(5, 0.2)), False),
+                                       (lambda: ONORMA(linear_quadratic(3, 0.2), lam=0.05), False),
+                                       (lambda: MONORMA([gaussian_times_J(3, g) for g in (0.5, 2.0)], truncation=10), False),
+                                       (lambda: ONORMA(gaussian_times_J(3), loss="margin"), True)])
+def test_pickle_mid_stream_resumes_exactly(make, clf):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 4)) / 2
+    Y = rng.integers(0, 3, 200) if clf else rng.normal(size=(200, 3))
+    kw = {"classes": [0, 1, 2]} if clf else {}
+    a, b = make(), make()
+    a.partial_fit(X[:77], Y[:77], **kw)
+    b.partial_fit(X[:77], Y[:77], **kw)
+    b = pickle.loads(pickle.dumps(b))
+    a.partial_fit(X[77:], Y[77:])
+    b.partial_fit(X[77:], Y[77:])
+    np.testing.assert_array_equal(a.errors_, b.errors_)
+    np.testing.assert_array_equal(a.predict(X[:10]), b.predict(X[:10]))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(a)).predict(X[:10]), a.predict(X[:10]))
+
+
+def test_sklearn_api():
+    rng = np.random.default_rng(0)
+    X, Y = rng.uniform(size=(120, 5)), rng.normal(size=(120, 2))
+    est = ONORMA(gaussian_times_J(2), lam=0.05)
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    assert est.get_params()["lam"] == 0.05 and est.set_params(lam=0.05) is est
+    est.fit(X, Y)
+    assert est.n_seen_ == 120 and est.n_features_in_ == 5
+    assert np.isfinite(est.score(X, Y))
+    est.fit(X[:50], Y[:50])                        # fit forgets the previous pass
+    assert est.n_seen_ == 50
+    y1 = Y[:, 0]
+    assert ONORMA(Separable(RBF(), np.eye(1))).fit(X, y1).predict(X).shape == (120,)
+    with pytest.raises(NotFittedError):
+        MONORMA([gaussian_times_J(2)]).predict(X)
+
+
+def test_margin_loss_classifies():
+    from sklearn.datasets import load_iris
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    perm = np.random.default_rng(0).permutation(len(X))
+    X, y = X[perm], y[perm]
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    est = ONORMA(gaussian_times_J(3, gamma=0.2), loss="margin").fit(X[:100], names[:100])
+    assert set(est.predict(X[100:])) <= set(names)
+    assert est.score(X[100:], names[100:]) > 0.85
+    assert est.cumulative_error_ < 0.3            # online mistake rate
+
+
+@pytest.mark.parametrize("kwargs, X, Y, match", [
+    ({"lam": 2.0}, None, None, "eta_t \\* lam must stay below 1"),
+    ({"lam": -1.0}, None, None, "lam"),
+    ({"eta": 0.0}, None, None, "eta"),
+    ({"schedule": "linear"}, None, None, "schedule"),
+    ({"schedule": lambda t: -1.0}, None, None, "eta_t > 0"),
+    ({"truncation": 0}, None, None, "truncation"),
+    ({"truncation": (5, 0.5)}, None, None, "eps"),
+    ({"loss": "hinge"}, None, None, "loss"),
+    ({}, "nan", None, "NaN"),
+    ({}, None, "inf", "NaN or inf"),
+    ({}, None, "wide", "Y must have shape"),
+    ({}, "empty", None, "at least one sample"),
+])
+def test_onorma_bad_input(kwargs, X, Y, match):
+    rng = np.random.default_rng(0)
+    Xv, Yv = rng.normal(size=(10, 3)), rng.normal(size=(10, 2))
+    if X == "nan": Xv[3, 1] = np.nan
+    if X == "empty": Xv, Yv = Xv[:0], Yv[:0]
+    if Y == "inf": Yv[2, 0] = np.inf
+    if Y == "wide": Yv = rng.normal(size=(10, 3))
+    with pytest.raises(ValueError, match=match):
+        ONORMA(gaussian_times_J(2), **kwargs).fit(Xv, Yv)
+
+
+def test_more_bad_input():
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(10, 3)), rng.normal(size=(10, 2))
+    with pytest.raises(ValueError, match="features"):
+        ONORMA(gaussian_times_J(2)).fit(X, Y).partial_fit(X[:, :2], Y)
+    with pytest.raises(ValueError, match="kernel must be an OVKernel"):
+        ONORMA(RBF()).fit(X, Y)
+    with pytest.raises(ValueError, match="classes"):
+        ONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2)
+    with pytest.raises(ValueError, match="number of classes"):
+        ONORMA(gaussian_times_J(2), loss="margin").fit(X, np.arange(10) % 3)
+    with pytest.raises(ValueError, match="not in classes"):
+        ONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2, classes=[0, 1]).partial_fit(X, np.full(10, 7))
+    with pytest.raises(ValueError, match="r must be"):
+        MONORMA([gaussian_times_J(2)], r=0.5).fit(X, Y)
+    with pytest.raises(ValueError, match="kernels must"):
+        MONORMA([]).fit(X, Y)
+    with pytest.raises(ValueError, match="output_dim"):
+        MONORMA([gaussian_times_J(2), gaussian_times_J(3)]).fit(X, Y)
+    with pytest.raises(ValueError, match="below 1"):
+        MONORMA([gaussian_times_J(2)], eta=2.0, lam=0.6, schedule="constant").fit(X, Y)
+
+
+def test_divergence_is_reported():
+    rng = np.random.default_rng(0)
+    X, Y = rng.uniform(size=(300, 20)) * 3, rng.normal(size=(300, 4))
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        ONORMA(linear_quadratic(4, 0.5), lam=0.01).fit(X, Y)
