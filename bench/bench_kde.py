@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial.distance import pdist
 from threadpoolctl import threadpool_limits
 
 from ovk_nb.kde import (OPERATORS, CortesKDE, OVKDE, WestonKDE, digit_halves, kde_scores_literal, load_digits16,
@@ -62,8 +63,8 @@ def literal_vs_fast(sizes, n_test, lam, eps, rows, log):
     rng = np.random.default_rng(0)
     for n in sizes:
         idx = rng.permutation(len(X)); tr, te = idx[:n], idx[n:n + n_test]
-        sk = float(np.median(np.linalg.norm(X[tr][:, None] - X[tr][None], axis=-1)))
-        sl = float(np.median(np.linalg.norm(Y[tr][:, None] - Y[tr][None], axis=-1)))
+        sk = float(np.median(pdist(X[tr])))
+        sl = float(np.median(pdist(Y[tr])))
         kx, ky = RBF(1 / (2 * sk ** 2)), RBF(1 / (2 * sl ** 2))
         for op in OPERATORS:
             def fast():
@@ -97,15 +98,15 @@ def scaling(sizes, n_test, lam, eps, rows, log):
     for n in sizes:
         tr = np.arange(n)
         sub = tr[:500]
-        sk = float(np.median(np.linalg.norm(X[sub][:, None] - X[sub][None], axis=-1)))
-        sl = float(np.median(np.linalg.norm(Y[sub][:, None] - Y[sub][None], axis=-1)))
+        sk = float(np.median(pdist(X[sub])))
+        sl = float(np.median(pdist(Y[sub])))
         kx, ky = RBF(1 / (2 * sk ** 2)), RBF(1 / (2 * sl ** 2))
         models = {op: OVKDE(kx, ky, op, lam=lam, eps=eps) for op in OPERATORS}
         models["Cortes"] = CortesKDE(kx, ky, lam=lam)
         models["Weston (50 comp.)"] = WestonKDE(kx, ky, lam=lam, n_components=50)
         scores = {}
         for name, m in models.items():
-            t_fit, _ = best_time(lambda: m.fit(X[tr], Y[tr]), 1)
+            t_fit, _ = best_time(lambda: m.fit(X[tr], Y[tr]), 2)
             t_pred, C = best_time(lambda: m.decision_scores(X[te]), 1)
             scores[name] = C
             pred = C.argmin(1)
