@@ -1,0 +1,297 @@
+"""OVKRidge: every solver against the literal dense solve, LOO against refits, scikit-learn contract, bad inputs, persistence."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.metrics import r2_score
+from sklearn.model_selection import KFold, cross_val_score
+
+from ovk_nb.kernels import (RBF, BlockKernel, IntegralOperator, Laplacian, Linear, Polynomial, ScalarKernel, Separable,
+                            SumKernel, gaussian_times_J, linear_quadratic, paper000_J)
+from ovk_nb.ridge import OVKRidge, OVKRidgeCV, ridge_dense_reference
+
+D = 3
+
+
+def kernels():
+    t = np.linspace(0, 1, D)
+    return {
+        "separable": gaussian_times_J(D, 0.4),
+        "weighted_separable": Separable(RBF(0.3), IntegralOperator(t)),
+        "sum": SumKernel([gaussian_times_J(D, 0.2), Separable(Laplacian(0.5), np.eye(D))], [0.6, 0.4]),
+        "noncommuting_sum": SumKernel([Separable(RBF(0.5), np.diag([1.0, 2.0, 3.0])),
+                                       Separable(Polynomial(2), np.ones((D, D)) + np.eye(D))]),
+        "linear_quadratic": linear_quadratic(D, 0.3),
+        "weighted_sum": SumKernel([Separable(RBF(0.3), IntegralOperator(t)),
+                                   Separable(Linear(), IntegralOperator(t, kappa=lambda a, b: np.exp(-(a - b) ** 2)))]),
+    }
+
+
+APPLICABLE = {
+    "separable": ["dense", "eigen", "cholesky", "cg", "nystrom", "auto"],
+    "weighted_separable": ["dense", "eigen", "cholesky", "cg", "nystrom", "auto"],
+    "sum": ["dense", "cholesky", "cg", "nystrom", "auto"],
+    "noncommuting_sum": ["dense", "cg", "nystrom", "auto"],
+    "linear_quadratic": ["dense", "cholesky", "cg", "nystrom", "auto"],
+    "weighted_sum": ["dense", "cg", "nystrom", "auto"],
+}
+
+
+def data(n=40, p=4, d=D, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(size=(n, p)), rng.normal(size=(n, d))
+
+
+def rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("name,solver", [(k, s) for k, ss in APPLICABLE.items() for s in ss])
+def test_solver_matches_dense(name, solver):
+    K = kernels()[name]
+    X, Y = data()
+    lam = 0.03
+    C = ridge_dense_reference(K, X, Y, lam)
+    m = OVKRidge(K, lam=lam, solver=solver, tol=1e-13, n_components=len(X)).fit(X, Y)
+    Xt, _ = data(15, seed=1)
+    assert rel(m.predict(Xt), K.apply(Xt, X, C)) < 1e-8
+    if m.coef_ is not None:
+        assert rel(m.coef_, C) < 1e-7
+
+
+def test_dense_reference_is_the_literal_solve():
+    K = kernels()["weighted_separable"]
+    X, Y = data(12)
+    C = ridge_dense_reference(K, X, Y, 0.2)
+    G = K.gram(X)
+    assert np.allclose((G + 0.2 * np.eye(G.shape[0])) @ C.reshape(-1), Y.reshape(-1), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["separable", "noncommuting_sum"])
+def test_solver_not_applicable_raises(name):
+    X, Y = data()
+    bad = {"separable": [], "noncommuting_sum": ["eigen", "cholesky"]}[name]
+    for s in bad:
+        with pytest.raises(ValueError, match="solver="):
+            OVKRidge(kernels()[name], solver=s).fit(X, Y)
+
+
+def test_cg_on_a_generic_kernel_and_preconditioners():
+    J = paper000_J(D, 0.3)
+    K = BlockKernel(lambda x, y: np.exp(-np.sum((x - y) ** 2)) * J + np.dot(x, y) * np.eye(D), D)
+    X, Y = data(25)
+    C = ridge_dense_reference(K, X, Y, 0.1)
+    for pc in ["auto", "jacobi", None]:
+        m = OVKRidge(K, lam=0.1, solver="cg", tol=1e-13, preconditioner=pc).fit(X, Y)
+        assert m.solver_ == "cg" and m.n_iter_ > 0
+        assert rel(m.coef_, C) < 1e-8
+    with pytest.raises(ValueError, match="preconditioner"):
+        OVKRidge(K, solver="cg", preconditioner="separable").fit(X, Y)
+
+
+def test_cg_separable_preconditioner_is_effective():
+    K = linear_quadratic(D, 0.4)
+    X, Y = data(60)
+    it = {pc: OVKRidge(K, lam=1e-3, solver="cg", preconditioner=pc, tol=1e-10).fit(X, Y).n_iter_ for pc in ["separable", None]}
+    assert it["separable"] < it[None]
+
+
+def test_cg_not_converged_warns():
+    X, Y = data()
+    with pytest.warns(ConvergenceWarning):
+        OVKRidge(kernels()["sum"], lam=1e-4, solver="cg", max_iter=1, preconditioner=None).fit(X, Y)
+
+
+class _NystromApprox(ScalarKernel):
+    "k(x, y) ~ k(x, L) k(L, L)^+ k(L, y): the kernel the Nystrom solver uses exactly."
+    def __init__(self, base, L):
+        self.base, self.L = base, L
+
+    def _gram(self, X, Y):
+        return self.base(X, self.L) @ np.linalg.pinv(self.base(self.L), rcond=1e-12, hermitian=True) @ self.base(self.L, Y)
+
+
+@pytest.mark.parametrize("name", ["separable", "weighted_separable", "sum"])
+def test_nystrom_equals_exact_ridge_with_the_nystrom_kernel(name):
+    K = kernels()[name]
+    X, Y = data(50)
+    m = OVKRidge(K, lam=0.05, solver="nystrom", n_components=12, random_state=3).fit(X, Y)
+    L = m.landmarks_
+    assert L.shape == (12, X.shape[1])
+    if isinstance(K, Separable):
+        Ka = Separable(_NystromApprox(K.scalar_kernel, L), K.T, K.weights)
+    else:
+        Ka = SumKernel([Separable(_NystromApprox(k.scalar_kernel, L), k.T, k.weights) for k in K.kernels], K.weights_)
+    Xt, _ = data(10, seed=2)
+    ref = Ka.apply(Xt, X, ridge_dense_reference(Ka, X, Y, 0.05))
+    assert rel(m.predict(Xt), ref) < 1e-6
+
+
+def test_nystrom_is_exact_for_finite_rank_kernels():
+    # linear_quadratic on 4 features has rank 4 + 10: 30 landmarks out of 60 samples span it
+    K = linear_quadratic(D, 0.3)
+    X, Y = data(60)
+    m = OVKRidge(K, lam=0.01, solver="nystrom", n_components=30, random_state=0).fit(X, Y)
+    assert rel(m.predict(X), K.apply(X, X, ridge_dense_reference(K, X, Y, 0.01))) < 1e-7
+
+
+@pytest.mark.parametrize("solver", ["dense", "eigen", "cholesky", "cg", "auto"])
+def test_kernel_ridge_agreement_with_identity(solver):
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(70, 5)), rng.normal(size=(70, 4))
+    ours = OVKRidge(Separable(RBF(0.3), np.eye(4)), lam=0.02, solver=solver, tol=1e-13).fit(X, Y)
+    kr = KernelRidge(alpha=0.02, kernel="rbf", gamma=0.3).fit(X, Y)
+    Xt = rng.normal(size=(20, 5))
+    assert np.abs(ours.predict(Xt) - kr.predict(Xt)).max() < 1e-8
+
+
+@pytest.mark.parametrize("name", ["separable", "weighted_separable"])
+def test_loo_matches_brute_force(name):
+    K = kernels()[name]
+    X, Y = data(25)
+    lam = 0.04
+    m = OVKRidge(K, lam=lam, solver="cholesky").fit(X, Y)     # the eigen cache is built on demand
+    brute = np.array([Y[i] - OVKRidge(K, lam=lam, solver="dense").fit(np.delete(X, i, 0), np.delete(Y, i, 0)).predict(X[i:i + 1])[0]
+                      for i in range(len(X))])
+    assert np.allclose(m.loo_residuals(), brute, atol=1e-9 * np.abs(brute).max())
+    assert np.allclose(m.loo_errors([lam, 1.0])[0], np.mean(brute ** 2), rtol=1e-9)
+
+
+def test_paths_and_refit():
+    K = kernels()["weighted_separable"]
+    X, Y = data(30)
+    Xt, _ = data(8, seed=4)
+    lams = [1e-3, 0.1, 2.0]
+    m = OVKRidge(K, lam=0.5, solver="eigen").fit(X, Y)
+    P = m.predict_path(Xt, lams)
+    Cs = m.coef_path(lams)
+    for l, Pl, Cl in zip(lams, P, Cs):
+        C = ridge_dense_reference(K, X, Y, l)
+        assert rel(Cl, C) < 1e-9
+        assert rel(Pl, K.apply(Xt, X, C)) < 1e-9
+    m.refit(0.1)
+    assert m.lam == 0.1 and rel(m.coef_, ridge_dense_reference(K, X, Y, 0.1)) < 1e-9
+    with pytest.raises(ValueError, match="lams"):
+        m.coef_path([0.1, -1])
+    with pytest.raises(ValueError, match="Separable"):
+        OVKRidge(kernels()["sum"]).fit(X, Y).loo_errors([0.1])
+
+
+def test_ridgecv_loo_and_kfold():
+    K = kernels()["separable"]
+    X, Y = data(30)
+    lams = [1e-3, 1e-2, 1e-1, 1.0]
+    loo = OVKRidgeCV(K, lams=lams, cv="loo").fit(X, Y)
+    brute = [np.mean([(Y[i] - OVKRidge(K, lam=l, solver="dense").fit(np.delete(X, i, 0), np.delete(Y, i, 0)).predict(X[i:i + 1])[0]) ** 2
+                      for i in range(len(X))]) for l in lams]
+    assert np.allclose(loo.mean_cv_errors_, brute, rtol=1e-8)
+    assert loo.lam_ == lams[int(np.argmin(brute))]
+    kf = OVKRidgeCV(K, lams=lams, cv=KFold(5, shuffle=True, random_state=1)).fit(X, Y)
+    manual = []
+    for tr, va in KFold(5, shuffle=True, random_state=1).split(X):
+        manual.append([np.mean((OVKRidge(K, lam=l, solver="dense").fit(X[tr], Y[tr]).predict(X[va]) - Y[va]) ** 2) for l in lams])
+    assert np.allclose(kf.cv_errors_, manual, rtol=1e-8)
+    assert np.allclose(kf.predict(X), OVKRidge(K, lam=kf.lam_).fit(X, Y).predict(X))
+    # non-separable kernels refit per lam
+    kq = OVKRidgeCV(linear_quadratic(D, 0.3), lams=lams, cv=3, random_state=0).fit(X, Y)
+    assert kq.cv_errors_.shape == (3, len(lams)) and kq.lam_ in lams
+    for bad in [dict(cv="loo", kernel=linear_quadratic(D)), dict(cv=1), dict(cv="5"), dict(lams=[]), dict(lams=[0.1, 0.0])]:
+        kw = {"kernel": K, "lams": lams, **bad}
+        with pytest.raises(ValueError):
+            OVKRidgeCV(**kw).fit(X, Y)
+
+
+@given(lam=st.floats(1e-4, 1e2), seed=st.integers(0, 2 ** 16),
+       solver=st.sampled_from(["eigen", "cholesky", "cg", "dense"]),
+       name=st.sampled_from(["separable", "weighted_separable", "linear_quadratic"]))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_normal_equations_property(lam, seed, solver, name):
+    K = kernels()[name]
+    if solver == "eigen" and not isinstance(K, Separable):
+        solver = "cholesky"
+    X, Y = data(20, seed=seed)
+    m = OVKRidge(K, lam=lam, solver=solver, tol=1e-13).fit(X, Y)
+    resid = K.apply(X, X, m.coef_) + lam * m.coef_ - Y
+    assert np.linalg.norm(resid) <= 1e-8 * np.linalg.norm(Y) * max(1.0, 1.0 / lam)
+
+
+BAD_PARAMS = [({"lam": 0.0}, "lam"), ({"lam": -1.0}, "lam"), ({"lam": np.inf}, "lam"), ({"lam": "1"}, "lam"),
+              ({"solver": "svd"}, "solver"), ({"n_components": 0}, "n_components"), ({"n_components": 2.5}, "n_components"),
+              ({"tol": -1.0}, "tol"), ({"max_iter": 0}, "max_iter"), ({"kernel": None}, "kernel"),
+              ({"preconditioner": "ilu"}, "preconditioner")]
+
+
+@pytest.mark.parametrize("kw,msg", BAD_PARAMS)
+def test_bad_params(kw, msg):
+    X, Y = data()
+    with pytest.raises(ValueError, match=msg):
+        OVKRidge(**{"kernel": kernels()["separable"], **kw}).fit(X, Y)
+
+
+def test_bad_data():
+    K = kernels()["separable"]
+    X, Y = data()
+    for Xb, Yb, msg in [(np.where(np.eye(*X.shape) > 0, np.nan, X), Y, "X"), (X, np.where(np.eye(*Y.shape) > 0, np.inf, Y), "Y"),
+                        (X, Y[:-1], "same number of rows"), (X, Y[:, :2], "output_dim"), (X, Y[:, 0], "output_dim"),
+                        (X[None], Y, "X"), (X[:0], Y[:0], "at least one")]:
+        with pytest.raises(ValueError, match=msg):
+            OVKRidge(K).fit(Xb, Yb)
+    with pytest.raises(NotFittedError):
+        OVKRidge(K).predict(X)
+    m = OVKRidge(K).fit(X, Y)
+    with pytest.raises(ValueError, match="features"):
+        m.predict(X[:, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        m.predict(np.full_like(X, np.nan))
+
+
+@pytest.mark.parametrize("solver", ["dense", "eigen", "cholesky", "cg", "nystrom"])
+def test_pickle_round_trip(solver):
+    K = kernels()["weighted_separable"]
+    X, Y = data()
+    m = OVKRidge(K, lam=0.1, solver=solver, n_components=10, random_state=0).fit(X, Y)
+    m2 = pickle.loads(pickle.dumps(m))
+    Xt, _ = data(10, seed=9)
+    assert np.array_equal(m.predict(X), m2.predict(X))
+    assert np.array_equal(m.predict(Xt), m2.predict(Xt))
+    if solver != "nystrom":      # the eigen cache is dropped and recomputed on demand
+        assert np.allclose(m.loo_errors([0.1]), m2.loo_errors([0.1]), rtol=1e-10)
+
+
+def test_sklearn_contract():
+    K = kernels()["separable"]
+    X, Y = data()
+    m = OVKRidge(K, lam=0.3, solver="eigen")
+    assert m.get_params()["lam"] == 0.3
+    c = clone(m).set_params(lam=0.7)
+    assert c.lam == 0.7 and m.lam == 0.3
+    m.fit(X, Y)
+    assert m.n_features_in_ == X.shape[1] and m.n_outputs_ == D and m.coef_.shape == (len(X), D)
+    assert np.isclose(m.score(X, Y), r2_score(Y, m.predict(X)))
+    # 1-D y for a scalar-output kernel: 1-D predictions, and the same numbers as the 2-D fit
+    K1 = Separable(RBF(0.5), np.eye(1))
+    m1 = OVKRidge(K1, lam=0.1).fit(X, Y[:, 0])
+    assert m1.predict(X).shape == (len(X),)
+    assert np.allclose(m1.predict(X), OVKRidge(K1, lam=0.1).fit(X, Y[:, :1]).predict(X)[:, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isfinite(m1.score(X, Y[:, 0]))
+    # usable inside scikit-learn's model selection (clone + set_params)
+    scores = cross_val_score(OVKRidge(K, lam=0.3), X, Y, cv=3)
+    assert scores.shape == (3,) and np.isfinite(scores).all()
+
+
+def test_auto_solver_choice():
+    X, Y = data(400)
+    assert OVKRidge(kernels()["separable"]).fit(X[:50], Y[:50]).solver_ == "dense"
+    assert OVKRidge(kernels()["separable"]).fit(X, Y).solver_ == "cholesky"
+    assert OVKRidge(linear_quadratic(D)).fit(X, Y).solver_ == "cholesky"
+    assert OVKRidge(kernels()["noncommuting_sum"]).fit(X, Y).solver_ == "cg"
+    many = Separable(RBF(0.5), np.diag([1.0, 2.0, 3.0]))
+    assert OVKRidge(many, lam=0.1).fit(X, Y).solver_ == "cholesky"            # 3 groups
