@@ -253,3 +253,16 @@ def test_data():
     from ovk_nb.movkl import load_elecdemand_curves
     e = load_elecdemand_curves()
     assert e["demand"].shape == e["temperature"].shape == (365, 48)
+
+
+def test_lowrank_preconditioner_still_gives_the_exact_solution():
+    X, Y, t = problem(12, n=60, m=8)
+    os_ = ops(t); w = os_[0].weights; s = np.sqrt(w)
+    As = [RBF(g)(X) * c for g, c in ((0.3, 1.0), (1.0, 0.5), (3.0, 0.2))]
+    Ts = [symmetric_operator(o.matrix, w) for o in os_]
+    K = sum(np.kron(A, o.matrix) for A, o in zip(As, os_)) + 0.1 * np.eye(Y.size)
+    C = np.linalg.solve(K, Y.ravel()).reshape(Y.shape)
+    P = KronPreconditioner(As, Ts, 0.1, rank=10)
+    assert P.lowrank
+    Z, info = solve_pcg(As, Ts, Y * s, 0.1, tol=1e-12, precond=P)
+    np.testing.assert_allclose(Z / s, C, rtol=1e-7, atol=1e-8 * np.abs(C).max())
