@@ -8,6 +8,7 @@ Writes bench/results/kde.md and bench/results/kde.csv (times, ratios and accurac
 """
 import argparse
 import csv
+import os
 import platform
 import sys
 import time
@@ -69,7 +70,7 @@ def literal_vs_fast(sizes, n_test, lam, eps, rows, log):
         for op in OPERATORS:
             def fast():
                 return OVKDE(kx, ky, op, lam=lam, eps=eps).fit(X[tr], Y[tr]).decision_scores(X[te])
-            t_fast, C = best_time(fast, 20)
+            t_fast, C = best_time(fast, 100)
             k, L, Kx = kx(X[tr]), ky(Y[tr]), kx(X[tr], X[te])
             t_lit, S = best_time(lambda: kde_scores_literal(k, L, Kx, L, lam, op, eps), 3)
             t_inv, S2 = best_time(lambda: literal_inverse_scores(k, L, Kx, L, lam, op, eps), 3 if n <= 30 else 2)
@@ -143,8 +144,9 @@ def write(rows, args, seconds):
         w = csv.DictWriter(f, fieldnames=cols); w.writeheader(); w.writerows(rows)
     lines = ["# Operator-valued KDE: fast Sylvester form vs the literal Kronecker formula", "",
              f"`python bench/bench_kde.py{' --quick' if args.quick else ''} --threads {args.threads}` on {platform.machine()}, "
-             f"Python {platform.python_version()}, numpy {np.__version__}, BLAS threads {args.threads}; {seconds:.0f} s in all. "
-             "Times are the best of several runs (the machine is shared).", "",
+             f"Python {platform.python_version()}, numpy {np.__version__}, BLAS threads {args.threads}; {seconds:.0f} s in all; "
+             f"load average at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores. "
+             "Times are the best of several runs (the machine is shared with other jobs, so they are upper bounds).", "",
              "* *fast*: `OVKDE(...).fit(X, Y).decision_scores(X_test)` (three `eigh`, O(n^3), then O(n^2) per test input);",
              "* *literal (solve)*: Proposition 1 with `np.linalg.solve` on the n^2 x n^2 matrix; *literal (inverse)*: as printed,",
              "  with the explicit inverse. Both evaluate the criterion for every test input against the n training outputs;",
