@@ -295,3 +295,8 @@ def test_auto_solver_choice():
     assert OVKRidge(kernels()["noncommuting_sum"]).fit(X, Y).solver_ == "cg"
     many = Separable(RBF(0.5), np.diag([1.0, 2.0, 3.0]))
     assert OVKRidge(many, lam=0.1).fit(X, Y).solver_ == "cholesky"            # 3 groups
+    nine = Separable(RBF(0.5), np.diag(np.arange(1.0, 10.0)))                  # 9 distinct eigenvalues: one eigh
+    Y9 = np.random.default_rng(0).normal(size=(len(X), 9))
+    m9 = OVKRidge(nine, lam=0.1).fit(X, Y9)
+    assert m9.solver_ == "eigen"
+    assert rel(m9.coef_, OVKRidge(nine, lam=0.1, solver="cholesky").fit(X, Y9).coef_) < 1e-9
