@@ -12,7 +12,7 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.metrics import r2_score
 from sklearn.model_selection import KFold, cross_val_score
 
-from ovk_nb.kernels import (RBF, BlockKernel, IntegralOperator, Laplacian, Linear, Polynomial, ScalarKernel, Separable,
+from ovk_nb.kernels import (RBF, BlockKernel, IdentityOperator, IntegralOperator, Laplacian, Linear, Polynomial, ScalarKernel, Separable,
                             SumKernel, gaussian_times_J, linear_quadratic, paper000_J)
 from ovk_nb.ridge import OVKRidge, OVKRidgeCV, ridge_dense_reference
 
@@ -28,6 +28,8 @@ def kernels():
         "noncommuting_sum": SumKernel([Separable(RBF(0.5), np.diag([1.0, 2.0, 3.0])),
                                        Separable(Polynomial(2), np.ones((D, D)) + np.eye(D))]),
         "linear_quadratic": linear_quadratic(D, 0.3),
+        "weighted_commuting_sum": SumKernel([Separable(RBF(0.3), IntegralOperator(t)), Separable(Linear(), IdentityOperator(t))],
+                                            [0.5, 2.0]),
         "weighted_sum": SumKernel([Separable(RBF(0.3), IntegralOperator(t)),
                                    Separable(Linear(), IntegralOperator(t, kappa=lambda a, b: np.exp(-(a - b) ** 2)))]),
     }
@@ -39,6 +41,7 @@ APPLICABLE = {
     "sum": ["dense", "cholesky", "cg", "nystrom", "auto"],
     "noncommuting_sum": ["dense", "cg", "nystrom", "auto"],
     "linear_quadratic": ["dense", "cholesky", "cg", "nystrom", "auto"],
+    "weighted_commuting_sum": ["dense", "cholesky", "cg", "nystrom", "auto"],
     "weighted_sum": ["dense", "cg", "nystrom", "auto"],
 }
 
