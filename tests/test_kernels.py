@@ -139,3 +139,14 @@ def test_paper000_J_spectrum():
     for d in (2, 4, 10):
         ev = np.linalg.eigvalsh(paper000_J(d))
         np.testing.assert_allclose(ev, [0.9] * (d - 1) + [0.9 + 0.1 * d], atol=1e-12)
+
+
+def test_estimators_holding_any_kernel_clone():
+    from sklearn.base import clone
+    from ovk_nb.ridge import OVKRidge
+    rng = np.random.default_rng(2)
+    for name, K in kernel_kinds(3, rng).items():
+        assert set(K.get_params()) <= set(type(K).__init__.__code__.co_varnames), name
+        est = clone(OVKRidge(kernel=K, lam=0.5))
+        assert est.lam == 0.5 and type(est.kernel) is type(K), name
+        np.testing.assert_array_equal(est.kernel.gram(np.eye(3)), K.gram(np.eye(3)))
