@@ -38,7 +38,7 @@ setuptools.setup(
     author_email=cfg["author_email"],
     license="Apache-2.0",
     keywords=cfg["keywords"].split(),
-    packages=setuptools.find_packages(include=["ovk_nb", "ovk_nb.*"]),
+    packages=setuptools.find_namespace_packages(include=["ovk_nb", "ovk_nb.*"]),
     include_package_data=True,
     package_data={"ovk_nb": ["data/*", "data/**/*"]},
     python_requires=">=" + cfg["min_python"],
