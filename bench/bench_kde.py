@@ -22,15 +22,9 @@ from ovk_nb.kde import (OPERATORS, CortesKDE, OVKDE, WestonKDE, digit_halves, kd
                         proposition1_T, rbf_loss)
 from ovk_nb.kernels import RBF
 
+from _timing import best_time
+
 OUT = Path(__file__).resolve().parent / "results"
-
-
-def best_time(f, repeat):
-    "Smallest wall time of `repeat` calls (the least disturbed by other processes), and the last result."
-    ts, res = [], None
-    for _ in range(repeat):
-        t = time.perf_counter(); res = f(); ts.append(time.perf_counter() - t)
-    return min(ts), res
 
 
 def literal_inverse_scores(k, L, kx, Ly, lam, op, eps):

@@ -28,18 +28,12 @@ from ovk_nb.kernels import Separable, RBF, gaussian_times_J, linear_quadratic
 from ovk_nb.reproduce import rows_to_csv, rows_to_markdown
 from ovk_nb.ridge import OVKRidge, ridge_dense_reference
 
+from _timing import best_time
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results"
 OPERALIB_PY = HERE / ".venv-operalib" / "bin" / "python"
 GAMMA, LAM = 0.1, 1e-3          # mu = 10 in paper 000's exp(-||x - x'||^2 / mu) J; lam of the order CV picks
-
-
-def best_time(f, repeat):
-    "Smallest wall time of `repeat` calls (the least disturbed by other processes), and the last result."
-    ts, res = [], None
-    for _ in range(repeat):
-        t = time.perf_counter(); res = f(); ts.append(time.perf_counter() - t)
-    return min(ts), res
 
 
 def rel(a, b):
