@@ -36,7 +36,7 @@ def literal_inverse_scores(k, L, kx, Ly, lam, op, eps):
 
 
 def digits_data():
-    I, _ = load_digits16()
+    I = load_digits16().images
     X, Y = digit_halves(I)
     return X, Y
 

@@ -99,7 +99,7 @@ def main():
     OUT.mkdir(exist_ok=True)
     rows = []
     d, lam, eta = 10, 0.01, 1.0
-    X, Y = make_paper000_synthetic(50000, d, random_state=0)
+    X, Y = make_paper000_synthetic(50000, d, random_state=0, return_X_y=True)
     X = X / np.sqrt(X.shape[1])                                       # inputs in the unit ball (see notebook 02)
     Xt = X[-200:]
     X5, Y5 = X[:5000], Y[:5000]

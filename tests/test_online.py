@@ -8,8 +8,10 @@ from sklearn.exceptions import NotFittedError
 
 from ovk_nb.kernels import (RBF, BlockKernel, IntegralOperator, Laplacian, Linear, Polynomial, Separable, SumKernel,
                             gaussian_times_J, linear_quadratic)
-from ovk_nb.online import MONORMA, ONORMA, budget, check_truncation, margin_grad, step_sizes
-from ovk_nb.monorma import delta_update
+from ovk_nb.monorma import MONORMA
+from ovk_nb.onorma import ONORMA, margin_grad
+from ovk_nb.streaming import budget, check_truncation, step_sizes
+from ovk_nb.weights import lr_norm_weights
 
 
 # ---------------------------------------------------------------- literal references (O(t) work per step, dense blocks)
@@ -216,18 +218,6 @@ def test_monorma_matches_algorithm_2(seed, trunc, block, r, kset, cuts):
     F = np.tensordot(deltas[-1], np.stack([K.apply(X, xs, al) for K in Ks]), axes=1)
     assert rel(est.predict(X), F) < 1e-10
     assert abs(np.sum(est.weights_ ** r) - 1) < 1e-10
-
-
-def test_delta_update_is_the_closed_form_minimiser():
-    "delta minimises sum_j ||f_j||^2 / delta_j over ||delta||_r <= 1, with ||f_j||^2 = delta_old_j^2 gamma_j."
-    rng = np.random.default_rng(0)
-    old, gam, r = rng.uniform(0.1, 1, 4), rng.uniform(0.1, 3, 4), 2.0
-    new = delta_update(old, gam, r)
-    obj = lambda dl: np.sum(old ** 2 * gam / dl)
-    for _ in range(200):
-        cand = rng.uniform(0.01, 1, 4)
-        cand /= np.sum(cand ** r) ** (1 / r)
-        assert obj(new) <= obj(cand) + 1e-12
 
 
 # ---------------------------------------------------------------- persistence, API, validation

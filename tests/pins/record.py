@@ -24,7 +24,8 @@ def cases():
     from ovk_nb.kernels import (RBF, IntegralOperator, Laplacian, Linear, Polynomial, Separable, SumKernel,
                                 gaussian_times_J, linear_quadratic)
     from ovk_nb.ridge import OVKRidge, OVKRidgeCV
-    from ovk_nb.online import ONORMA, MONORMA
+    from ovk_nb.onorma import ONORMA
+    from ovk_nb.monorma import MONORMA
     from ovk_nb.movkl import FunctionalKRR, MovKL
     from ovk_nb.kde import OVKDE, CortesKDE, WestonKDE
 
