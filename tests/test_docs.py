@@ -19,7 +19,7 @@ NBS = ROOT / "nbs"
 def site(tmp_path_factory):
     "The stable notebooks' pages, built with execution (in-process: workers=1)."
     out = tmp_path_factory.mktemp("site")
-    b = docs.build_site(out, nbs=NBS, only=["index", "00_kernels", "06_datasets"], workers=1)
+    b = docs.build_site(out, nbs=NBS, only=["index", "01_kernels", "07_datasets"], workers=1)
     return out, b
 
 
@@ -63,9 +63,9 @@ def _text(html):
 
 def test_pages_exist_with_titles(site):
     out, b = site
-    assert [p.page for p in b.pages] == ["index.html", "kernels.html", "datasets.html"]
+    assert [p.page for p in b.pages] == ["index.html", "1_shared/kernels.html", "1_shared/datasets.html"]
     assert b.index == (out / "index.html").resolve()
-    titles = {"index.html": "ovk_nb", "kernels.html": "Operator-valued kernels"}
+    titles = {"index.html": "ovk_nb", "1_shared/kernels.html": "Operator-valued kernels"}
     for page, title in titles.items():
         html = _page(out, page)
         assert f"<title>{title}</title>" in html
@@ -77,15 +77,17 @@ def test_sidebar_lists_every_page(site):
     out, b = site
     for p in b.pages:
         html = _page(out, p.page)
+        up = "../" * p.page.count("/")            # links are relative to the page's folder
         for q in b.pages:
-            assert f'<a href="{q.page}">' in html
-        assert f'<li class="active"><a href="{p.page}">' in html
+            assert f'<a href="{up}{q.page}">' in html
+        assert f'<li class="active"><a href="{up}{p.page}">' in html
+        assert "Floor 1: shared pieces" in html       # the sidebar shows the floors
 
 
 def test_api_is_shown_as_show_doc_output(site):
     out, _ = site
-    html = _page(out, "kernels.html")
-    for name in ["Separable", "SumKernel", "RBF", "check_matrix"]:
+    html = _page(out, "1_shared/kernels.html")
+    for name in ["Separable", "SumKernel", "RBF", "Linear"]:
         assert f'<h3 id="{name}">' in html, name          # show_doc heading
     assert 'id="separable"' in html                       # the anchor nbdev's links use
     text = _text(html)
@@ -104,11 +106,11 @@ def test_index_page_has_the_example_output(site):
 
 def test_math_present_and_local_mathjax(site):
     out, _ = site
-    html = _page(out, "kernels.html")
+    html = _page(out, "1_shared/kernels.html")
     assert "\\mathcal{L}" in html or "\\mathcal L" in html          # the math source, for MathJax to typeset
     m = re.search(r'<script[^>]*id="MathJax-script"[^>]*src="([^"]+)"', html)
     assert m and not m.group(1).startswith(("http", "//")), m
-    js = out / m.group(1)
+    js = (out / "1_shared") / m.group(1)
     assert js.exists() and js.stat().st_size > 1_000_000
     assert "window.MathJax" in html and "inlineMath" in html
     assert not re.search(r'<script[^>]*src="(https?:)?//', html), "a script loaded from the network"
@@ -135,8 +137,8 @@ def test_failing_notebook_does_not_stop_the_site(figure_site):
 
 
 def test_no_exec_still_has_the_api(tmp_path):
-    b = docs.build_site(tmp_path, nbs=NBS, only=["00_kernels"], execute=False, workers=1)
-    html = _page(tmp_path, "kernels.html")
+    b = docs.build_site(tmp_path, nbs=NBS, only=["01_kernels"], execute=False, workers=1)
+    html = _page(tmp_path, "1_shared/kernels.html")
     assert b.failures() == {} and '<h3 id="Separable">' in html and "def Separable(" in _text(html)
 
 
