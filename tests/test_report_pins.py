@@ -1,0 +1,51 @@
+"""The quick report's numbers, pinned across the house move: `ovk-nb reproduce --quick` gives the numbers it gave
+before the restructure (tests/pins/quick_summary.csv), except timings. Where a result changes on purpose, the row is
+listed in CHANGED with the reason."""
+import csv
+import math
+from pathlib import Path
+
+import pytest
+
+PINNED = Path(__file__).parent / "pins" / "quick_summary.csv"
+# (experiment, quantity) -> reason; their pinned value is not compared
+CHANGED = {}
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return {(r["experiment"], r["quantity"]): r for r in csv.DictReader(f)}
+
+
+def _is_timing(quantity: str) -> bool:
+    q = quantity.lower()
+    return "time" in q or "(s)" in q or "seconds" in q or "speed" in q
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    from ovk_nb.reproduce import run_experiments
+    out = tmp_path_factory.mktemp("report")
+    runs, failures = run_experiments(quick=True, out=out, log=lambda *a: None)
+    assert failures == {}, failures
+    return _rows(out / "summary.csv")
+
+
+def test_quick_report_numbers_unchanged(report):
+    pinned = _rows(PINNED)
+    missing = [k for k in pinned if k not in report and k not in CHANGED]
+    assert not missing, f"rows no longer reported: {missing}"
+    bad = []
+    for key, row in pinned.items():
+        if key in CHANGED or _is_timing(key[1]) or key not in report:
+            continue
+        a, b = row["ours"], report[key]["ours"]
+        try:
+            fa, fb = float(a), float(b)
+        except ValueError:
+            if a != b:
+                bad.append((key, a, b))
+            continue
+        if not math.isclose(fa, fb, rel_tol=1e-9, abs_tol=1e-12):
+            bad.append((key, fa, fb))
+    assert not bad, "quick report numbers changed:\n" + "\n".join(map(str, bad))
