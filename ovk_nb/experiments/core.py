@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['REGISTRY', 'Experiment', 'experiment', 'in_test', 'rows_to_markdown', 'rows_to_csv', 'Run']
+__all__ = ['REGISTRY', 'Experiment', 'experiment', 'in_test', 'rows_to_markdown', 'rows_to_csv', 'Run', 'single_threaded']
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #51f3be76
 @dataclass
@@ -145,3 +145,16 @@ def _display_figure(fig):
         display(fig)
     except ImportError:
         pass
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #60563c3e
+def single_threaded(func):
+    """Run an experiment with single-threaded BLAS. Several experiments (and test workers) share 2 cores; a threaded BLAS
+    then spins and can be 30x slower. All timings of the experiments are therefore single-threaded."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(1):
+            return func(*args, **kwargs)
+    return wrapper

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ..datasets import load_solar_flare, make_paper000_synthetic
-from .core import Run, experiment
+from .core import Run, experiment, single_threaded
 from ..kernels import RBF, Linear, Polynomial, Separable, gaussian_times_J, linear_quadratic
 from ..metrics import mse
 from ..monorma import MONORMA
@@ -19,7 +19,7 @@ from ..ridge import OVKRidge, OVKRidgeCV, solver_agreement
 from ..validation import check_matrix
 
 # %% auto #0
-__all__ = ['unit_ball_scale', 'half_split', 'batch_ridge_cv', 'single_threaded', 'exp_ridge_solvers', 'exp_ridge_lambda_path',
+__all__ = ['unit_ball_scale', 'half_split', 'batch_ridge_cv', 'exp_ridge_solvers', 'exp_ridge_lambda_path',
            'exp_ridge_kernel_param', 'onorma_classification', 'onorma_truncation', 'onorma_theorem1', 'paper000_setups',
            'monorma_fig1', 'monorma_fig2', 'monorma_table1', 'monorma_weights']
 
@@ -47,19 +47,6 @@ def batch_ridge_cv(kernel, X, Y, lams=None, n_splits: int = 5, random_state=0):
     cv = OVKRidgeCV(kernel, lams=lams, cv=KFold(n_splits, shuffle=True, random_state=random_state)).fit(X, Y)
     total = time.perf_counter() - t0
     return cv.best_estimator_, cv.lam_, cv.refit_time_, total - cv.refit_time_
-
-# %% ../../nbs/3_reproduction/01_paper000.ipynb #4948332d
-def single_threaded(func):
-    """Run an experiment with single-threaded BLAS. Several experiments (and test workers) share 2 cores; a threaded BLAS
-    then spins and can be 30x slower. All timings of the experiments are therefore single-threaded."""
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        from threadpoolctl import threadpool_limits
-        with threadpool_limits(1):
-            return func(*args, **kwargs)
-    return wrapper
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #232b270a
 def _paper000_halves(run, full_n=5000, full_d=10):

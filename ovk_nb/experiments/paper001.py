@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..datasets import finger_window, load_elecdemand_curves, load_gait, make_finger_movement
-from .core import Run, experiment
+from .core import Run, experiment, single_threaded
 from ..kernels import (RBF, ColumnKernel, IdentityOperator, IntegralOperator, MultiplicationOperator, Polynomial,
                             OutputOperator, ScaledKernel, grid_weights, truncate_operator)
 from ..metrics import lcr, rsse
@@ -150,17 +150,6 @@ def run_table_design(Xtr, Ytr, Xte, Yte, t, labels_te=None, quick=False, seed=0,
     return rows, preds, fits, names
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #104b47f7
-def _single_thread(func):
-    "Run an experiment with one BLAS thread: its matrices are small, and threads only add overhead (and oversubscribe under pytest -n 2)."
-    import functools
-    @functools.wraps(func)
-    def wrapper(run):
-        from threadpoolctl import threadpool_limits
-        with threadpool_limits(1):
-            return func(run)
-    return wrapper
-
-
 def _split(n, rng, train_frac=0.65):
     perm = rng.permutation(n); k = int(round(train_frac * n))
     return np.sort(perm[:k]), np.sort(perm[k:])
@@ -220,7 +209,7 @@ def _with_paper(rows, table):
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #0f8a4f8e
 @experiment("movkl_finger", title="Tables 1 and 2 on a simulated finger-movement task (state and amplitude curves)", paper="001")
-@_single_thread
+@single_threaded
 def exp_movkl_finger(run: Run):
     n, m = (120, 30) if run.quick else (487, 200)
     data = make_finger_movement(n, m, random_state=run.seed)
@@ -308,7 +297,7 @@ def _lag_figure(t, Yte, preds, rows, offsets, lag):
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #a0bfbed1
 @experiment("movkl_finger_lag", title="MovKL finds the input-output lag of the simulated finger task", paper="001")
-@_single_thread
+@single_threaded
 def exp_movkl_finger_lag(run: Run):
     data, offsets = _lag_data(run)
     lag, m, t, Y = data["lag"], data["m"], data["t"], data["amplitude"]
@@ -351,7 +340,7 @@ def _real_task(run, key, title, X, Y, t, tr, te, note, fig_title, ylabel, fig_ca
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #1739b108
 @experiment("movkl_real_curves", title="Table 2 design on real curve-to-curve data: electricity demand and gait", paper="001")
-@_single_thread
+@single_threaded
 def exp_movkl_real_curves(run: Run):
     out = {}
     elec = load_elecdemand_curves()
