@@ -14,9 +14,10 @@ from scipy.spatial.distance import cdist
 from .validation import check_matrix, check_positive, check_psd, sym_in_weights
 
 # %% auto #0
-__all__ = ['ScalarKernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'BlockKernel',
-           'paper000_J', 'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'IdentityOperator',
-           'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel', 'ScaledKernel']
+__all__ = ['ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'OVKernel',
+           'Separable', 'SumKernel', 'BlockKernel', 'paper000_J', 'gaussian_times_J', 'linear_quadratic',
+           'grid_weights', 'OutputOperator', 'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator',
+           'truncate_operator', 'ColumnKernel', 'ScaledKernel']
 
 # %% ../nbs/1_shared/01_kernels.ipynb #8674ff87
 class ScalarKernel:
@@ -26,7 +27,9 @@ class ScalarKernel:
         Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
         if X.shape[1] != Y.shape[1]:
             raise ValueError(f"X and Y must have the same number of features, got {X.shape[1]} and {Y.shape[1]}")
-        return self._gram(X, Y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            G = self._gram(X, Y)
+        return check_gram_finite(G, self, X, Y)
 
     def diag(self, X):
         X = check_matrix(X, "X", allow_1d=True)
@@ -48,9 +51,40 @@ class ScalarKernel:
     __hash__ = None
 
 # %% ../nbs/1_shared/01_kernels.ipynb #e0bb8d3b
-def _sqdist(X, Y):
-    d = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
-    return np.maximum(d, 0.0, out=d)
+def sq_distances(X, Y) -> np.ndarray:
+    """||x_i - y_j||^2 for all pairs by the Gram trick |x|^2 + |y|^2 - 2<x, y> (one BLAS-3 product), on inputs shifted by
+    the mean of X and scaled to unit max: no inf - inf for huge inputs, no cancellation from a far-away origin."""
+    if not X.size or not Y.size:
+        return np.zeros((len(X), len(Y)))
+    c = X.mean(0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xc, Yc = X - c, Y - c
+        s = max(float(np.abs(Xc).max()), float(np.abs(Yc).max()))
+    if not np.isfinite(s):                                  # differences overflow: exact per pair, then inf
+        from scipy.spatial.distance import cdist
+        with np.errstate(over="ignore"):
+            return cdist(X, Y, "sqeuclidean")
+    if s == 0.0:
+        return np.zeros((len(X), len(Y)))
+    Xc /= s; Yc /= s
+    d = (Xc * Xc).sum(1)[:, None] + (Yc * Yc).sum(1)[None, :] - 2.0 * (Xc @ Yc.T)
+    np.maximum(d, 0.0, out=d)
+    with np.errstate(over="ignore"):
+        d *= s; d *= s                                      # may overflow to inf (kernel value exactly 0); s * s alone could
+                                                            # be inf, and 0 * inf on the diagonal NaN
+    return d
+
+
+_sqdist = sq_distances
+
+
+def check_gram_finite(G, kernel, X=None, Y=None) -> np.ndarray:
+    "Return the Gram matrix G, or raise ValueError naming `kernel` when an entry is NaN or inf (inputs too large)."
+    if G.size and not np.isfinite(G).all():
+        big = max((float(np.abs(A).max()) for A in (X, Y) if A is not None and np.size(A)), default=float("nan"))
+        raise ValueError(f"{kernel!r} gives non-finite kernel values on inputs of size up to {big:.3g}: "
+                         "scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
+    return G
 
 
 class Linear(ScalarKernel):

@@ -13,7 +13,11 @@ import record  # noqa: E402
 PINNED = dict(np.load(record.PINS))
 CASES = record.cases()
 # Where merging two copies of a routine changed the arithmetic on purpose, the tolerance is named here.
-TOL = {}
+TOL = {
+    # CG stops at a relative residual of 1e-10: the stable distance formula of ovk_nb.kernels.sq_distances (no
+    # cancellation, house step 2) changes round-off, and the iterate moves within the solver's tolerance.
+    "ridge/ncsum/cg": 1e-9,
+}
 
 
 def test_every_pin_still_has_a_case():
