@@ -5,12 +5,17 @@
 # %% ../nbs/1_shared/02_linalg.ipynb #d5476590
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
+import scipy.linalg as sla
+from fastcore.basics import patch
 
 from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel
 
 # %% auto #0
-__all__ = ['KernelParts', 'group_columns']
+__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'kernel_matvec',
+           'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel', 'nystrom_fit']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -56,7 +61,39 @@ def _joint_eig(T, w):
     return np.clip(E, 0, None), V, Vinv
 
 # %% ../nbs/1_shared/02_linalg.ipynb #1b8dc4f7
-def _grams(self, X, Y, cache=None):
+class KernelParts:
+    """An operator-valued kernel seen as sum_c k_c(x, x') T_c (its separable parts, found inside `Separable`
+    and nested `SumKernel`s) plus generic parts used through `apply`/`gram`. Precomputes a joint
+    eigenbasis of the T_c when they commute (then the d outputs decouple)."""
+    def __init__(self, kernel: OVKernel):
+        if not isinstance(kernel, OVKernel):
+            raise ValueError(f"kernel must be an OVKernel (e.g. Separable, SumKernel), got {type(kernel).__name__}")
+        self.kernel, self.d = kernel, kernel.output_dim
+        self.scalars, self.sidx, self.T, self.gen = _separable_parts(kernel, self.d)
+        self.TT = np.ascontiguousarray(self.T.transpose(0, 2, 1))
+        wts = getattr(kernel, "weights", None)
+        self.w = None if wts is None else np.asarray(wts, float)
+        self.eig = None if self.gen or not len(self.T) else _joint_eig(self.T, self.w)
+
+    @property
+    def nc(self): return len(self.T)
+
+    @property
+    def separable(self) -> bool:
+        "True when the kernel is a sum of separable parts only (no generic part)."
+        return self.nc > 0 and not self.gen
+
+    @property
+    def s(self):
+        "sqrt of the quadrature weights (ones without weights): the symmetric frame D = I kron diag(s)."
+        return np.ones(self.d) if self.w is None else np.sqrt(self.w)
+
+    def apply(self, X, Y, C):
+        return self.apply_grams(self.grams(X, Y), X, Y, C)
+
+# %% ../nbs/1_shared/02_linalg.ipynb #752c35ec
+@patch
+def grams(self: KernelParts, X, Y, cache=None):
     """The scalar Gram matrices k_c(X, Y), one per distinct scalar kernel. Fast paths: Gaussian kernels share one
     squared-distance matrix (from a single augmented product), linear and polynomial kernels one X Y^T; `cache`
     (a dict) shares these between several kernels on the same (X, Y)."""
@@ -90,7 +127,8 @@ def _grams(self, X, Y, cache=None):
     return out
 
 # %% ../nbs/1_shared/02_linalg.ipynb #d2b41bce
-def _apply_grams(self, G, X, Y, C):
+@patch
+def apply_grams(self: KernelParts, G, X, Y, C):
     "sum_c G_c @ C @ T_c^T (+ generic parts), cheapest order: rows sum_j K(x_i, y_j) c_j."
     out = np.zeros((G[0].shape[0] if G else len(X), self.d))
     for c, j in enumerate(self.sidx):
@@ -103,7 +141,8 @@ def _apply_grams(self, G, X, Y, C):
     return out
 
 
-def _quad_diag(self, X, A):
+@patch
+def quad_diag(self: KernelParts, X, A):
     "<K(x_i, x_i) a_i, a_i>_Y for each row."
     WA = A if self.w is None else A * self.w
     out = np.zeros(len(X))
@@ -115,34 +154,12 @@ def _quad_diag(self, X, A):
     return out
 
 
-def _inner(self, U, V):
+@patch
+def inner(self: KernelParts, U, V):
     "<u, v>_Y row-wise (quadrature-weighted when the kernel has weights)."
     return np.einsum("...d,...d->...", U, V if self.w is None else V * self.w)
 
-# %% ../nbs/1_shared/02_linalg.ipynb #454bae8e
-class KernelParts:
-    """An operator-valued kernel seen as sum_c k_c(x, x') T_c (its separable parts, found inside `Separable`
-    and nested `SumKernel`s) plus generic parts used through `apply`/`gram`. Precomputes a joint
-    eigenbasis of the T_c when they commute (then the d outputs decouple)."""
-    def __init__(self, kernel: OVKernel):
-        if not isinstance(kernel, OVKernel):
-            raise ValueError(f"kernel must be an OVKernel (e.g. Separable, SumKernel), got {type(kernel).__name__}")
-        self.kernel, self.d = kernel, kernel.output_dim
-        self.scalars, self.sidx, self.T, self.gen = _separable_parts(kernel, self.d)
-        self.TT = np.ascontiguousarray(self.T.transpose(0, 2, 1))
-        wts = getattr(kernel, "weights", None)
-        self.w = None if wts is None else np.asarray(wts, float)
-        self.eig = None if self.gen or not len(self.T) else _joint_eig(self.T, self.w)
-
-    @property
-    def nc(self): return len(self.T)
-
-    grams, apply_grams, quad_diag, inner = _grams, _apply_grams, _quad_diag, _inner
-
-    def apply(self, X, Y, C):
-        return self.apply_grams(self.grams(X, Y), X, Y, C)
-
-# %% ../nbs/1_shared/02_linalg.ipynb #66766666
+# %% ../nbs/1_shared/02_linalg.ipynb #f7bd77b2
 def group_columns(E, rtol: float = 1e-10):
     "Group the columns of E (parts x d) that are equal up to rtol * max|E|: list of (column of E, index array)."
     E = np.asarray(E, dtype=float)
@@ -155,3 +172,256 @@ def group_columns(E, rtol: float = 1e-10):
         else:
             groups.append((E[:, l].copy(), [l]))
     return [(c, np.array(idx)) for c, idx in groups]
+
+# %% ../nbs/1_shared/02_linalg.ipynb #99068943
+def eigh_psd(A, rcond: float | None = None, overwrite: bool = False):
+    """(s, U) with A = U diag(s) U^T for a symmetric PSD matrix A, s ascending.
+    rcond=None: eigenvalues clipped at 0. rcond=r: eigenpairs with s <= r * max(s) dropped."""
+    A = np.asarray(A, dtype=float)
+    s, U = sla.eigh(A.T, overwrite_a=overwrite, driver="evd", check_finite=False)   # A.T: Fortran view, no copy
+    if rcond is None:
+        return np.clip(s, 0, None), U
+    keep = s > rcond * max(s.max(initial=0), 1e-300)
+    return s[keep], U[:, keep]
+
+# %% ../nbs/1_shared/02_linalg.ipynb #2aae5d09
+@dataclass
+class EigenFactor:
+    """The lam-independent part of G C T^T + lam C = Y (2)-(3): G = scale * U diag(s) U^T (PSD), T = V diag(e) V^{-1},
+    Yt = U^T Y V^{-T}. Each lam then costs O(n^2 d): coef, smoothed, predict_path, loo_residuals, solve."""
+    s: np.ndarray                   # (r,) eigenvalues of G, >= 0
+    U: np.ndarray                   # (n, r) orthonormal eigenvectors of G (r < n: G of low rank)
+    e: np.ndarray                   # (d,) eigenvalues of T, >= 0
+    V: np.ndarray                   # (d, d) eigenvectors of T
+    Vinv: np.ndarray                # (d, d) its inverse
+    Yt: np.ndarray | None = None    # (r, d) the rotated right-hand side
+    scale: float = 1.0              # tau of a Kronecker preconditioner
+    _U2: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, G, T_eig, Y=None, overwrite: bool = False):
+        "Factor the scalar Gram G (eigh_psd; overwritten if asked) with T_eig = (e, V, Vinv) and rotate Y (n, d)."
+        s, U = eigh_psd(G, overwrite=overwrite)
+        e, V, Vinv = T_eig
+        return cls(s, U, e, V, Vinv, None if Y is None else U.T @ (Y @ Vinv.T))
+
+    def den(self, lam):
+        "s_a e_l scale + lam, (r, d)."
+        return self.scale * np.outer(self.s, self.e) + lam
+
+    def coef(self, lam):
+        "(3): C = U (Yt / (s e^T + lam)) V^T."
+        return self.U @ (self.Yt / self.den(lam)) @ self.V.T
+
+    def smoothed(self, lam):
+        "C T^T = U ((Yt / (s e^T + lam)) diag(e)) V^T: what predictions k(X', X) C T^T need."
+        return self.U @ ((self.Yt / self.den(lam)) * self.e) @ self.V.T
+
+# %% ../nbs/1_shared/02_linalg.ipynb #241be049
+@patch
+def coef_path(self: EigenFactor, lams):
+    "C for each lam: (len(lams), n, d)."
+    return np.stack([self.coef(l) for l in lams])
+
+
+@patch
+def predict_path(self: EigenFactor, Kx, lams):
+    "k(X', X) C T^T for each lam, Kx = k(X', X) (m, n): (len(lams), m, d); O(m n^2) once, then O(m n d) per lam."
+    A = Kx @ self.U
+    return np.stack([A @ ((self.Yt / self.den(l)) * self.e) @ self.V.T for l in lams])
+
+
+@patch
+def loo_residuals(self: EigenFactor, lam):
+    "(8): exact leave-one-out residuals y_i - f^{-i}(x_i), (n, d), for one lam."
+    den = self.den(lam)
+    if self._U2 is None:
+        self._U2 = self.U ** 2                     # kept for the next lam of a path
+    D = self._U2 @ (1.0 / den)                     # (n, d): sum_a U_ia^2 / (s_a e_l + lam)
+    return (self.U @ (self.Yt / den) / D) @ self.V.T
+
+
+@patch
+def truncate(self: EigenFactor, p):
+    "The factor of T_p: all but the p largest eigenvalues e_l set to 0 (p=None: unchanged)."
+    if p is None:
+        return self
+    e = self.e.copy()
+    e[np.argsort(-e, kind="stable")[int(p):]] = 0.0
+    return EigenFactor(self.s, self.U, e, self.V, self.Vinv, self.Yt, self.scale)
+
+
+@patch
+def solve(self: EigenFactor, R, lam):
+    "(scale G kron T + lam I)^{-1} applied to R (n, d); the complement of span(U) (low-rank G) sees lam alone."
+    UR = self.U.T @ R
+    out = self.U @ (((UR @ self.Vinv.T) / self.den(lam)) @ self.V.T)
+    if self.U.shape[1] < self.U.shape[0]:
+        out += (R - self.U @ UR) / lam
+    return out
+
+# %% ../nbs/1_shared/02_linalg.ipynb #e3e1bdb2
+def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
+    "Solve (5) for a KernelParts with a joint eigenbasis: one Cholesky per distinct column of E. Returns C (n, d)."
+    E, V, Vinv = parts.eig
+    grams = parts.grams(X, X) if grams is None else grams
+    Yh = Y @ Vinv.T
+    Ch = np.empty_like(Yh)
+    groups = group_columns(E)
+    n = len(X)
+    for gi, (col, idx) in enumerate(groups):
+        coefs = np.zeros(len(grams))
+        for c, j in enumerate(parts.sidx):                    # parts sharing a scalar kernel share its Gram
+            coefs[j] += col[c]
+        if coefs.max(initial=0) <= 0:
+            Ch[:, idx] = Yh[:, idx] / lam
+            continue
+        if len(grams) == 1:             # (c k + lam I) x = y  <=>  (k + lam/c I) x = y/c; the last group reuses k's memory
+            A = grams[0] if gi == len(groups) - 1 else grams[0].copy()
+            shift, rhs = lam / coefs[0], Yh[:, idx] / coefs[0]
+        else:
+            A = sum(c * G for c, G in zip(coefs, grams) if c)
+            shift, rhs = lam, Yh[:, idx]
+        A[np.diag_indices(n)] += shift
+        Ch[:, idx] = sla.cho_solve(sla.cho_factor(A.T, lower=False, overwrite_a=True, check_finite=False), rhs,
+                                   check_finite=False)
+    return Ch @ V.T
+
+# %% ../nbs/1_shared/02_linalg.ipynb #b53d9353
+def pcg(matvec, B, precond=None, tol: float = 1e-10, max_iter: int | None = None, X0=None):
+    """Preconditioned CG on matvec(Z) = B (an SPD operator on matrices). Returns (Z, info) with info =
+    {'iterations', 'residual' (relative, recursive), 'history', 'converged'}."""
+    max_iter = 10 * B.size if max_iter is None else max_iter
+    bnorm = np.linalg.norm(B)
+    if bnorm == 0:
+        return np.zeros_like(B), {"iterations": 0, "residual": 0.0, "history": [0.0], "converged": True}
+    P = (lambda R: R) if precond is None else precond
+    Z = np.zeros_like(B) if X0 is None else np.array(X0, dtype=float)
+    R = B - matvec(Z)
+    Pr = P(R); D = Pr.copy(); rz = np.vdot(R, Pr)
+    hist = [np.linalg.norm(R) / bnorm]
+    it = 0
+    while hist[-1] > tol and it < max_iter:
+        KD = matvec(D)
+        step = rz / np.vdot(D, KD)
+        Z += step * D; R -= step * KD
+        Pr = P(R); rz_new = np.vdot(R, Pr)
+        D = Pr + (rz_new / rz) * D; rz = rz_new
+        it += 1
+        hist.append(np.linalg.norm(R) / bnorm)
+    return Z, {"iterations": it, "residual": hist[-1], "history": hist, "converged": hist[-1] <= tol}
+
+# %% ../nbs/1_shared/02_linalg.ipynb #b2e45e25
+def kernel_matvec(parts: KernelParts, X, lam, grams=None):
+    "Z -> (D K D^{-1} + lam I) Z on (n, d) matrices, D = I kron diag(parts.s); never an nd x nd matrix."
+    grams = parts.grams(X, X) if grams is None else grams
+    s = None if parts.w is None else parts.s
+
+    def mv(Z):
+        KZ = parts.apply_grams(grams, X, X, Z) if s is None else parts.apply_grams(grams, X, X, Z / s) * s
+        return KZ + lam * Z
+    return mv
+
+# %% ../nbs/1_shared/02_linalg.ipynb #43037ac9
+def separable_preconditioner(parts: KernelParts, grams, lam):
+    "R -> (k_c kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c of `parts`."
+    c = int(np.argmax([np.trace(grams[j]) * np.trace(T) for j, T in zip(parts.sidx, parts.T)]))
+    s = parts.s
+    Ts = s[:, None] * parts.T[c] / s[None, :]
+    e, Q = eigh_psd((Ts + Ts.T) / 2)
+    g, U = eigh_psd(grams[parts.sidx[c]])
+    f = EigenFactor(g, U, e, Q, Q.T)
+    return lambda R: f.solve(R, lam)
+
+
+def jacobi_preconditioner(parts: KernelParts, X, lam):
+    "R -> blockdiag(K(x_i, x_i) + lam I)^{-1} R (symmetric frame)."
+    s, d = parts.s, parts.d
+    D = parts.kernel.diag(X) * s[None, :, None] / s[None, None, :]
+    D[:, np.arange(d), np.arange(d)] += lam
+    Dinv = np.linalg.inv(D)
+    return lambda R: np.einsum("nij,nj->ni", Dinv, R)
+
+# %% ../nbs/1_shared/02_linalg.ipynb #2652b3a1
+class NystromFeatures:
+    "z(x) = diag(g)^{-1/2} Q^T k(L, x) for the landmarks L (eigenpairs below rcond * max g dropped); k(x, x') ~ z(x)^T z(x')."
+    def __init__(self, scalar_kernel, landmarks, rcond: float = 1e-12):
+        g, Q = eigh_psd(scalar_kernel(landmarks), rcond=rcond)
+        self.scalar_kernel, self.landmarks = scalar_kernel, landmarks
+        self.proj = Q / np.sqrt(g)
+
+    @property
+    def rank(self): return self.proj.shape[1]
+
+    def __call__(self, X):
+        return self.scalar_kernel(X, self.landmarks) @ self.proj
+
+
+def _chunks(n, size):
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+@dataclass
+class NystromModel:
+    "Predictions sum over blocks (j, B, S) of z_j(x) B S (S None: identity), divided by s (the symmetric frame) if given."
+    feats: list                     # NystromFeatures on one landmark set
+    blocks: list                    # (feature index j, B (r_j, d), S (d, d) or None)
+    s: np.ndarray | None = None
+
+    def predict(self, X, chunk: int = 4096):
+        d = self.blocks[0][1].shape[1]
+        outs = []
+        for sl in _chunks(len(X), chunk):
+            Zs = [f(X[sl]) for f in self.feats]
+            out = sum(Zs[j] @ B if S is None else Zs[j] @ B @ S for j, B, S in self.blocks)
+            outs.append(out if self.s is None else out / self.s)
+        return np.concatenate(outs) if outs else np.zeros((0, d))
+
+# %% ../nbs/1_shared/02_linalg.ipynb #b2628940
+def _nystrom_separable(parts, X, Y, lam, landmarks, chunk):
+    "(6): one feature map and Omega = Z^T C T^T from an EigenFactor of Z^T Z."
+    feats = NystromFeatures(parts.scalars[0], landmarks)
+    E, V, Vinv = parts.eig
+    G, B = np.zeros((feats.rank, feats.rank)), np.zeros((feats.rank, Y.shape[1]))
+    Yh = Y @ Vinv.T
+    for sl in _chunks(len(X), chunk):
+        Z = feats(X[sl])
+        G += Z.T @ Z
+        B += Z.T @ Yh[sl]
+    gG, QG = eigh_psd(G)
+    return NystromModel([feats], [(0, EigenFactor(gG, QG, E[0], V, Vinv, QG.T @ B).smoothed(lam), None)])
+
+
+def _primal_system(parts, feats, Ss, X, Ys, chunk):
+    "The matrix Phi^T Phi and vector Phi^T y of (7), and the block offsets."
+    d = Ys.shape[1]
+    offs = np.concatenate([[0], np.cumsum([feats[j].rank * d for j in parts.sidx])])
+    A, b = np.zeros((offs[-1], offs[-1])), np.zeros(offs[-1])
+    for sl in _chunks(len(X), chunk):
+        Zs = [f(X[sl]) for f in feats]
+        for c, j in enumerate(parts.sidx):
+            b[offs[c]:offs[c + 1]] += (Zs[j].T @ Ys[sl] @ Ss[c]).reshape(-1)
+            for c2 in range(c, parts.nc):
+                blk = np.kron(Zs[j].T @ Zs[parts.sidx[c2]], Ss[c] @ Ss[c2])
+                A[offs[c]:offs[c + 1], offs[c2]:offs[c2 + 1]] += blk
+                if c2 != c:
+                    A[offs[c2]:offs[c2 + 1], offs[c]:offs[c + 1]] += blk.T
+    return A, b, offs
+
+
+def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> NystromModel:
+    "Ridge (1) with every scalar Gram replaced by its Nystrom approximation on `landmarks`: (6) or (7)."
+    if parts.nc == 1 and parts.eig is not None:
+        return _nystrom_separable(parts, X, Y, lam, landmarks, chunk)
+    s = parts.s
+    feats = [NystromFeatures(k, landmarks) for k in parts.scalars]
+    Ss = []
+    for T in parts.T:
+        Ts = s[:, None] * T / s[None, :]
+        ev, Q = eigh_psd((Ts + Ts.T) / 2)
+        Ss.append((Q * np.sqrt(ev)) @ Q.T)
+    A, b, offs = _primal_system(parts, feats, Ss, X, Y * s, chunk)
+    A[np.diag_indices_from(A)] += lam
+    beta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True), b)
+    blocks = [(j, beta[offs[c]:offs[c + 1]].reshape(-1, Y.shape[1]), Ss[c]) for c, j in enumerate(parts.sidx)]
+    return NystromModel(feats, blocks, s)

@@ -12,19 +12,20 @@ import warnings
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.sparse.linalg import LinearOperator, cg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from fastcore.basics import patch
 from sklearn.model_selection import KFold
-from sklearn.utils.validation import check_is_fitted
 
 from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, SumKernel, gaussian_times_J,
                             linear_quadratic, paper000_J)
-from .linalg import group_columns
-from .validation import check_matrix, check_positive
+from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
+                           kernel_matvec, nystrom_fit, pcg, separable_preconditioner)
+from .validation import (Interval, Options, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
+                               validate_estimator_params)
 
 # %% auto #0
-__all__ = ['SOLVERS', 'DEFAULT_LAMS', 'ridge_dense_reference', 'OVKRidge', 'solver_agreement', 'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'DEFAULT_LAMS', 'ridge_dense_reference', 'OVKRidge', 'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -37,15 +38,11 @@ def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
     return np.linalg.solve(G, Y.reshape(-1)).reshape(Y.shape)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #4b664acd
-def _sqrt_weights(kernel):
-    w = getattr(kernel, "weights", None)
-    return None if w is None else np.sqrt(np.asarray(w, dtype=float))
-
-
 def _dense_cholesky(kernel, X, Y, lam):
     "Cholesky of D (K + lam I) D^{-1}, D = I kron W^{1/2} (identity without weights). O((nd)^3): small problems only."
     n, d = Y.shape
-    s = _sqrt_weights(kernel)
+    w = getattr(kernel, "weights", None)
+    s = None if w is None else np.sqrt(np.asarray(w, dtype=float))
     G = kernel.gram(X)
     if s is not None:
         sv = np.tile(s, n)
@@ -61,311 +58,34 @@ def _dense_cholesky(kernel, X, Y, lam):
     return C if s is None else C / s
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #01470d24
-def _separable_parts(kernel):
-    "[(w, scalar_kernel, T)] for a Separable or a (nested) SumKernel of Separables with w > 0; None otherwise."
-    if isinstance(kernel, Separable):
-        return [(1.0, kernel.scalar_kernel, kernel.T)]
-    if isinstance(kernel, SumKernel):
-        parts = []
-        for w, k in zip(kernel.weights_, kernel.kernels):
-            sub = _separable_parts(k)
-            if sub is None:
-                return None
-            parts += [(float(w) * ws, sk, T) for ws, sk, T in sub if w * ws > 0]
-        return parts
-    return None
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #f6bd948c
-def _common_eigenbasis(kernel, parts, tol: float = 1e-9):
-    "(E, V, Vinv) with T_j = V diag(E[j]) Vinv for every part, or None if the T_j do not commute."
-    if isinstance(kernel, Separable):
-        e, V, Vinv = kernel.T_eig()
-        return e[None, :], V, Vinv
-    s = _sqrt_weights(kernel)
-    Ts = [T if s is None else s[:, None] * T / s[None, :] for _, _, T in parts]   # symmetric frame
-    Ts = [(T + T.T) / 2 for T in Ts]
-    r = np.random.default_rng(12345).uniform(1, 2, size=len(Ts))
-    _, Q = np.linalg.eigh(sum(ri * T for ri, T in zip(r, Ts)))
-    E = []
-    for T in Ts:
-        D = Q.T @ T @ Q
-        off = D - np.diag(np.diag(D))
-        if np.abs(off).max(initial=0) > tol * max(1.0, np.abs(T).max()):
-            return None
-        E.append(np.clip(np.diag(D), 0, None))
-    V, Vinv = (Q, Q.T) if s is None else (Q / s[:, None], Q.T * s[None, :])
-    return np.array(E), V, Vinv
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #b3e5f667
-_groups = group_columns          # the one grouping rule (ovk_nb.linalg)
+PRECONDITIONERS = ("auto", "jacobi", "separable")
 
 
-def _scalar_grams(parts, X, Y=None):
-    "The scalar Gram of each part, computed once per distinct scalar kernel."
-    cache, out = [], []
-    for _, sk, _ in parts:
-        for k0, G in cache:
-            if k0 == sk:
-                break
-        else:
-            G = sk(X, Y)
-            cache.append((sk, G))
-        out.append(G)
-    return out
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #a2ec7163
-def _eigen_factor(kernel: Separable, X, Y):
-    "The lam-independent part of (3): dict with s, U, e, V, Vinv and Yt = U^T Y V^{-T}."
-    k = kernel.scalar_kernel(X)
-    s, U = sla.eigh(k.T, overwrite_a=True, driver="evd", check_finite=False)     # k.T: Fortran view, no copy
-    e, V, Vinv = kernel.T_eig()
-    return {"s": np.clip(s, 0, None), "U": U, "e": e, "V": V, "Vinv": Vinv, "Yt": U.T @ (Y @ Vinv.T)}
-
-
-def _eigen_coef(f, lam):
-    "C for one lam from the eigen factorisation: C = U (Yt / (s e^T + lam)) V^T."
-    return f["U"] @ (f["Yt"] / (np.outer(f["s"], f["e"]) + lam)) @ f["V"].T
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #444d09b5
-def _grouped_cholesky(parts, basis, X, Y, lam):
-    "Solve (5): one Cholesky per distinct column of E. Returns C (n, d)."
-    E, V, Vinv = basis
-    grams = _scalar_grams(parts, X)
-    Yh = Y @ Vinv.T
-    Ch = np.empty_like(Yh)
-    groups = _groups(E)
-    n = len(X)
-    for gi, (col, idx) in enumerate(groups):
-        coefs = [w * c for (w, _, _), c in zip(parts, col)]
-        if max(coefs, default=0) <= 0:
-            Ch[:, idx] = Yh[:, idx] / lam
-            continue
-        if len(grams) == 1:             # (c k + lam I) x = y  <=>  (k + lam/c I) x = y/c; the last group reuses k's memory
-            A = grams[0] if gi == len(groups) - 1 else grams[0].copy()
-            shift, rhs = lam / coefs[0], Yh[:, idx] / coefs[0]
-        else:
-            A = sum(c * G for c, G in zip(coefs, grams) if c)
-            shift, rhs = lam, Yh[:, idx]
-        A[np.diag_indices(n)] += shift
-        # A is symmetric: factor its Fortran-ordered view A.T in place (a C-ordered A would be copied by LAPACK's wrapper)
-        Ch[:, idx] = sla.cho_solve(sla.cho_factor(A.T, lower=False, overwrite_a=True, check_finite=False), rhs,
-                                   check_finite=False)
-    return Ch @ V.T
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #231011ab
-def _cg_operator(kernel, X, lam, s, parts, grams, Ts):
-    "v -> (D K D^{-1} + lam I) v for (1), D = I kron diag(s), as a LinearOperator; never an nd x nd matrix."
-    n, d = len(X), len(s)
-    if parts is not None:
-        def Kmul(Cs):
-            return sum(w * (G @ (Cs @ T.T)) for (w, _, _), G, T in zip(parts, grams, Ts))
-    else:
-        def Kmul(Cs):
-            return kernel.apply(X, X, Cs / s) * s
-
-    def mv(v):
-        Cs = v.reshape(n, d)
-        return (Kmul(Cs) + lam * Cs).reshape(-1)
-    return LinearOperator((n * d, n * d), matvec=mv, dtype=float)
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #e2461cb7
-def _cg_preconditioner(kind, kernel, X, lam, s, parts, grams, Ts):
-    "M ~ (D K D^{-1} + lam I)^{-1}: block Jacobi, the exact inverse (3) of the dominant separable part, or None."
-    n, d = len(X), len(s)
-    if kind == "auto":
-        kind = "separable" if parts is not None else None
-    if kind == "jacobi":
-        D = kernel.diag(X) * s[None, :, None] / s[None, None, :]
-        D[:, np.arange(d), np.arange(d)] += lam
-        Dinv = np.linalg.inv(D)
-        return LinearOperator((n * d, n * d), dtype=float,
-                              matvec=lambda v: np.einsum("nij,nj->ni", Dinv, v.reshape(n, d)).reshape(-1))
-    if kind == "separable":
-        if parts is None:
-            raise ValueError("preconditioner='separable' needs a Separable kernel or a SumKernel of Separables")
-        j = int(np.argmax([w * np.trace(G) * np.trace(T) for (w, _, _), G, T in zip(parts, grams, Ts)]))
-        sj, U = sla.eigh(parts[j][0] * grams[j], driver="evd", check_finite=False)
-        e, Q = np.linalg.eigh((Ts[j] + Ts[j].T) / 2)
-        den = np.outer(np.clip(sj, 0, None), np.clip(e, 0, None)) + lam
-        return LinearOperator((n * d, n * d), dtype=float,
-                              matvec=lambda v: (U @ ((U.T @ v.reshape(n, d) @ Q) / den) @ Q.T).reshape(-1))
-    if kind is not None:
-        raise ValueError(f"preconditioner must be 'auto', 'jacobi', 'separable' or None, got {kind!r}")
-    return None
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #b753a6ad
-def _cg_solve(kernel, X, Y, lam, tol=1e-10, max_iter=None, preconditioner="auto"):
-    "Preconditioned CG for (1) in the symmetric frame; returns (C, n_iter, info)."
-    n, d = Y.shape
-    s = _sqrt_weights(kernel)
-    s = np.ones(d) if s is None else s
-    parts = _separable_parts(kernel)
-    grams = Ts = None
-    if parts is not None:
-        grams = _scalar_grams(parts, X)
-        Ts = [s[:, None] * T / s[None, :] for _, _, T in parts]
-    A = _cg_operator(kernel, X, lam, s, parts, grams, Ts)
-    M = _cg_preconditioner(preconditioner, kernel, X, lam, s, parts, grams, Ts)
-
-    it = [0]
-    def count(_):
-        it[0] += 1
-    b = (Y * s).reshape(-1)
-    x, info = cg(A, b, rtol=tol, atol=0.0, maxiter=max_iter, M=M, callback=count)
-    return x.reshape(n, d) / s, it[0], info
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #5ee9326d
-class _NystromFeatures:
-    "z(x) = diag(g)^{-1/2} Q^T k(L, x) for the landmarks L; k(x, x') ~ z(x)^T z(x')."
-    def __init__(self, scalar_kernel, landmarks, rcond=1e-12):
-        g, Q = np.linalg.eigh(scalar_kernel(landmarks))
-        keep = g > rcond * max(g.max(initial=0), 1e-300)
-        self.scalar_kernel, self.landmarks = scalar_kernel, landmarks
-        self.proj = Q[:, keep] / np.sqrt(g[keep])
-
-    def __call__(self, X):
-        return self.scalar_kernel(X, self.landmarks) @ self.proj
-
-
-def _chunks(n, size):
-    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #fa47e63c
-def _nystrom_fit_separable(kernel: Separable, X, Y, lam, landmarks, chunk=4096):
-    "(6): the model ('separable', feats, Omega) with Omega the (r, d) weights of the features."
-    feats = _NystromFeatures(kernel.scalar_kernel, landmarks)
-    e, V, Vinv = kernel.T_eig()
-    r = feats.proj.shape[1]
-    G, B = np.zeros((r, r)), np.zeros((r, Y.shape[1]))
-    Yh = Y @ Vinv.T
-    for sl in _chunks(len(X), chunk):
-        Z = feats(X[sl])
-        G += Z.T @ Z
-        B += Z.T @ Yh[sl]
-    gG, QG = np.linalg.eigh(G)
-    Om = QG @ ((QG.T @ B) * e / (np.outer(np.clip(gG, 0, None), e) + lam)) @ V.T
-    return ("separable", feats, Om)
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #c805f786
-def _sum_features(kernel, parts, landmarks, d):
-    "Per part: Nystrom features z_j, S_j = T_j^{1/2} in the symmetric frame and sqrt(w_j); plus the frame's s."
-    s = _sqrt_weights(kernel)
-    s = np.ones(d) if s is None else s
-    feats, Ss, ws = [], [], []
-    for w, sk, T in parts:
-        Tsym = s[:, None] * T / s[None, :]
-        ev, Q = np.linalg.eigh((Tsym + Tsym.T) / 2)
-        Ss.append((Q * np.sqrt(np.clip(ev, 0, None))) @ Q.T)
-        feats.append(_NystromFeatures(sk, landmarks)); ws.append(np.sqrt(w))
-    return feats, Ss, ws, s
-
-
-def _primal_system(feats, Ss, ws, X, Ys, chunk):
-    "The matrix Phi^T Phi and vector Phi^T y of (7), and the block offsets."
-    d = Ys.shape[1]
-    sizes = [f.proj.shape[1] * d for f in feats]
-    offs = np.concatenate([[0], np.cumsum(sizes)])
-    A, b = np.zeros((offs[-1], offs[-1])), np.zeros(offs[-1])
-    for sl in _chunks(len(X), chunk):
-        Zs = [f(X[sl]) for f in feats]
-        for j, Zj in enumerate(Zs):
-            b[offs[j]:offs[j + 1]] += ws[j] * (Zj.T @ Ys[sl] @ Ss[j]).reshape(-1)
-            for l in range(j, len(Zs)):
-                blk = ws[j] * ws[l] * np.kron(Zj.T @ Zs[l], Ss[j] @ Ss[l])
-                A[offs[j]:offs[j + 1], offs[l]:offs[l + 1]] += blk
-                if l != j:
-                    A[offs[l]:offs[l + 1], offs[j]:offs[j + 1]] += blk.T
-    return A, b, offs
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #e5849769
-def _nystrom_fit_sum(kernel, parts, X, Y, lam, landmarks, chunk=4096):
-    "(7): the model ('sum', feats list, sqrt(w_j) B_j list, S_j list, s)."
-    d = Y.shape[1]
-    feats, Ss, ws, s = _sum_features(kernel, parts, landmarks, d)
-    A, b, offs = _primal_system(feats, Ss, ws, X, Y * s, chunk)
-    A[np.diag_indices_from(A)] += lam
-    beta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True), b)
-    Bs = [beta[offs[j]:offs[j + 1]].reshape(-1, d) for j in range(len(feats))]
-    return ("sum", feats, [w * Bj for w, Bj in zip(ws, Bs)], Ss, s)
-
-
-def _nystrom_fit(kernel, X, Y, lam, landmarks, chunk=4096):
-    "Return the Nystrom model: ('separable', feats, Omega) or ('sum', feats list, B list, S list, s)."
-    if isinstance(kernel, Separable):
-        return _nystrom_fit_separable(kernel, X, Y, lam, landmarks, chunk)
-    return _nystrom_fit_sum(kernel, _separable_parts(kernel), X, Y, lam, landmarks, chunk)
-
-
-def _nystrom_predict(model, X, chunk=4096):
-    outs = []
-    for sl in _chunks(len(X), chunk):
-        if model[0] == "separable":
-            outs.append(model[1](X[sl]) @ model[2])
-        else:
-            _, feats, Bs, Ss, s = model
-            outs.append(sum(f(X[sl]) @ Bj @ S for f, Bj, S in zip(feats, Bs, Ss)) / s)
-    return np.concatenate(outs) if outs else np.zeros((0, model[2].shape[1] if model[0] == "separable" else len(model[4])))
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #338b3bb1
-def _eigen_predict_path(kernel: Separable, f, X, X_fit, lams):
-    "Predictions on X for each lam from the eigen factorisation f of (3): (len(lams), m, d)."
-    A = kernel.scalar_kernel(X, X_fit) @ f["U"]          # (m, n)
-    VT_TT = f["V"].T @ kernel.T.T
-    return np.stack([A @ (f["Yt"] / (np.outer(f["s"], f["e"]) + l)) @ VT_TT for l in lams])
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #a6f4f398
-def _loo_residuals(f, lam):
-    "(8): exact leave-one-out residuals y_i - f^{-i}(x_i), shape (n, d), for one lam, from the eigen factorisation f."
-    den = np.outer(f["s"], f["e"]) + lam
-    if "U2" not in f:
-        f["U2"] = f["U"] ** 2                                           # kept for the next lam of a path
-    Diag = f["U2"] @ (1.0 / den)                                        # (n, d): sum_a U_ia^2 / (s_a e_l + lam)
-    return (f["U"] @ (f["Yt"] / den) / Diag) @ f["V"].T
+def _cg_solve(parts: KernelParts, X, Y, lam, tol=1e-10, max_iter=None, preconditioner="auto"):
+    "Preconditioned CG for (1) in the symmetric frame; returns (C, n_iter, converged)."
+    grams = parts.grams(X, X)
+    kind = ("separable" if parts.separable else None) if preconditioner == "auto" else preconditioner
+    if kind == "separable" and not parts.separable:
+        raise ValueError("preconditioner='separable' needs a Separable kernel or a SumKernel of Separables")
+    M = (separable_preconditioner(parts, grams, lam) if kind == "separable" else
+         jacobi_preconditioner(parts, X, lam) if kind == "jacobi" else None)
+    s = parts.s
+    Z, info = pcg(kernel_matvec(parts, X, lam, grams), Y * s, M, tol=tol, max_iter=max_iter)
+    return Z / s, info["iterations"], info["converged"]
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ea4815b5
 SOLVERS = ("auto", "dense", "eigen", "cholesky", "cg", "nystrom")
 
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+_RIDGE_CONSTRAINTS = {
+    "kernel": [OVKernel], "lam": [_POSITIVE], "solver": [Options(SOLVERS)], "tol": [_POSITIVE],
+    "max_iter": [Interval(numbers.Integral, 1, None), None], "preconditioner": [Options(PRECONDITIONERS), None],
+    "n_components": [Interval(numbers.Integral, 1, None)], "random_state": ["random_state"],
+}
 
-def _check_int(v, name, low=1):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
-    return int(v)
 
-
-def _check_ridge_params(est):
-    "Validate OVKRidge's hyper-parameters (ValueError naming the bad one)."
-    if not isinstance(est.kernel, OVKernel):
-        raise ValueError(f"kernel must be an OVKernel (e.g. Separable, SumKernel), got {type(est.kernel).__name__}")
-    check_positive(est.lam, "lam")
-    if est.solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {est.solver!r}")
-    check_positive(est.tol, "tol")
-    if est.max_iter is not None:
-        _check_int(est.max_iter, "max_iter")
-    _check_int(est.n_components, "n_components")
-    if est.preconditioner not in ("auto", "jacobi", "separable", None):
-        raise ValueError(f"preconditioner must be 'auto', 'jacobi', 'separable' or None, got {est.preconditioner!r}")
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #703cbbe5
 def _check_XY(kernel, X, Y):
-    X = check_matrix(X, "X", allow_1d=True)
-    y1d = np.ndim(Y) == 1
-    Y = check_matrix(Y, "Y", allow_1d=True)
-    if len(X) != len(Y):
-        raise ValueError(f"X and Y must have the same number of rows, got {len(X)} and {len(Y)}")
-    if len(X) == 0:
-        raise ValueError("X must contain at least one sample")
-    if Y.shape[1] != kernel.output_dim:
-        raise ValueError(f"Y must have kernel.output_dim = {kernel.output_dim} columns, got {Y.shape[1]}")
-    return X, Y, y1d
-
-
-def _check_X_fitted(est, X):
-    check_is_fitted(est, "X_fit_")
-    X = check_matrix(X, "X", allow_1d=est.n_features_in_ == 1)
-    if X.shape[1] != est.n_features_in_:
-        raise ValueError(f"X has {X.shape[1]} features, but OVKRidge was fitted with {est.n_features_in_} features")
-    return X
+    return check_X_Y(X, Y, output_dim=kernel.output_dim, min_samples=1, why="ridge needs data")
 
 
 def _clone(est):
@@ -373,51 +93,60 @@ def _clone(est):
     `Separable.get_params` includes the derived `output_dim`), so they are deep-copied as plain parameters."""
     return type(est)(**{k: copy.deepcopy(v) for k, v in est.get_params(deep=False).items()})
 
-# %% ../nbs/2_algorithms/00_ridge.ipynb #3db6ba5c
-def _choose_solver(kernel, solver, n):
-    "(solver, separable parts or None, common eigenbasis or None) for n samples."
-    parts = _separable_parts(kernel)
-    basis = None if parts is None else _common_eigenbasis(kernel, parts)
+# %% ../nbs/2_algorithms/00_ridge.ipynb #703cbbe5
+def _one_part(parts):
+    "A single separable part (a Separable kernel, possibly weighted inside a SumKernel): the eigen route (3) applies."
+    return parts.separable and parts.nc == 1
+
+
+def _choose_solver(parts: KernelParts, solver, n):
+    "The solver for n samples of a kernel with structure `parts`."
+    kernel = parts.kernel
     if solver == "auto":
-        if n * kernel.output_dim <= 1000:
+        if n * parts.d <= 1000:
             solver = "dense"
-        elif basis is not None and len(_groups(basis[0])) <= 8:
+        elif parts.eig is not None and len(group_columns(parts.eig[0])) <= 8:
             solver = "cholesky"
-        elif isinstance(kernel, Separable):
+        elif _one_part(parts):
             solver = "eigen"
         else:
             solver = "cg"
-    if solver == "eigen" and not isinstance(kernel, Separable):
+    if solver == "eigen" and not _one_part(parts):
         raise ValueError(f"solver='eigen' needs a Separable kernel, got {type(kernel).__name__}; use 'cholesky', 'cg' or 'dense'")
-    if solver == "cholesky" and basis is None:
+    if solver == "cholesky" and parts.eig is None:
         raise ValueError("solver='cholesky' needs a Separable kernel or a SumKernel of Separables whose operators T commute; "
                          "use 'cg' or 'dense'")
-    if solver == "nystrom" and parts is None:
+    if solver == "nystrom" and not parts.separable:
         raise ValueError(f"solver='nystrom' needs a Separable kernel or a SumKernel of Separables, got {type(kernel).__name__}")
-    return solver, parts, basis
+    return solver
 
-# %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
-def _solve(est, solver, parts, basis, X, Y, lam):
+# %% ../nbs/2_algorithms/00_ridge.ipynb #3db6ba5c
+def _eigen_factor(parts: KernelParts, X, Y):
+    "The EigenFactor of (3) for a single separable part: eigh of its scalar Gram (overwritten) and its T's eigenbasis."
+    E, V, Vinv = parts.eig
+    return EigenFactor.of(parts.grams(X, X)[0], (E[0], V, Vinv), Y, overwrite=True)
+
+
+def _solve(est, solver, parts, X, Y, lam):
     "Fit with `solver`: sets est's coef_, n_iter_, _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_)."
     est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 0, None, None, None
     if solver == "dense":
         est.coef_ = _dense_cholesky(est.kernel, X, Y, lam)
     elif solver == "eigen":
-        est._eig_cache = _eigen_factor(est.kernel, X, Y)
-        est.coef_ = _eigen_coef(est._eig_cache, lam)
+        est._eig_cache = _eigen_factor(parts, X, Y)
+        est.coef_ = est._eig_cache.coef(lam)
     elif solver == "cholesky":
-        est.coef_ = _grouped_cholesky(parts, basis, X, Y, lam)
+        est.coef_ = grouped_cholesky(parts, X, Y, lam)
     elif solver == "cg":
-        est.coef_, est.n_iter_, info = _cg_solve(est.kernel, X, Y, lam, est.tol, est.max_iter, est.preconditioner)
-        if info > 0:
+        est.coef_, est.n_iter_, ok = _cg_solve(parts, X, Y, lam, est.tol, est.max_iter, est.preconditioner)
+        if not ok:
             warnings.warn(f"CG did not reach tol={est.tol} in {est.n_iter_} iterations", ConvergenceWarning)
     else:
         p = min(int(est.n_components), len(X))
         idx = np.sort(np.random.default_rng(est.random_state).choice(len(X), p, replace=False))
         est.landmarks_ = X[idx]
-        est._nystrom = _nystrom_fit(est.kernel, X, Y, lam, est.landmarks_)
-        feats = est._nystrom[1] if isinstance(est._nystrom[1], list) else [est._nystrom[1]]
-        est.n_components_ = [f.proj.shape[1] for f in feats]      # numerical rank kept per scalar kernel
+        est._nystrom = nystrom_fit(parts, X, Y, lam, est.landmarks_)
+        est.n_components_ = [f.rank for f in est._nystrom.feats]      # numerical rank kept per scalar kernel
 
 
 def _apply_chunked(kernel, X, X_fit, C, chunk=None):
@@ -426,62 +155,8 @@ def _apply_chunked(kernel, X, X_fit, C, chunk=None):
     out = [kernel.apply(X[sl], X_fit, C) for sl in _chunks(len(X), chunk)]
     return np.concatenate(out) if out else np.zeros((0, C.shape[1]))
 
-# %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
-def _fitted_eigen(est):
-    check_is_fitted(est, "X_fit_")
-    if not isinstance(est.kernel, Separable):
-        raise ValueError("lam paths and leave-one-out need a Separable kernel")
-    if getattr(est, "_eig_cache", None) is None:
-        est._eig_cache = _eigen_factor(est.kernel, est.X_fit_, est._Y_fit)
-    return est._eig_cache
-
-
-def _check_lams(lams, default):
-    lams = np.atleast_1d(np.asarray(default if lams is None else lams, dtype=float))
-    if lams.ndim != 1 or not np.isfinite(lams).all() or (lams <= 0).any():
-        raise ValueError(f"lams must be positive finite numbers, got {lams!r}")
-    return lams
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #07389077
-class _LamPathMixin:
-    "OVKRidge's lam-path methods: every lam after the first costs O(n^2 d) through one eigendecomposition."
-    def coef_path(self, lams):
-        "Coefficients for each lam: (len(lams), n, d), from one eigendecomposition."
-        f = _fitted_eigen(self)
-        return np.stack([_eigen_coef(f, l) for l in _check_lams(lams, self.lam)])
-
-    def predict_path(self, X, lams):
-        "Predictions on X for each lam: (len(lams), m, d). O(m n^2) once, then O(m n d) per lam."
-        X = _check_X_fitted(self, X)
-        f = _fitted_eigen(self)
-        return _eigen_predict_path(self.kernel, f, X, self.X_fit_, _check_lams(lams, self.lam))
-
-    def refit(self, lam):
-        "Switch to another lam reusing the eigendecomposition (O(n^2 d)); returns self."
-        f = _fitted_eigen(self)
-        self.lam = check_positive(lam, "lam")
-        self.coef_, self.solver_, self._nystrom = _eigen_coef(f, self.lam), "eigen", None
-        return self
-
-    def loo_residuals(self, lam=None):
-        "Exact leave-one-out residuals y_i - f^{-i}(x_i), shape (n, d), for one lam (default self.lam)."
-        f = _fitted_eigen(self)
-        lam = _check_lams(lam, self.lam)
-        if len(lam) != 1:
-            raise ValueError("loo_residuals takes one lam; use loo_errors for a path")
-        return _loo_residuals(f, lam[0])
-
-    def loo_errors(self, lams=None):
-        "Leave-one-out mean squared error (mean over samples and outputs) for each lam."
-        return np.array([np.mean(self.loo_residuals(l) ** 2) for l in _check_lams(lams, self.lam)])
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_eig_cache"] = None       # O(n^2): recomputed on demand
-        return state
-
-# %% ../nbs/2_algorithms/00_ridge.ipynb #5cf791e3
-class OVKRidge(_LamPathMixin, RegressorMixin, BaseEstimator):
+# %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
+class OVKRidge(RegressorMixin, BaseEstimator):
     """Kernel ridge regression with an operator-valued kernel: minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2,
     i.e. solves (K + lam I) vec(C) = vec(Y) and predicts f(x) = sum_i K(x, x_i) c_i.
 
@@ -492,10 +167,12 @@ class OVKRidge(_LamPathMixin, RegressorMixin, BaseEstimator):
         factorisation for lam paths and LOO), 'cholesky' (one Cholesky per distinct eigenvalue of T; Separable or sums of
         Separables with commuting T), 'cg' (preconditioned conjugate gradients, any kernel) or 'nystrom' (n_components
         landmarks; Separable or sums of Separables).
-    tol, max_iter, preconditioner: CG's relative residual tolerance, iteration cap (None: scipy's 10 n d) and
+    tol, max_iter, preconditioner: CG's relative residual tolerance, iteration cap (None: 10 n d) and
         preconditioner ('auto', 'separable', 'jacobi' or None).
     n_components, random_state: number of Nystrom landmarks (capped at n) and the seed that draws them.
     """
+    _parameter_constraints = _RIDGE_CONSTRAINTS
+
     def __init__(self, kernel=None, lam=1.0, solver="auto", tol=1e-10, max_iter=None, preconditioner="auto",
                  n_components=300, random_state=None):
         self.kernel, self.lam, self.solver, self.tol, self.max_iter = kernel, lam, solver, tol, max_iter
@@ -503,10 +180,11 @@ class OVKRidge(_LamPathMixin, RegressorMixin, BaseEstimator):
 
     def fit(self, X, Y):
         "Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1)."
-        _check_ridge_params(self)
+        validate_estimator_params(self)
         X, Y, y1d = _check_XY(self.kernel, X, Y)
-        solver, parts, basis = _choose_solver(self.kernel, self.solver, len(X))
-        _solve(self, solver, parts, basis, X, Y, float(self.lam))
+        parts = KernelParts(self.kernel)
+        solver = _choose_solver(parts, self.solver, len(X))
+        _solve(self, solver, parts, X, Y, float(self.lam))
         # copies: predict(X) on the caller's training array must not share memory with X_fit_, or numpy turns X @ X_fit_.T
         # into a symmetric product (syrk) whose rounding differs from the general one used after unpickling
         self.solver_, self.X_fit_, self._Y_fit = solver, X.copy(), Y.copy()
@@ -515,12 +193,73 @@ class OVKRidge(_LamPathMixin, RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         "f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y."
-        X = _check_X_fitted(self, X)
-        F = _nystrom_predict(self._nystrom, X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel, X, self.X_fit_, self.coef_)
+        X = check_X(self, X)
+        F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel, X, self.X_fit_, self.coef_)
         return F[:, 0] if self._y1d else F
 
     def __sklearn_clone__(self):
         return _clone(self)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_eig_cache"] = None       # O(n^2): recomputed on demand
+        return state
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
+def _fitted_eigen(est):
+    check_fitted(est, "X_fit_")
+    parts = KernelParts(est.kernel)
+    if not _one_part(parts):
+        raise ValueError("lam paths and leave-one-out need a Separable kernel")
+    if getattr(est, "_eig_cache", None) is None:
+        est._eig_cache = _eigen_factor(parts, est.X_fit_, est._Y_fit)
+    return est._eig_cache
+
+
+def _check_lams(lams, default):
+    lams = np.atleast_1d(np.asarray(default if lams is None else lams, dtype=float))
+    if lams.ndim != 1 or not np.isfinite(lams).all() or (lams <= 0).any():
+        raise ValueError(f"lams must be positive finite numbers, got {lams!r}")
+    return lams
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #07389077
+@patch
+def coef_path(self: OVKRidge, lams):
+    "Coefficients for each lam: (len(lams), n, d), from one eigendecomposition."
+    return _fitted_eigen(self).coef_path(_check_lams(lams, self.lam))
+
+
+@patch
+def predict_path(self: OVKRidge, X, lams):
+    "Predictions on X for each lam: (len(lams), m, d). O(m n^2) once, then O(m n d) per lam."
+    X = check_X(self, X)
+    f = _fitted_eigen(self)
+    return f.predict_path(KernelParts(self.kernel).grams(X, self.X_fit_)[0], _check_lams(lams, self.lam))
+
+
+@patch
+def refit(self: OVKRidge, lam):
+    "Switch to another lam reusing the eigendecomposition (O(n^2 d)); returns self."
+    f = _fitted_eigen(self)
+    self.lam = check_positive(lam, "lam")
+    self.coef_, self.solver_, self._nystrom = f.coef(self.lam), "eigen", None
+    return self
+
+
+@patch
+def loo_residuals(self: OVKRidge, lam=None):
+    "Exact leave-one-out residuals y_i - f^{-i}(x_i), shape (n, d), for one lam (default self.lam)."
+    f = _fitted_eigen(self)
+    lam = _check_lams(lam, self.lam)
+    if len(lam) != 1:
+        raise ValueError("loo_residuals takes one lam; use loo_errors for a path")
+    return f.loo_residuals(lam[0])
+
+
+@patch
+def loo_errors(self: OVKRidge, lams=None):
+    "Leave-one-out mean squared error (mean over samples and outputs) for each lam."
+    return np.array([np.mean(self.loo_residuals(l) ** 2) for l in _check_lams(lams, self.lam)])
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #a3106b87
 def solver_agreement(n=80, d=3, lam=0.05, seed=0, solvers=("eigen", "cholesky", "cg", "nystrom"), timing=False):
@@ -560,22 +299,24 @@ def _check_lam_grid(lams):
     return grid
 
 
+class _Splitter:
+    "Constraint: a scikit-learn splitter (an object with a `split` method)."
+    def is_satisfied_by(self, v): return hasattr(v, "split") and not isinstance(v, str)
+    def __str__(self): return "a splitter (an object with a split method)"
+
+
 def _cv_splitter(cv, n, random_state):
     "cv = an integer (shuffled KFold) or a scikit-learn splitter -> the splitter."
-    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-        if cv < 2 or cv > n:
+    if isinstance(cv, numbers.Integral):
+        if cv > n:
             raise ValueError(f"cv must be between 2 and n_samples = {n}, got {cv}")
         return KFold(int(cv), shuffle=True, random_state=random_state)
-    if hasattr(cv, "split"):
-        return cv
-    raise ValueError(f"cv must be 'loo', an integer >= 2 or a splitter, got {cv!r}")
+    return cv
 
 
 def _cv_errors(est, X, Y, lams, separable):
     "Mean squared validation error (over samples and outputs): (n_folds, len(lams)), or (1, len(lams)) for cv='loo'."
-    if isinstance(est.cv, str):
-        if est.cv != "loo":
-            raise ValueError(f"cv must be 'loo', an integer >= 2 or a splitter, got {est.cv!r}")
+    if isinstance(est.cv, str):                      # 'loo' (the constraints allow no other string)
         if not separable:
             raise ValueError("cv='loo' needs a Separable kernel; use cv=5")
         return est._ridge(float(lams[0]), "eigen").fit(X, Y).loo_errors(lams)[None, :]
@@ -594,6 +335,11 @@ DEFAULT_LAMS = tuple(np.logspace(-6, 1, 15))
 
 class OVKRidgeCV(RegressorMixin, BaseEstimator):
     "OVKRidge with lam chosen among `lams` by closed-form leave-one-out (cv='loo') or k-fold cross-validation (cv=int or splitter)."
+    _parameter_constraints = {
+        **{k: _RIDGE_CONSTRAINTS[k] for k in ("kernel", "solver", "tol", "n_components", "random_state")},
+        "lams": ["array-like"], "cv": [Interval(numbers.Integral, 2, None), Options(("loo",)), _Splitter()],
+    }
+
     def __init__(self, kernel=None, lams=DEFAULT_LAMS, cv=5, solver="auto", tol=1e-10, n_components=300, random_state=None):
         self.kernel, self.lams, self.cv, self.solver = kernel, lams, cv, solver
         self.tol, self.n_components, self.random_state = tol, n_components, random_state
@@ -603,10 +349,10 @@ class OVKRidgeCV(RegressorMixin, BaseEstimator):
                         n_components=self.n_components, random_state=self.random_state)
 
     def fit(self, X, Y):
+        validate_estimator_params(self)
         lams = _check_lam_grid(self.lams)
-        _check_ridge_params(self._ridge(float(lams[0])))
         X, Y, y1d = _check_XY(self.kernel, X, Y)
-        self.cv_errors_ = _cv_errors(self, X, Y, lams, isinstance(self.kernel, Separable))
+        self.cv_errors_ = _cv_errors(self, X, Y, lams, _one_part(KernelParts(self.kernel)))
         self.lams_ = lams
         self.mean_cv_errors_ = self.cv_errors_.mean(axis=0)
         self.lam_ = float(lams[int(np.argmin(self.mean_cv_errors_))])
@@ -617,12 +363,12 @@ class OVKRidgeCV(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        check_is_fitted(self, "best_estimator_")
+        check_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
     @property
     def coef_(self):
-        check_is_fitted(self, "best_estimator_")
+        check_fitted(self, "best_estimator_")
         return self.best_estimator_.coef_
 
     def __sklearn_clone__(self):
