@@ -13,11 +13,22 @@ from sklearn.exceptions import NotFittedError
 
 # %% auto #0
 __all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf',
-           'validate_params', 'validate_estimator_params', 'check_X_Y', 'check_fitted', 'check_X']
+           'validate_params', 'validate_estimator_params', 'check_X_Y', 'check_fitted', 'check_X', 'fit_context']
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
 def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndarray:
     "Return `A` as a finite float array with `ndim` dimensions, or raise `ValueError` naming `name`."
+    kind = getattr(getattr(A, "dtype", None), "kind", None)
+    if kind is None and not isinstance(A, (numbers.Number, np.ndarray)):
+        try:
+            kind = np.asarray(A).dtype.kind
+        except (TypeError, ValueError):          # ragged nested sequences
+            raise ValueError(f"{name} must be a numeric array with rows of equal length, got a ragged "
+                             f"{type(A).__name__}") from None
+    if kind == "c":
+        raise ValueError(f"{name} must be real-valued, got a complex array (take .real or np.abs first)")
+    if kind in ("U", "S"):
+        raise ValueError(f"{name} must be a numeric array, got strings")
     try:
         A = np.asarray(A, dtype=float)
     except (TypeError, ValueError) as e:
@@ -176,6 +187,8 @@ def validate_estimator_params(est) -> dict:
 def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = "", allow_1d_X: bool = True):
     "(X, Y, y_was_1d): finite float X (n, p), Y (n, d); ValueError naming the argument and what was expected."
     X = check_matrix(X, "X", allow_1d=allow_1d_X)
+    if X.shape[1] == 0:
+        raise ValueError("X must have at least one feature (column), got shape " + str(X.shape))
     y1d = np.ndim(Y) == 1
     Y = check_matrix(Y, "Y", allow_1d=True)
     if len(X) != len(Y):
@@ -202,3 +215,21 @@ def check_X(est, X, n_features: int | None = None, attr: str = "n_features_in_")
     if X.shape[1] != p:
         raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fitted with {p} features")
     return X
+
+# %% ../nbs/1_shared/00_validation.ipynb #8e2a19d2
+def fit_context(method):
+    """Decorator for `fit` / `partial_fit`: validate the declared parameters, run, and if the call raises put every
+    attribute back as it was before the call (compute, then commit)."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            validate_estimator_params(self)
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+    return wrapper
