@@ -216,7 +216,7 @@ def check_X(est, X, n_features: int | None = None, attr: str = "n_features_in_")
         raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fitted with {p} features")
     return X
 
-# %% ../nbs/1_shared/00_validation.ipynb #8e2a19d2
+# %% ../nbs/1_shared/00_validation.ipynb #c19e26bd
 def fit_context(method):
     """Decorator for `fit` / `partial_fit`: validate the declared parameters, run, and if the call raises put every
     attribute back as it was before the call (compute, then commit)."""

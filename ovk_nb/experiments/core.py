@@ -146,7 +146,7 @@ def _display_figure(fig):
     except ImportError:
         pass
 
-# %% ../../nbs/3_reproduction/00_core.ipynb #60563c3e
+# %% ../../nbs/3_reproduction/00_core.ipynb #d33f9abd
 def single_threaded(func):
     """Run an experiment with single-threaded BLAS. Several experiments (and test workers) share 2 cores; a threaded BLAS
     then spins and can be 30x slower. All timings of the experiments are therefore single-threaded."""
