@@ -18,8 +18,9 @@ import numpy as np
 from scipy.spatial.distance import pdist
 from threadpoolctl import threadpool_limits
 
-from ovk_nb.kde import (OPERATORS, CortesKDE, OVKDE, WestonKDE, digit_halves, kde_scores_literal, load_digits16,
-                        proposition1_T, rbf_loss)
+from ovk_nb.datasets import digit_halves, load_digits16
+from ovk_nb.kde import OPERATORS, CortesKDE, OVKDE, WestonKDE, kde_scores_literal, proposition1_T
+from ovk_nb.metrics import rbf_loss
 from ovk_nb.kernels import RBF
 
 from _timing import best_time

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ovk_nb.kernels import RBF, IdentityOperator, IntegralOperator, MultiplicationOperator, Polynomial
-from ovk_nb.movkl import (KronPreconditioner, MovKL, ScaledKernel, relative_residual, solve_gauss_seidel, solve_pcg,
-                          symmetric_operator)
+from ovk_nb.kernels import RBF, IdentityOperator, IntegralOperator, MultiplicationOperator, Polynomial, ScaledKernel
+from ovk_nb.linalg import symmetric_operator
+from ovk_nb.movkl import KronPreconditioner, MovKL, relative_residual, solve_gauss_seidel, solve_pcg
 
 OUT = Path(__file__).resolve().parent / "results"
 LAM = 0.1

@@ -14,8 +14,9 @@ from fastcore.basics import patch
 from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel
 
 # %% auto #0
-__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'kernel_matvec',
-           'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel', 'nystrom_fit']
+__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
+           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel',
+           'nystrom_fit']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -311,6 +312,16 @@ def pcg(matvec, B, precond=None, tol: float = 1e-10, max_iter: int | None = None
         hist.append(np.linalg.norm(R) / bnorm)
     return Z, {"iterations": it, "residual": hist[-1], "history": hist, "converged": hist[-1] <= tol}
 
+# %% ../nbs/1_shared/02_linalg.ipynb #3b334c1c
+def symmetric_operator(T, weights=None):
+    "T^s = S T S^{-1} with S = W^{1/2} (T itself without weights), symmetrised against round-off."
+    if weights is None:
+        Ts = np.array(T, dtype=float)
+    else:
+        s = np.sqrt(weights)
+        Ts = s[:, None] * T / s[None, :]
+    return (Ts + Ts.T) / 2
+
 # %% ../nbs/1_shared/02_linalg.ipynb #b2e45e25
 def kernel_matvec(parts: KernelParts, X, lam, grams=None):
     "Z -> (D K D^{-1} + lam I) Z on (n, d) matrices, D = I kron diag(parts.s); never an nd x nd matrix."
@@ -326,9 +337,7 @@ def kernel_matvec(parts: KernelParts, X, lam, grams=None):
 def separable_preconditioner(parts: KernelParts, grams, lam):
     "R -> (k_c kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c of `parts`."
     c = int(np.argmax([np.trace(grams[j]) * np.trace(T) for j, T in zip(parts.sidx, parts.T)]))
-    s = parts.s
-    Ts = s[:, None] * parts.T[c] / s[None, :]
-    e, Q = eigh_psd((Ts + Ts.T) / 2)
+    e, Q = eigh_psd(symmetric_operator(parts.T[c], parts.w))
     g, U = eigh_psd(grams[parts.sidx[c]])
     f = EigenFactor(g, U, e, Q, Q.T)
     return lambda R: f.solve(R, lam)
@@ -417,8 +426,7 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
     feats = [NystromFeatures(k, landmarks) for k in parts.scalars]
     Ss = []
     for T in parts.T:
-        Ts = s[:, None] * T / s[None, :]
-        ev, Q = eigh_psd((Ts + Ts.T) / 2)
+        ev, Q = eigh_psd(symmetric_operator(T, parts.w))
         Ss.append((Q * np.sqrt(ev)) @ Q.T)
     A, b, offs = _primal_system(parts, feats, Ss, X, Y * s, chunk)
     A[np.diag_indices_from(A)] += lam

@@ -10,92 +10,64 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import NotFittedError
 
-from .kernels import OutputOperator, ScalarKernel, Separable
+from .kernels import OutputOperator, ScalarKernel, Separable, SumKernel
+from .linalg import EigenFactor, KernelParts, eigh_psd, group_columns, pcg, symmetric_operator
 from .metrics import functional_r2
-from .validation import check_matrix, check_positive
+from .validation import (Interval, Options, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
+                               validate_estimator_params)
 from .weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['FunctionalKRR', 'loo_curves', 'kernel_pairs', 'group_operators', 'symmetric_operator', 'kron_sum_matvec',
+__all__ = ['movkl_dense_reference', 'FunctionalKRR', 'loo_curves', 'kernel_pairs', 'group_operators', 'kron_sum_matvec',
            'relative_residual', 'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL']
 
+# %% ../nbs/2_algorithms/03_movkl.ipynb #797479b6
+def movkl_dense_reference(pairs, d, X, Y, lam: float) -> np.ndarray:
+    """The literal solution C (n, m) of (sum_k d_k G_k(X) kron T_k + lam I) vec(C) = vec(Y), with `pairs` = [(G_k, T_k matrix)]
+    (as from `kernel_pairs`) and weights d. Builds the (n m) x (n m) block Gram: tests and benchmarks only."""
+    X, Y = check_matrix(X, "X", allow_1d=True), check_matrix(Y, "Y", allow_1d=True)
+    lam = check_positive(lam, "lam")
+    n, m = Y.shape
+    K = sum(dk * np.kron(G(X), np.asarray(T, dtype=float)) for dk, (G, T) in zip(d, pairs))
+    return np.linalg.solve(K + lam * np.eye(n * m), Y.ravel()).reshape(n, m)
+
 # %% ../nbs/2_algorithms/03_movkl.ipynb #4be68c9d
-def _check_lam(lam):
-    return check_positive(lam, "lam")
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+_MIN_CURVES = dict(min_samples=2, why="need at least 2 training curves")
 
 
-def _check_XY(X, Y, output_dim=None):
-    X = check_matrix(X, "X", allow_1d=True)
-    Y = check_matrix(Y, "Y", allow_1d=True)
-    if len(X) != len(Y):
-        raise ValueError(f"X and Y must have the same number of rows, got {len(X)} and {len(Y)}")
-    if output_dim is not None and Y.shape[1] != output_dim:
-        raise ValueError(f"Y must have {output_dim} columns (the output grid size), got {Y.shape[1]}")
-    if len(X) < 2:
-        raise ValueError(f"need at least 2 training curves, got {len(X)}")
+def _check_curves(X, Y, m):
+    "X (n, p) and Y (n, m) curves on the operator's grid of m points, n >= 2."
+    X, Y, _ = check_X_Y(X, Y, output_dim=m, **_MIN_CURVES)
     return X, Y
 
-
-def _check_fitted(est, attr="coef_"):
-    if not hasattr(est, attr):
-        raise NotFittedError(f"This {type(est).__name__} instance is not fitted yet; call fit first.")
-
-
-def _check_predict_X(est, X):
-    "Test inputs of a fitted estimator: finite, 2-D, with the training inputs' number of features."
-    _check_fitted(est)
-    X = check_matrix(X, "X", allow_1d=True)
-    if X.shape[1] != est.X_fit_.shape[1]:
-        raise ValueError(f"X must have {est.X_fit_.shape[1]} features, got {X.shape[1]}")
-    return X
-
 # %% ../nbs/2_algorithms/03_movkl.ipynb #06ee478e
-def _spectral_parts(G, op, n_components):
-    "Eigendecompositions of G (ascending g) and of T_p (descending e, zeros after p)."
-    g, U = np.linalg.eigh(G)
-    g = np.clip(g, 0, None)
-    e, V, Vinv = op.eig()
-    e = e.copy()
-    if n_components is not None:
-        e[int(n_components):] = 0.0
-    return g, U, e, V, Vinv
-
-
-def _check_n_components(nc, d):
-    if nc is not None and (isinstance(nc, bool) or not isinstance(nc, numbers.Integral) or not 1 <= nc <= d):
-        raise ValueError(f"n_components must be None or an integer in [1, {d}], got {nc!r}")
-
-# %% ../nbs/2_algorithms/03_movkl.ipynb #40469161
 class FunctionalKRR(RegressorMixin, BaseEstimator):
     """Functional response ridge regression with K(x, x') = G(x, x') T_p (section 2.2).
 
     `kernel`: scalar kernel G on inputs; `operator`: an OutputOperator on the output grid;
     `n_components`: eigenfunctions of T kept (None: all)."""
+    _parameter_constraints = {"kernel": [ScalarKernel], "operator": [OutputOperator], "lam": [_POSITIVE],
+                              "n_components": [None, Interval(numbers.Integral, 1, None)]}
+
     def __init__(self, kernel=None, operator=None, lam: float = 1.0, n_components=None):
         self.kernel, self.operator, self.lam, self.n_components = kernel, operator, lam, n_components
 
-    def _validate(self):
-        if not isinstance(self.kernel, ScalarKernel):
-            raise ValueError(f"kernel must be a ScalarKernel, got {type(self.kernel).__name__}")
-        if not isinstance(self.operator, OutputOperator):
-            raise ValueError(f"operator must be an OutputOperator, got {type(self.operator).__name__}")
-        _check_lam(self.lam)
-        _check_n_components(self.n_components, self.operator.d)
-
     def fit(self, X, Y):
-        self._validate()
-        X, Y = _check_XY(X, Y, self.operator.d)
-        g, U, e, V, Vinv = _spectral_parts(self.kernel(X), self.operator, self.n_components)
-        Yt = U.T @ Y @ Vinv.T
-        self.coef_ = U @ (Yt / (np.outer(g, e) + self.lam)) @ V.T
-        self.T_ = (V * e) @ Vinv
-        self.X_fit_ = X
+        validate_estimator_params(self)
+        d = self.operator.d
+        if self.n_components is not None and self.n_components > d:
+            raise ValueError(f"n_components must be None or an integer in [1, {d}], got {self.n_components!r}")
+        X, Y = _check_curves(X, Y, d)
+        f = EigenFactor.of(self.kernel(X), self.operator.eig(), Y).truncate(self.n_components)
+        self.coef_ = f.coef(self.lam)
+        self.T_ = (f.V * f.e) @ f.Vinv
+        self.X_fit_, self.n_features_in_ = X, X.shape[1]
         return self
 
     def predict(self, X):
-        X = _check_predict_X(self, X)
+        X = check_X(self, X)
         return self.kernel(X, self.X_fit_) @ (self.coef_ @ self.T_.T)
 
     def score(self, X, Y, sample_weight=None):
@@ -103,44 +75,27 @@ class FunctionalKRR(RegressorMixin, BaseEstimator):
         Y = check_matrix(Y, "Y", allow_1d=True)
         return functional_r2(Y, self.predict(X), self.operator.weights)
 
-# %% ../nbs/2_algorithms/03_movkl.ipynb #589dba30
+# %% ../nbs/2_algorithms/03_movkl.ipynb #40469161
 def loo_curves(kernel: ScalarKernel, operator: OutputOperator, X, Y, lams, n_components=(None,)) -> np.ndarray:
     """One-curve-leave-out RSSE of `FunctionalKRR` for every (lam, n_components): array (len(lams), len(n_components)).
     Exact (closed form through the eigendecompositions of G and T)."""
-    X, Y = _check_XY(X, Y, operator.d)
-    lams = [_check_lam(l) for l in np.atleast_1d(lams)]
-    g, U, e_all, V, Vinv = _spectral_parts(kernel(X), operator, None)
-    U2, w = U ** 2, operator.weights
-    Yt = U.T @ Y @ Vinv.T
+    X, Y = _check_curves(X, Y, operator.d)
+    lams = [check_positive(l, "lam") for l in np.atleast_1d(lams)]
+    f = EigenFactor.of(kernel(X), operator.eig(), Y)
     out = np.empty((len(lams), len(n_components)))
     for b, p in enumerate(n_components):
-        e = e_all.copy()
-        if p is not None:
-            e[int(p):] = 0.0
-        ge = np.outer(g, e)
+        fp = f.truncate(p)
         for a, lam in enumerate(lams):
-            H = ge / (ge + lam)
-            resid = Y - U @ (Yt * H) @ V.T
-            S = U2 @ H                                   # s_i, row i
-            R = ((resid @ Vinv.T) / (1.0 - S)) @ V.T
-            out[a, b] = float(((R ** 2) * w).sum())
+            out[a, b] = float(((fp.loo_residuals(lam) ** 2) * operator.weights).sum())
     return out
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #09442982
-def _operator_parts(T):
-    "(matrix, weights or None) of an OutputOperator or a matrix."
-    if isinstance(T, OutputOperator):
-        return T.matrix, T.weights
-    return np.asarray(T, dtype=float), None
-
-
 def _one_pair(i, k):
     "(G, T matrix, weights or None) of one entry of MovKL's `kernels`."
+    if isinstance(k, (tuple, list)) and len(k) == 2 and isinstance(k[0], ScalarKernel):
+        k = Separable(k[0], k[1])               # an OutputOperator brings its weights; validation: square, self-adjoint, PSD
     if isinstance(k, Separable):
         return k.scalar_kernel, k.T, k.weights
-    if isinstance(k, (tuple, list)) and len(k) == 2 and isinstance(k[0], ScalarKernel):
-        T, w = _operator_parts(k[1])
-        return k[0], Separable(k[0], T, w).T, w          # validation: square, self-adjoint, PSD
     raise ValueError(f"kernels[{i}] must be a Separable kernel or a (ScalarKernel, operator) pair, "
                      f"got {type(k).__name__}")
 
@@ -170,25 +125,9 @@ def kernel_pairs(kernels):
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #87ab2810
 def group_operators(pairs):
-    "Indices of kernels sharing one operator matrix: list of (T, [k, ...])."
-    groups = []
-    for k, (_, T) in enumerate(pairs):
-        for Tg, members in groups:
-            if Tg.shape == T.shape and np.array_equal(Tg, T):
-                members.append(k); break
-        else:
-            groups.append((T, [k]))
-    return groups
-
-# %% ../nbs/2_algorithms/03_movkl.ipynb #0ef75195
-def symmetric_operator(T, weights):
-    "T^s = S T S^{-1} with S = W^{1/2} (T itself without weights), symmetrised against round-off."
-    if weights is None:
-        Ts = np.array(T, dtype=float)
-    else:
-        s = np.sqrt(weights)
-        Ts = s[:, None] * T / s[None, :]
-    return (Ts + Ts.T) / 2
+    "Indices of kernels sharing one operator matrix: list of (T, [k, ...]) (linalg's group_columns on the flattened T_k)."
+    cols = np.stack([T.ravel() for _, T in pairs], axis=1)
+    return [(pairs[idx[0]][1], [int(k) for k in idx]) for _, idx in group_columns(cols)]
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #df4df21e
 def kron_sum_matvec(As, Ts, Z, lam):
@@ -203,16 +142,11 @@ def relative_residual(As, Ts, Ys, Z, lam) -> float:
     return float(np.linalg.norm(Ys - kron_sum_matvec(As, Ts, Z, lam)) / max(np.linalg.norm(Ys), 1e-300))
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #550ffa65
-def _eigh_psd(A):
-    a, U = np.linalg.eigh(A)
-    return np.clip(a, 0, None), U
-
-
 def solve_eig(A, T, Ys, lam, T_eig=None):
-    "Case 1: exact solution of A Z T + lam Z = Ys through eigendecompositions (T symmetric PSD)."
-    a, U = _eigh_psd(A)
-    e, Q = _eigh_psd(T) if T_eig is None else T_eig
-    return U @ ((U.T @ Ys @ Q) / (np.outer(a, e) + lam)) @ Q.T
+    "Case 1: exact solution of A Z T + lam Z = Ys by the Sylvester factor of ovk_nb.linalg (T symmetric PSD)."
+    a, U = eigh_psd(A)
+    e, Q = eigh_psd(T) if T_eig is None else T_eig
+    return EigenFactor(a, U, e, Q, Q.T, U.T @ Ys @ Q).coef(lam)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #e16bb149
 def _nearest_kronecker(As, Ts, n_power=100):
@@ -236,9 +170,8 @@ def _eigh_lowrank(A, rank, n_oversample=10, n_iter=1, seed=0):
     Q, _ = np.linalg.qr(A @ Om)
     for _ in range(n_iter):
         Q, _ = np.linalg.qr(A @ Q)
-    a, V = np.linalg.eigh(Q.T @ A @ Q)
-    a, V = a[::-1][:rank], V[:, ::-1][:, :rank]
-    return np.clip(a, 0, None), Q @ V
+    a, V = eigh_psd(Q.T @ A @ Q)
+    return a[::-1][:rank], Q @ V[:, ::-1][:, :rank]
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #19d8e8f8
 class KronPreconditioner:
@@ -252,39 +185,23 @@ class KronPreconditioner:
         if rank in (None, "auto"):
             rank = None if n <= 1500 else 300
         self.lowrank = rank is not None and rank < n
-        self.a, self.U = _eigh_lowrank(A, int(rank)) if self.lowrank else _eigh_psd(A)
-        self.b, self.Q = _eigh_psd(sum(bi * T for bi, T in zip(beta, Ts)))
+        self.a, self.U = _eigh_lowrank(A, int(rank)) if self.lowrank else eigh_psd(A)
+        self.b, self.Q = eigh_psd(sum(bi * T for bi, T in zip(beta, Ts)))
         self.lam = lam
-        self.denom = self.tau * np.outer(self.a, self.b) + lam
+        self.factor = EigenFactor(self.a, self.U, self.b, self.Q, self.Q.T, scale=self.tau)
 
     def __call__(self, R):
-        UR = self.U.T @ R
-        out = self.U @ (((UR @ self.Q) / self.denom) @ self.Q.T)
-        if self.lowrank:                                 # the complement of span(U): only lam acts there
-            out += (R - self.U @ UR) / self.lam
-        return out
+        "P^{-1} R by EigenFactor.solve (the complement of span(U), for a low-rank A, sees lam alone)."
+        return self.factor.solve(R, self.lam)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #908167b0
 def solve_pcg(As, Ts, Ys, lam, tol=1e-10, max_iter=1000, Z0=None, precond=None):
-    """Preconditioned CG on (**). Returns (Z, info) with info = {'iterations', 'residual', 'history'}."""
+    """Preconditioned CG on (**) (the one `pcg` of ovk_nb.linalg). Returns (Z, info) with info = {'iterations', 'residual'
+    (the true relative residual, recomputed), 'history', 'converged'}."""
     P = KronPreconditioner(As, Ts, lam) if precond is None else precond
-    bnorm = np.linalg.norm(Ys)
-    if bnorm == 0:
-        return np.zeros_like(Ys), {"iterations": 0, "residual": 0.0, "history": [0.0]}
-    Z = np.zeros_like(Ys) if Z0 is None else np.array(Z0, dtype=float)
-    R = Ys - kron_sum_matvec(As, Ts, Z, lam)
-    Pr = P(R); D = Pr.copy(); rz = np.vdot(R, Pr)
-    hist = [np.linalg.norm(R) / bnorm]
-    it = 0
-    while hist[-1] > tol and it < max_iter:
-        KD = kron_sum_matvec(As, Ts, D, lam)
-        step = rz / np.vdot(D, KD)
-        Z += step * D; R -= step * KD
-        Pr = P(R); rz_new = np.vdot(R, Pr)
-        D = Pr + (rz_new / rz) * D; rz = rz_new
-        it += 1
-        hist.append(np.linalg.norm(R) / bnorm)
-    return Z, {"iterations": it, "residual": relative_residual(As, Ts, Ys, Z, lam), "history": hist}
+    Z, info = pcg(lambda D: kron_sum_matvec(As, Ts, D, lam), Ys, P, tol=tol, max_iter=max_iter, X0=Z0)
+    info["residual"] = relative_residual(As, Ts, Ys, Z, lam)
+    return Z, info
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #cb5989b8
 def solve_gauss_seidel(As, Ts, Ys, lam, tol=1e-10, max_sweeps=1000, Z0=None, time_budget=None):
@@ -315,31 +232,24 @@ def solve_gauss_seidel(As, Ts, Ys, lam, tol=1e-10, max_sweeps=1000, Z0=None, tim
 _SOLVERS = ("auto", "eig", "pcg", "gauss_seidel")
 
 
-def _scalar_grams(pairs, X, Y=None, needed=None):
-    "Gram matrices G_k(X, Y), computed once per distinct scalar kernel object (kernels often share one G)."
-    cache, out = {}, []
-    for k, (G, _) in enumerate(pairs):
-        if needed is not None and not needed[k]:
-            out.append(None); continue
-        if id(G) not in cache:
-            cache[id(G)] = G(X) if Y is None else G(X, Y)
-        out.append(cache[id(G)])
+def _kernel_grams(pairs, w, X, Y, needed=None):
+    "G_k(X, Y) for each kernel (None where not needed), once per distinct scalar kernel: KernelParts.grams of ovk_nb.linalg."
+    keep = [k for k in range(len(pairs)) if needed is None or needed[k]]
+    parts = KernelParts(SumKernel([Separable(pairs[k][0], pairs[k][1], w) for k in keep]))
+    G, out = parts.grams(X, Y), [None] * len(pairs)
+    for c, k in enumerate(keep):
+        out[k] = G[parts.sidx[c]]
     return out
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #6defcaef
-def _check_movkl_params(est):
-    "Validate MovKL's hyper-parameters; returns kernel_pairs(est.kernels)."
-    pairs, w = kernel_pairs(est.kernels)
-    _check_lam(est.lam)
-    r = est.r
-    if isinstance(r, bool) or not isinstance(r, numbers.Real) or np.isnan(r) or r < 1:
-        raise ValueError(f"r must be a number in [1, inf], got {r!r}")
-    if est.solver not in _SOLVERS:
-        raise ValueError(f"solver must be one of {_SOLVERS}, got {est.solver!r}")
-    check_positive(est.tol, "tol")
-    if isinstance(est.max_iter, bool) or not isinstance(est.max_iter, numbers.Integral) or est.max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {est.max_iter!r}")
-    return pairs, w
+class _Infinity:
+    "Constraint: r = inf (the l_inf norm: even weights)."
+    def is_satisfied_by(self, v): return isinstance(v, numbers.Real) and not isinstance(v, bool) and v == np.inf
+    def __str__(self): return "inf"
+
+
+_MOVKL_CONSTRAINTS = {"lam": [_POSITIVE], "r": [Interval(numbers.Real, 1, None), _Infinity()],
+                      "solver": [Options(_SOLVERS)], "tol": [_POSITIVE], "max_iter": [Interval(numbers.Integral, 1, None)]}
 
 
 def _resolve_solver(solver, n_groups):
@@ -407,38 +317,41 @@ class MovKL(RegressorMixin, BaseEstimator):
     """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1).
     `kernels`: list of Separable kernels or (ScalarKernel, OutputOperator) pairs; `lam` > 0; `r` in [1, inf];
     `solver` in {'auto', 'eig', 'pcg', 'gauss_seidel'}; `tol`: stopping threshold on the relative change of alpha."""
+    _parameter_constraints = _MOVKL_CONSTRAINTS
+
     def __init__(self, kernels=None, lam: float = 1.0, r: float = 2.0, solver: str = "auto",
                  tol: float = 1e-6, max_iter: int = 100):
         self.kernels, self.lam, self.r, self.solver, self.tol, self.max_iter = kernels, lam, r, solver, tol, max_iter
 
     def fit(self, X, Y):
-        pairs, w = _check_movkl_params(self)
-        X, Y = _check_XY(X, Y, pairs[0][1].shape[0])
+        pairs, w = kernel_pairs(self.kernels)
+        validate_estimator_params(self)
+        X, Y = _check_curves(X, Y, pairs[0][1].shape[0])
         groups = group_operators(pairs)
         self.solver_ = _resolve_solver(self.solver, len(groups))
         s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
         Ts = [symmetric_operator(T, w) for T, _ in groups]
-        self._T_eig = _eigh_psd(Ts[0]) if self.solver_ == "eig" else None
+        self._T_eig = eigh_psd(Ts[0]) if self.solver_ == "eig" else None
         self._precond, self._pcg_last, self._pcg_fresh = None, 0, 0
-        d, Z, q = _algorithm1(self, _scalar_grams(pairs, X), groups, Ts, Y * s)
+        d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, Y * s)
         self.weights_, self.norms_ = d, np.sqrt(np.clip(d ** 2 * q, 0, None))
         self.coef_, self.quadrature_weights_ = Z / s, w
         self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
+        self.n_features_in_ = X.shape[1]
         self._precond = None
         return self
 
     def combined_kernel(self):
         "The learned kernel sum_k d_k G_k T_k as an ovk_nb SumKernel of Separable kernels."
-        from ovk_nb.kernels import SumKernel
-        _check_fitted(self)
+        check_fitted(self, "coef_")
         return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
 
     def predict(self, X):
-        return _predict_sum(self, _check_predict_X(self, X))
+        return _predict_sum(self, check_X(self, X))
 
     def score(self, X, Y, sample_weight=None):
         "Functional R^2 (1 - RSSE / total sum of squares) with the operators' quadrature weights."
-        _check_fitted(self)
+        check_fitted(self, "coef_")
         Y = check_matrix(Y, "Y", allow_1d=True)
         w = self.quadrature_weights_ if self.quadrature_weights_ is not None else np.ones(Y.shape[1])
         return functional_r2(Y, self.predict(X), w)
@@ -447,7 +360,7 @@ class MovKL(RegressorMixin, BaseEstimator):
 def _predict_sum(est, X):
     "sum_g (sum_{k in g, d_k > 0} d_k G_k(X, X_fit)) C T_g^T for a fitted MovKL `est`."
     out = np.zeros((len(X), est.coef_.shape[1]))
-    grams = _scalar_grams(est.pairs_, X, est.X_fit_, needed=est.weights_ > 0)
+    grams = _kernel_grams(est.pairs_, est.quadrature_weights_, X, est.X_fit_, needed=est.weights_ > 0)
     for T, members in est.groups_:
         A = sum(est.weights_[k] * grams[k] for k in members if est.weights_[k] > 0)
         if not np.isscalar(A):

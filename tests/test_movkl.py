@@ -12,8 +12,9 @@ from ovk_nb.kernels import (RBF, IdentityOperator, IntegralOperator, Linear, Mul
                             Separable, SumKernel)
 from ovk_nb.kernels import ColumnKernel, ScaledKernel, truncate_operator
 from ovk_nb.metrics import lcr, rsse
-from ovk_nb.movkl import (FunctionalKRR, KronPreconditioner, MovKL, kernel_pairs, loo_curves, solve_eig, solve_gauss_seidel,
-                          solve_pcg, symmetric_operator)
+from ovk_nb.linalg import symmetric_operator
+from ovk_nb.movkl import (FunctionalKRR, KronPreconditioner, MovKL, kernel_pairs, loo_curves, movkl_dense_reference,
+                          solve_eig, solve_gauss_seidel, solve_pcg)
 from ovk_nb.weights import lr_norm_weights as update_weights
 
 
@@ -31,13 +32,6 @@ def ops(t):
 
 def nine_kernels(t):
     return [(G, op) for G in (RBF(0.5), RBF(2.0), Polynomial(2)) for op in ops(t)]
-
-
-def dense_solve(pairs, d, X, Y, lam):
-    "Literal reference: the (n m) x (n m) block Gram of sum_k d_k G_k T_k, solved densely."
-    n, m = Y.shape
-    K = sum(dk * np.kron(G(X), T) for dk, (G, T) in zip(d, pairs))
-    return np.linalg.solve(K + lam * np.eye(n * m), Y.ravel()).reshape(n, m)
 
 
 # ---------------------------------------------------------------- functional KRR and leave-one-curve-out
@@ -100,7 +94,7 @@ def test_predictions_equal_dense_ridge_with_learned_weights(r):
     pairs = nine_kernels(t)
     est = MovKL(pairs, lam=0.3, r=r, tol=1e-8, max_iter=60).fit(X, Y)
     P, _ = kernel_pairs(pairs)
-    C = dense_solve(P, est.weights_, X, Y, 0.3)
+    C = movkl_dense_reference(P, est.weights_, X, Y, 0.3)     # the literal reference, exported by the notebook
     # the paper's factor 2 in (K + lam I) alpha = 2y would double coef_ and predictions; we use 1
     np.testing.assert_allclose(est.coef_, C, rtol=1e-6, atol=1e-8 * np.abs(C).max())
     Xn = np.random.default_rng(1).uniform(-1, 1, size=(6, 2))
