@@ -27,8 +27,10 @@ import numpy as np
 
 from ovk_nb.datasets import make_paper000_synthetic
 from ovk_nb.kernels import Linear, Polynomial, Separable, gaussian_times_J, linear_quadratic
-from ovk_nb.online import MONORMA, ONORMA, step_sizes
-from ovk_nb.reproduce import rows_to_csv, rows_to_markdown
+from ovk_nb.experiments.core import rows_to_csv, rows_to_markdown
+from ovk_nb.monorma import MONORMA
+from ovk_nb.onorma import ONORMA
+from ovk_nb.streaming import step_sizes
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results"

@@ -8,17 +8,57 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from fastcore.basics import patch
+from sklearn.base import RegressorMixin
 
 from .kernels import OVKernel
 from .linalg import KernelParts
-from .onorma import _check_common, _check_X, _check_Y, _warn_diverged
-from .streaming import _block_start, _Stream
+from .streaming import KernelStream
+from .validation import Interval, _Named, check_fitted
+from .weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['MONORMA']
+__all__ = ['monorma_reference', 'MONORMA']
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #d99155dc
+def monorma_reference(kernels, X, Y, lam, etas, r, s=None):
+    "Algorithm 2 step by step with direct norms: returns (inputs, alpha_{i,n}, errors, deltas, gammas), one row per step."
+    m, d = len(kernels), kernels[0].output_dim
+    delta, xs, alphas, errs, deltas, gams = np.full(m, 1 / m), [], [], [], [], []
+    for t in range(1, len(X) + 1):
+        x, y = X[t - 1], Y[t - 1]
+        g = [sum((K.block(x, xi) @ a for xi, a in zip(xs, alphas)), np.zeros(d)) for K in kernels]   # g^j_{t-1}(x_t)
+        z = delta @ np.array(g)
+        errs.append((z - y) @ (z - y))
+        alphas = [(1 - etas[t - 1] * lam) * a for a in alphas] + [-etas[t - 1] * (z - y)]          # step 1
+        xs.append(x)
+        if s is not None:                                                                         # truncation
+            alphas = [0 * a if i < t - s[t - 1] else a for i, a in enumerate(alphas)]
+        A = np.array(alphas).ravel()
+        gam = np.array([A @ K.gram(np.array(xs)) @ A for K in kernels])                           # ||g^j_t||^2
+        delta = lr_norm_weights(delta ** 2 * gam, r, default=delta)                               # step 2.2
+        deltas.append(delta); gams.append(gam)
+    return np.array(xs), np.array(alphas), np.array(errs), np.array(deltas), np.array(gams)
+
+# %% ../nbs/2_algorithms/02_monorma.ipynb #307a9302
+def _is_kernel_list(v) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(k, OVKernel) for k in v)
+
+
+class MONORMA(RegressorMixin, KernelStream):
+    """MONORMA (paper 000, Algorithm 2): ONORMA's coefficients alpha shared by m kernels, g^j = sum_i K^j(x_i, .) alpha_i,
+    f = sum_j delta_j g^j, with the kernel weights delta updated after every step from gamma^j = ||g^j||^2 (eq. (6))."""
+    _parameter_constraints = {"kernels": [_Named("a non-empty list of OVKernel instances (e.g. Separable, SumKernel)",
+                                                 _is_kernel_list)],
+                              "r": [Interval(numbers.Real, 1, None)]}
+    _frozen = KernelStream._frozen + ("kernels",)
+    _step_records = KernelStream._step_records + ("_hist",)
+
+    def __init__(self, kernels=None, lam: float = 0.01, eta: float = 1.0, r: float = 2, schedule="invsqrt",
+                 truncation=None):
+        self.kernels, self.lam, self.eta, self.r, self.schedule, self.truncation = kernels, lam, eta, r, schedule, truncation
+
+# %% ../nbs/2_algorithms/02_monorma.ipynb #342c4014
 def _stacked_parts(parts, d):
     "M (m d, nc d): block (j, c) = T_c when separable part c (over all kernels) belongs to kernel j, else 0."
     owner = [j for j, p in enumerate(parts) for _ in range(p.nc)]
@@ -28,30 +68,26 @@ def _stacked_parts(parts, d):
     return M
 
 
-def _monorma_setup(est, X):
-    est._lam, est._trunc = _check_common(est)
-    if isinstance(est.r, bool) or not isinstance(est.r, numbers.Real) or not est.r >= 1 or not np.isfinite(est.r):
-        raise ValueError(f"r must be a finite real number >= 1, got {est.r!r}")
-    ks = list(est.kernels) if isinstance(est.kernels, (list, tuple)) else None
-    if not ks or not all(isinstance(k, OVKernel) for k in ks):
-        raise ValueError("kernels must be a non-empty list of OVKernel instances (e.g. Separable, SumKernel)")
-    dims = {k.output_dim for k in ks}
+@patch
+def _setup(self: MONORMA, X, Y):
+    "The kernels' parts, delta_0 = 1/m, gamma_0 = 0 and the stacked separable parts; returns the output dimension d."
+    dims = {k.output_dim for k in self.kernels}
     if len(dims) != 1:
         raise ValueError(f"kernels must share one output_dim, got {sorted(dims)}")
-    est._parts = [KernelParts(k) for k in ks]
-    m, d = len(ks), dims.pop()
-    est.n_features_in_ = X.shape[1]
-    est._init_stream(X.shape[1], d)
-    est.weights_ = np.full(m, 1.0 / m)          # delta_0 = 1/m (the paper's "1/n" is a typo)
-    est.gammas_ = np.zeros(m)
-    est._hist = np.empty((0, m))
-    est._M = _stacked_parts(est._parts, d)      # all separable parts of all kernels stacked
+    self._parts = [KernelParts(k) for k in self.kernels]
+    m, d = len(self._parts), dims.pop()
+    self.weights_ = np.full(m, 1.0 / m)          # delta_0 = 1/m (the paper's "1/n" is a typo)
+    self.gammas_ = np.zeros(m)
+    self._hist = np.empty((0, m))
+    self._M = _stacked_parts(self._parts, d)      # all separable parts of all kernels stacked
+    return d
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #88652769
-def _monorma_terms(est, Xb, lo, Cw):
+@patch
+def _terms(self: MONORMA, Xb, lo, Cw):
     """(crossG (m, B, d), Q (B, m, d, d) = W K^j(x_t, x_t), within-block grams of all separable parts stacked
     (nc, B, B), generic within-block Gram per kernel or None) for one block."""
-    parts, B = est._parts, len(Xb)
+    parts, B = self._parts, len(Xb)
     m, d = len(parts), parts[0].d
     Wy = parts[0].w
     W = np.eye(d) if Wy is None else np.diag(Wy)
@@ -60,35 +96,36 @@ def _monorma_terms(est, Xb, lo, Cw):
     Gin, gen_in = [], []
     cache = {}
     for j, P in enumerate(parts):
-        Gc, Gi, mask = est._block_grams(P, Xb, lo, cache)
+        Gc, Gi, mask = self._block_grams(P, Xb, lo, cache)
         diags = [k._diag(Xb) for k in P.scalars]
         for c, s in enumerate(P.sidx):
             if len(Cw):
                 crossG[j] += (Gc[s] @ Cw) @ P.TT[c]
             Gin.append(Gi[s])
             Q[:, j] += diags[s][:, None, None] * (W @ P.T[c])[None]
-        crossG[j] += est._gen_cross(P, Xb, lo)
+        crossG[j] += self._gen_cross(P, Xb, lo)
         for kern, w in P.gen:
             Q[:, j] += w * np.matmul(W, kern._diag(Xb))
-        gen_in.append(est._gen_within(P, Xb, mask) if P.gen else None)
+        gen_in.append(self._gen_within(P, Xb, mask) if P.gen else None)
     Gin = np.stack(Gin) if len(Gin) else np.zeros((0, B, B))
     return crossG, Q, Gin, gen_in
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #63172663
-def _monorma_steps(est, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
+@patch
+def _steps(self: MONORMA, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
     "Algorithm 2 over the steps of one block: fills the block's b_t in the buffer, returns (b_t rows, delta, gamma)."
-    m, d, B, g0, base = len(est._parts), est._parts[0].d, len(Yb), est.n_seen_, est._base
+    m, d, B, g0, base = len(self._parts), self._parts[0].d, len(Yb), self.n_seen_, self._base
     has_gen = any(g is not None for g in gen_in)
-    nc, M = len(Gin), est._M                    # M (m d, nc d): block (j, c) = [c belongs to kernel j] T_c
-    Cb = est._C[g0 - base:g0 - base + B]
-    gam, r = est.gammas_.copy(), float(est.r)
+    nc, M = len(Gin), self._M                    # M (m d, nc d): block (j, c) = [c belongs to kernel j] T_c
+    Cb = self._C[g0 - base:g0 - base + B]
+    gam, r = self.gammas_.copy(), float(self.r)
     p1, p2, p3 = r / (r + 1.0), 1.0 / (r + 1.0), 1.0 / r
-    hist, Wv = est._hist, est._parts[0].w
+    hist, Wv = self._hist, self._parts[0].w
     Dp, Dl, et, d2, td = Dprev.tolist(), Dk.tolist(), etas.tolist(), (dec * dec).tolist(), (2.0 * dec).tolist()
     drops = (lo[1:] > lo[:-1]).tolist()
     Grow = np.ascontiguousarray(Gin.transpose(1, 0, 2))              # (B, nc, B): row k of every part
     Cb[:] = 0.0                                                   # rows not computed yet enter as exact zeros
-    dl = est.weights_.tolist()
+    dl = self.weights_.tolist()
     for k in range(B):
         # the whole row of the (strictly lower, masked) block: entries s >= k are exact zeros
         G = (M @ (Grow[k] @ Cb).ravel()).reshape(m, d) if nc else np.zeros((m, d))
@@ -103,7 +140,7 @@ def _monorma_steps(est, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
         # eq. (6): gamma_t = (1 - eta_t lam)^2 gamma_{t-1} + <K(x_t, x_t) a, a> + 2 (1 - eta_t lam) <g_{t-1}(x_t), a>
         gam = d2[k] * gam + (Q[k] @ a + td[k] * (G if Wv is None else G * Wv)) @ a
         if drops[k]:                                              # truncation: exact downdate of gamma
-            gam = est._drop(int(lo[k]), int(lo[k + 1]), g0 + k + 1, Dl[k], gam)
+            gam = self._drop(int(lo[k]), int(lo[k + 1]), g0 + k + 1, Dl[k], gam)
         v = [x * x * max(g, 0.0) for x, g in zip(dl, gam.tolist())]   # step 2.2 (lr_norm_weights, in floats)
         den = sum(x ** p1 for x in v)
         if 0 < den < float("inf"):
@@ -113,7 +150,8 @@ def _monorma_steps(est, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
     return Cb, np.array(dl), gam
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #972eac94
-def _monorma_drop(self, a, b, end, D, gam):
+@patch
+def _drop(self: MONORMA, a, b, end, D, gam):
     """Remove the terms j in [a, b) from every g^j: ||g - K(x_q, .) alpha_q||^2 =
     gamma - 2 <g(x_q), alpha_q> + <K(x_q, x_q) alpha_q, alpha_q>, one term at a time."""
     base = self._base
@@ -128,78 +166,36 @@ def _monorma_drop(self, a, b, end, D, gam):
     return gam
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #7cd306de
-def _monorma_block(est, Xb, Yb, etas, dec, lo):
+@patch
+def _block(self: MONORMA, Xb, Yb, etas, dec, lo):
     "Step by step (the weights make it non-linear); kernel blocks and cross-block terms computed BLAS-3."
-    B, g0 = len(Xb), est.n_seen_
-    Dprev, Dk, Cw = _block_start(est, Xb, dec, lo)
-    crossG, Q, Gin, gen_in = _monorma_terms(est, Xb, lo, Cw)
-    Cb, delta, gam = _monorma_steps(est, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in)
-    Wv = est._parts[0].w
+    Dprev, Dk, Cw = self._block_start(Xb, dec, lo)
+    crossG, Q, Gin, gen_in = self._terms(Xb, lo, Cw)
+    Cb, delta, gam = self._steps(Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in)
+    Wv = self._parts[0].w
     R = Cb * (Dk / etas)[:, None]                                 # y_t - f_{t-1}(x_t)
-    errs = np.einsum("ij,ij->i", R if Wv is None else R * Wv, R)
-    est.weights_, est.gammas_ = delta, gam
-    est._errs[g0:g0 + B] = errs
-    est._err_sum += float(errs.sum())
-    est._D = float(Dk[-1])
-    est.n_seen_ += B
-    est._lo = int(lo[B])
+    self._record_errors(np.einsum("ij,ij->i", R if Wv is None else R * Wv, R))
+    self.weights_, self.gammas_ = delta, gam
+    self._D = float(Dk[-1])
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #dd009346
-class _MonormaPredict:
-    "Predictions and weights of a fitted MONORMA (a mixin of `MONORMA`)."
-    @property
-    def weights_history_(self):
-        "delta_t after each step t = 1..n, shape (n, m)."
-        self._check_fitted()
-        return self._hist[:self.n_seen_].copy()
-
-    def components(self, X):
-        "g^j_n(X) for each kernel, shape (m, n, d)."
-        self._check_fitted()
-        X = _check_X(self, X, False)
-        return np.stack([self._predict_parts(p, X) for p in self._parts])
-
-    def predict(self, X):
-        "f_n(X) = sum_j delta_j g^j_n(X)."
-        self._check_fitted()
-        F = np.tensordot(self.weights_, self.components(X), axes=1)
-        return F[:, 0] if self._parts[0].d == 1 else F
-
-# %% ../nbs/2_algorithms/02_monorma.ipynb #0d3b1668
-def _monorma_getstate(self):
-    state = _Stream.__getstate__(self)
-    if "_hist" in state:
-        state["_hist"] = self._hist[:self.n_seen_].copy()
-    return state
+@patch(as_prop=True)
+def weights_history_(self: MONORMA):
+    "delta_t after each step t = 1..n, shape (n, m)."
+    check_fitted(self, "n_seen_")
+    return self._hist[:self.n_seen_].copy()
 
 
-class MONORMA(_MonormaPredict, _Stream, RegressorMixin, BaseEstimator):
-    """MONORMA (paper 000, Algorithm 2): ONORMA's coefficients alpha shared by m kernels, g^j = sum_i K^j(x_i, .) alpha_i,
-    f = sum_j delta_j g^j, with the kernel weights delta updated after every step from gamma^j = ||g^j||^2 (eq. (6))."""
-    def __init__(self, kernels=None, lam: float = 0.01, eta: float = 1.0, r: float = 2, schedule="invsqrt",
-                 truncation=None):
-        self.kernels, self.lam, self.eta, self.r, self.schedule, self.truncation = kernels, lam, eta, r, schedule, truncation
+@patch
+def components(self: MONORMA, X):
+    "g^j_n(X) for each kernel, shape (m, n, d)."
+    X = self._check_X(X)
+    return np.stack([self._predict_parts(p, X) for p in self._parts])
 
-    _setup, _block, _drop, __getstate__ = _monorma_setup, _monorma_block, _monorma_drop, _monorma_getstate
 
-    def partial_fit(self, X, Y):
-        "Run Algorithm 2 over the rows of (X, Y), in order, continuing from the current state."
-        first = not hasattr(self, "n_seen_")
-        X = _check_X(self, X, first)
-        if first:
-            self._setup(X)
-        Y = _check_Y(Y, len(X), self._parts[0].d)
-        n = len(X)
-        if len(self._hist) < self.n_seen_ + n:
-            h = np.zeros((max(self.n_seen_ + n, 2 * len(self._hist)), len(self._parts)))
-            h[:self.n_seen_] = self._hist[:self.n_seen_]
-            self._hist = h
-        self._run(X, Y)
-        self.cumulative_error_ = self._err_sum / self.n_seen_
-        _warn_diverged(self)
-        return self
-
-    def fit(self, X, Y):
-        "Forget everything and make one pass over (X, Y)."
-        self._forget()
-        return self.partial_fit(X, Y)
+@patch
+def predict(self: MONORMA, X):
+    "f_n(X) = sum_j delta_j g^j_n(X) (shape (n,) when d = 1)."
+    G = self.components(X)
+    F = np.tensordot(self.weights_, G, axes=1)
+    return F[:, 0] if self._parts[0].d == 1 else F

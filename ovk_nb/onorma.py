@@ -5,111 +5,18 @@
 # %% ../nbs/2_algorithms/01_onorma.ipynb #b29ef96a
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
+from fastcore.basics import patch
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import RegressorMixin
 
-from .linalg import KernelParts
-from .streaming import _block_start, _Stream, check_truncation, step_sizes
-from .validation import check_matrix, check_positive
+from .kernels import OVKernel
+from .linalg import KernelParts, group_columns
+from .streaming import KernelStream
+from .validation import Options, check_fitted
 
 # %% auto #0
-__all__ = ['margin_grad', 'ONORMA']
-
-# %% ../nbs/2_algorithms/01_onorma.ipynb #635a3356
-def _solve_decoupled(P, Gi, rhs, rho):
-    "b_t of the block from the B x B triangular solves in the joint eigenbasis (c_t = V^{-1} b_t)."
-    B = len(rho)
-    E, V, Vinv = P.eig
-    R = rhs @ Vinv.T
-    Ct = np.empty_like(R)
-    L = np.empty((B, B))
-    for col, idx in _eigen_groups(E):       # directions with equal eigenvalues share one triangular matrix
-        if not col.any():
-            Ct[:, idx] = R[:, idx] / rho[:, None]
-            continue
-        first = True
-        for c, s in enumerate(P.sidx):
-            if col[c]:
-                if first:
-                    np.multiply(Gi[s], col[c], out=L); first = False
-                else:
-                    L += col[c] * Gi[s]
-        L.flat[::B + 1] = rho               # Gi is strictly lower: its diagonal is 0
-        Ct[:, idx] = solve_triangular(L, R[:, idx], lower=True, check_finite=False, overwrite_b=False)
-    return Ct @ V.T
-
-
-def _eigen_groups(E):
-    "Columns of E (parts x d) grouped by equal values: [(column, indices)]; e.g. J = 0.9 I + 0.1 11^T gives 2 groups."
-    keys = {}
-    for j in range(E.shape[1]):
-        keys.setdefault(tuple(E[:, j]), []).append(j)
-    return [(np.array(k), np.array(v)) for k, v in keys.items()]
-
-
-def _solve_coupled(est, P, Xb, Gi, mask, rhs, rho):
-    "b_t of the block from one (B d x B d) lower-triangular solve (non-commuting or generic parts)."
-    B, d = len(Xb), P.d
-    L = est._gen_within(P, Xb, mask) if P.gen else np.zeros((B * d, B * d))
-    for c, s in enumerate(P.sidx):
-        L += np.kron(Gi[s], P.T[c])
-    L[np.diag_indices_from(L)] += np.repeat(rho, d)
-    return solve_triangular(L, rhs.reshape(-1), lower=True, check_finite=False).reshape(B, d)
-
-# %% ../nbs/2_algorithms/01_onorma.ipynb #e28ceccb
-def _record_squared(est, P, Xb, Yb, A, etas, dec):
-    "Online errors of the block from alpha_{t,t} = A, and (no truncation) ||f_t||^2 by eq. (6) with the risks."
-    g0, B = est.n_seen_, len(Xb)
-    R = -A / etas[:, None]                  # f_{t-1}(x_t) - y_t
-    err = P.inner(R, R)
-    est._errs[g0:g0 + B] = err
-    est._err_sum += float(err.sum())
-    if est._trunc is None:                 # ||f_t||^2 by eq. (6), and the instantaneous risk
-        with np.errstate(all="ignore"):
-            q = P.quad_diag(Xb, A) + 2 * dec * P.inner(Yb + R, A)
-        gam, rs = est._gamma, 0.0
-        for k in range(B):
-            rs += 0.5 * err[k] + 0.5 * est._lam * gam
-            gam = dec[k] ** 2 * gam + q[k]
-        est._gamma, est._risk_sum = gam, est._risk_sum + rs
-
-# %% ../nbs/2_algorithms/01_onorma.ipynb #2c9c3b6f
-def _rkhs_norm2(self):
-    "||f_n||^2 in the RKHS (eq. (6) recursion; computed directly when truncation is on)."
-    self._check_fitted()
-    if self._trunc is None:
-        return self._gamma
-    Xw, Cw = self._live()
-    return float(self._parts.inner(self._parts.apply(Xw, Xw, Cw), Cw).sum() * self._D ** 2) if len(Xw) else 0.0
-
-
-def _cumulative_risk(self):
-    "(1/n) sum_t R_inst(f_{t-1}, x_t, y_t) = mean of l(f_{t-1}(x_t), y_t) + lam/2 ||f_{t-1}||^2 (no truncation)."
-    self._check_fitted()
-    return self._risk_sum / self.n_seen_ if self._trunc is None else float("nan")
-
-# %% ../nbs/2_algorithms/01_onorma.ipynb #fa1a16b9
-def _solve_block(est, Xb, Yb, etas, dec, lo):
-    """Squared loss: the block's coefficients solve rho_t b_t + sum_{s<t} K(x_t, x_s) b_s = y_t / D_{t-1}
-    (a lower-triangular system), the older coefficients entering through one BLAS-3 product."""
-    P, B, g0, base = est._parts, len(Xb), est.n_seen_, est._base
-    Dprev, Dk, Cw = _block_start(est, Xb, dec, lo)
-    Gc, Gi, mask = est._block_grams(P, Xb, lo)
-    rhs = Yb / Dprev[:, None] - est._gen_cross(P, Xb, lo)
-    if len(Cw):
-        for c, j in enumerate(P.sidx):
-            rhs -= (Gc[j] @ Cw) @ P.TT[c]
-    rho = dec / etas
-    if P.eig is not None:                   # outputs decouple in the joint eigenbasis of the T_c
-        Cb = _solve_decoupled(P, Gi, rhs, rho)
-    else:                                   # one (B d x B d) lower-triangular system
-        Cb = _solve_coupled(est, P, Xb, Gi, mask, rhs, rho)
-    est._C[g0 - base:g0 - base + B] = Cb
-    _record_squared(est, P, Xb, Yb, Cb * Dk[:, None], etas, dec)     # alpha_{t,t} = D_t b_t
-    est._D = float(Dk[-1])
+__all__ = ['margin_grad', 'onorma_reference', 'ONORMA']
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #f2979644
 def margin_grad(Z, labels):
@@ -128,28 +35,190 @@ def margin_grad(Z, labels):
     return loss, G
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #952ea269
-def _margin_terms(est, P, Xb, lo, Cw):
+def onorma_reference(kernel, X, Y, lam, etas, s=None, loss="squared", w=None):
+    "Algorithm 1 step by step: returns (inputs, alpha_{i,n}, per-step online errors)."
+    d = kernel.output_dim
+    w = np.ones(d) if w is None else np.asarray(w, dtype=float)
+    lams = np.broadcast_to(np.asarray(lam, dtype=float), (len(X),))
+    alphas, xs, errs = [], [], []
+    for t in range(1, len(X) + 1):
+        x, y = X[t - 1], Y[t - 1]
+        z = sum((kernel.block(x, xi) @ a for xi, a in zip(xs, alphas)), np.zeros(d))       # f_{t-1}(x_t)
+        if loss == "squared":
+            g = z - y; errs.append(float((g * w) @ g))
+        else:
+            _, g = margin_grad(z[None], np.array([y])); g = g[0]; errs.append(float(z.argmax() != y))
+        alphas = [(1 - etas[t - 1] * lams[t - 1]) * a for a in alphas] + [-etas[t - 1] * g]   # steps 2 and 1
+        xs.append(x)
+        if s is not None:                                                                   # step 3
+            alphas = [0 * a if i < t - s[t - 1] else a for i, a in enumerate(alphas)]
+    return np.array(xs), np.array(alphas), np.array(errs)
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #e9faad5e
+class ONORMA(RegressorMixin, KernelStream):
+    """ONORMA (paper 000, Algorithm 1): online regularised risk minimisation in the RKHS of an
+    operator-valued kernel. `loss="squared"`: l(z, y) = 1/2 ||z - y||^2 (regression, Y of shape (n, d));
+    `loss="margin"`: the multi-class hinge on d = n_classes scores (classification, labels in and out; the first
+    `partial_fit` call needs `classes`, the list of all labels)."""
+    _parameter_constraints = {"kernel": [OVKernel], "loss": [Options(("squared", "margin"))]}
+    _frozen = KernelStream._frozen + ("kernel", "loss")
+
+    def __init__(self, kernel=None, lam: float = 0.01, eta: float = 1.0, schedule="invsqrt",
+                 truncation=None, loss: str = "squared"):
+        self.kernel, self.lam, self.eta, self.schedule = kernel, lam, eta, schedule
+        self.truncation, self.loss = truncation, loss
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #dcfd7f24
+@patch
+def _setup(self: ONORMA, X, Y, classes=None):
+    "The kernel's parts, the classes (margin loss) and ||f_0||^2 = 0; returns the output dimension d."
+    self._parts = KernelParts(self.kernel)
+    d = self._parts.d
+    if self.loss == "margin":
+        if classes is None:
+            raise ValueError("classes must be given to the first partial_fit call with loss='margin' "
+                             "(the list of all labels)")
+        self.classes_ = np.unique(np.asarray(classes))
+        if len(self.classes_) != d:
+            raise ValueError(f"kernel.output_dim must equal the number of classes with loss='margin': "
+                             f"{d} != {len(self.classes_)}")
+    self._gamma = 0.0            # ||f_t||^2 by eq. (6) (untruncated runs)
+    self._risk_sum = 0.0
+    return d
+
+
+@patch
+def fit(self: ONORMA, X, Y):
+    "Forget everything and make one pass over (X, Y) (margin loss: the classes are the labels of Y)."
+    return KernelStream.fit(self, X, Y, classes=np.unique(np.asarray(Y)) if self.loss == "margin" else None)
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #cc5b5139
+@patch
+def _targets(self: ONORMA, X, Y):
+    "Rows of Y (squared loss) or class indices of the labels (margin loss)."
+    if self.loss == "squared":
+        return KernelStream._targets(self, X, Y)
+    y, n = np.asarray(Y), len(X)
+    if y.ndim != 1 or len(y) != n:
+        raise ValueError(f"y must be a 1-D array of {n} labels with loss='margin', got shape {y.shape}")
+    idx = np.clip(np.searchsorted(self.classes_, y), 0, len(self.classes_) - 1)
+    if (self.classes_[idx] != y).any():
+        raise ValueError(f"y contains labels not in classes: {sorted(set(np.unique(y)) - set(self.classes_))}")
+    return idx
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #50f6980c
+def _solve_decoupled(P, Gi, rhs, rho):
+    "b_t of the block from the B x B triangular solves in the joint eigenbasis (c_t = V^{-1} b_t)."
+    B = len(rho)
+    E, V, Vinv = P.eig
+    R = rhs @ Vinv.T
+    Ct = np.empty_like(R)
+    L = np.empty((B, B))
+    for col, idx in group_columns(E):       # directions with equal eigenvalues share one triangular matrix
+        if not col.any():
+            Ct[:, idx] = R[:, idx] / rho[:, None]
+            continue
+        first = True
+        for c, s in enumerate(P.sidx):
+            if col[c]:
+                if first:
+                    np.multiply(Gi[s], col[c], out=L); first = False
+                else:
+                    L += col[c] * Gi[s]
+        L.flat[::B + 1] = rho               # Gi is strictly lower: its diagonal is 0
+        Ct[:, idx] = solve_triangular(L, R[:, idx], lower=True, check_finite=False, overwrite_b=False)
+    return Ct @ V.T
+
+
+@patch
+def _solve_coupled(self: ONORMA, P, Xb, Gi, mask, rhs, rho):
+    "b_t of the block from one (B d x B d) lower-triangular solve (non-commuting or generic parts)."
+    B, d = len(Xb), P.d
+    L = self._gen_within(P, Xb, mask) if P.gen else np.zeros((B * d, B * d))
+    for c, s in enumerate(P.sidx):
+        L += np.kron(Gi[s], P.T[c])
+    L[np.diag_indices_from(L)] += np.repeat(rho, d)
+    return solve_triangular(L, rhs.reshape(-1), lower=True, check_finite=False).reshape(B, d)
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #53d93871
+@patch
+def _record_squared(self: ONORMA, P, Xb, Yb, A, etas, dec):
+    "Online errors of the block from alpha_{t,t} = A, and (no truncation) ||f_t||^2 by eq. (6) with the risks."
+    R = -A / etas[:, None]                  # f_{t-1}(x_t) - y_t
+    err = P.inner(R, R)
+    self._record_errors(err)
+    if self._trunc is None:                 # ||f_t||^2 by eq. (6), and the instantaneous risk
+        with np.errstate(all="ignore"):
+            q = P.quad_diag(Xb, A) + 2 * dec * P.inner(Yb + R, A)
+        gam, rs = self._gamma, 0.0
+        for k in range(len(Xb)):
+            rs += 0.5 * err[k] + 0.5 * self._lam * gam
+            gam = dec[k] ** 2 * gam + q[k]
+        self._gamma, self._risk_sum = gam, self._risk_sum + rs
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #2c9c3b6f
+@patch(as_prop=True)
+def rkhs_norm2_(self: ONORMA):
+    "||f_n||^2 in the RKHS (eq. (6) recursion; computed directly when truncation is on)."
+    check_fitted(self, "n_seen_")
+    if self._trunc is None:
+        return self._gamma
+    Xw, Cw = self._live()
+    return float(self._parts.inner(self._parts.apply(Xw, Xw, Cw), Cw).sum() * self._D ** 2) if len(Xw) else 0.0
+
+
+@patch(as_prop=True)
+def cumulative_risk_(self: ONORMA):
+    "(1/n) sum_t R_inst(f_{t-1}, x_t, y_t) = mean of l(f_{t-1}(x_t), y_t) + lam/2 ||f_{t-1}||^2 (no truncation)."
+    check_fitted(self, "n_seen_")
+    return self._risk_sum / self.n_seen_ if self._trunc is None else float("nan")
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #fa1a16b9
+@patch
+def _solve_block(self: ONORMA, Xb, Yb, etas, dec, lo):
+    """Squared loss: the block's coefficients solve rho_t b_t + sum_{s<t} K(x_t, x_s) b_s = y_t / D_{t-1}
+    (a lower-triangular system), the older coefficients entering through one BLAS-3 product."""
+    P, B, g0, base = self._parts, len(Xb), self.n_seen_, self._base
+    Dprev, Dk, Cw = self._block_start(Xb, dec, lo)
+    Gc, Gi, mask = self._block_grams(P, Xb, lo)
+    rhs = Yb / Dprev[:, None] - self._gen_cross(P, Xb, lo)
+    if len(Cw):
+        for c, j in enumerate(P.sidx):
+            rhs -= (Gc[j] @ Cw) @ P.TT[c]
+    rho = dec / etas
+    if P.eig is not None:                   # outputs decouple in the joint eigenbasis of the T_c
+        Cb = _solve_decoupled(P, Gi, rhs, rho)
+    else:                                   # one (B d x B d) lower-triangular system
+        Cb = self._solve_coupled(P, Xb, Gi, mask, rhs, rho)
+    self._C[g0 - base:g0 - base + B] = Cb
+    self._record_squared(P, Xb, Yb, Cb * Dk[:, None], etas, dec)     # alpha_{t,t} = D_t b_t
+    self._D = float(Dk[-1])
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #899bc7c0
+@patch
+def _margin_terms(self: ONORMA, P, Xb, lo, Cw):
     "(cross term of each row, stacked within-block grams (nc, B, B), generic within-block Gram or None) of a block."
     B = len(Xb)
-    Gc, Gi, mask = est._block_grams(P, Xb, lo)
-    cross = est._gen_cross(P, Xb, lo)
+    Gc, Gi, mask = self._block_grams(P, Xb, lo)
+    cross = self._gen_cross(P, Xb, lo)
     if len(Cw):
         for c, j in enumerate(P.sidx):
             cross += (Gc[j] @ Cw) @ P.TT[c]
     Gin = np.stack([Gi[s] for s in P.sidx]) if P.nc else np.zeros((0, B, B))
-    Lg = est._gen_within(P, Xb, mask) if P.gen else None
+    Lg = self._gen_within(P, Xb, mask) if P.gen else None
     return cross, Gin, Lg
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #40fb06e8
-def _margin_block(est, Xb, lab, etas, dec, lo):
+@patch
+def _margin_block(self: ONORMA, Xb, lab, etas, dec, lo):
     "Margin loss (not linear): step by step inside the block, kernel blocks still computed BLAS-3."
-    P, B, g0, base = est._parts, len(Xb), est.n_seen_, est._base
-    Dprev, Dk, Cw = _block_start(est, Xb, dec, lo)
-    cross, Gin, Lg = _margin_terms(est, P, Xb, lo, Cw)
-    Cb = est._C[g0 - base:g0 - base + B]
+    P, B, g0, base = self._parts, len(Xb), self.n_seen_, self._base
+    Dprev, Dk, Cw = self._block_start(Xb, dec, lo)
+    cross, Gin, Lg = self._margin_terms(P, Xb, lo, Cw)
+    Cb = self._C[g0 - base:g0 - base + B]
     d, TT = P.d, P.TT
     errs = np.zeros(B)
-    gam, rs = est._gamma, 0.0
+    gam, rs = self._gamma, 0.0
     for k in range(B):
         u = cross[k].copy()
         if k:
@@ -163,140 +232,48 @@ def _margin_block(est, Xb, lab, etas, dec, lo):
         a = -etas[k] * g[0]
         Cb[k] = a / Dk[k]
         errs[k] = float(z.argmax() != lab[k])
-        if est._trunc is None:
-            rs += loss[0] + 0.5 * est._lam * gam
+        if self._trunc is None:
+            rs += loss[0] + 0.5 * self._lam * gam
             gam = dec[k] ** 2 * gam + P.quad_diag(Xb[k:k + 1], a[None])[0] + 2 * dec[k] * float(z @ a)
-    est._errs[g0:g0 + B] = errs
-    est._err_sum += float(errs.sum())
-    est._gamma, est._risk_sum = gam, est._risk_sum + rs
-    est._D = float(Dk[-1])
+    self._record_errors(errs)
+    self._gamma, self._risk_sum = gam, self._risk_sum + rs
+    self._D = float(Dk[-1])
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #4141d573
-def _check_common(est):
-    lam = check_positive(est.lam, "lam", strict=False)
-    check_positive(est.eta, "eta")
-    step_sizes(est.schedule, est.eta, [1])
-    return lam, check_truncation(est.truncation)
-
-
-def _check_X(est, X, first):
-    X = check_matrix(X, "X", allow_1d=False)
-    if not len(X):
-        raise ValueError("X must contain at least one sample, got 0 rows")
-    if not first and X.shape[1] != est.n_features_in_:
-        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fed {est.n_features_in_} before")
-    return X
-
-
-def _warn_diverged(est):
-    if not np.isfinite(est.cumulative_error_):
-        warnings.warn(f"{type(est).__name__} diverged (non-finite online error): eta_t ||K(x, x)|| is too large "
-                      "for a stable gradient step; scale the inputs (or the kernel) down or lower eta",
-                      RuntimeWarning, stacklevel=3)
-
-
-def _check_Y(Y, n, d):
-    Y = check_matrix(Y, "Y", allow_1d=(d == 1))
-    if Y.shape != (n, d):
-        raise ValueError(f"Y must have shape (n_samples, output_dim) = {(n, d)}, got {Y.shape}")
-    return Y
-
-# %% ../nbs/2_algorithms/01_onorma.ipynb #94594fb6
-def _onorma_setup(est, X, Y, classes):
-    if est.loss not in ("squared", "margin"):
-        raise ValueError(f"loss must be 'squared' or 'margin', got {est.loss!r}")
-    est._lam, est._trunc = _check_common(est)
-    est._parts = KernelParts(est.kernel)
-    d = est._parts.d
-    if est.loss == "margin":
-        if classes is None:
-            raise ValueError("classes must be given to the first partial_fit call with loss='margin' "
-                             "(the list of all labels)")
-        est.classes_ = np.unique(np.asarray(classes))
-        if len(est.classes_) != d:
-            raise ValueError(f"kernel.output_dim must equal the number of classes with loss='margin': "
-                             f"{d} != {len(est.classes_)}")
-    est.n_features_in_ = X.shape[1]
-    est._init_stream(X.shape[1], d)
-    est._gamma = 0.0            # ||f_t||^2 by eq. (6) (untruncated runs)
-    est._risk_sum = 0.0
-    est._mistakes = 0
-
-# %% ../nbs/2_algorithms/01_onorma.ipynb #f7b2850e
-def _onorma_targets(est, Y, n):
-    if est.loss == "squared":
-        return _check_Y(Y, n, est._parts.d)
-    y = np.asarray(Y)
-    if y.ndim != 1 or len(y) != n:
-        raise ValueError(f"y must be a 1-D array of {n} labels with loss='margin', got shape {y.shape}")
-    idx = np.searchsorted(est.classes_, y)
-    idx = np.clip(idx, 0, len(est.classes_) - 1)
-    if (est.classes_[idx] != y).any():
-        raise ValueError(f"y contains labels not in classes: {sorted(set(np.unique(y)) - set(est.classes_))}")
-    return idx
-
-
-def _onorma_block(est, Xb, Yb, etas, dec, lo):
-    (_solve_block if est.loss == "squared" else _margin_block)(est, Xb, Yb, etas, dec, lo)
-    B = len(Xb)
-    est.n_seen_ += B
-    est._lo = int(lo[B])
+@patch
+def _block(self: ONORMA, Xb, Yb, etas, dec, lo):
+    "One block of Algorithm 1: the triangular solve (squared loss) or the step-by-step margin loop."
+    (self._solve_block if self.loss == "squared" else self._margin_block)(Xb, Yb, etas, dec, lo)
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #2cc52094
-class _OnormaPredict:
-    "Predictions of a fitted ONORMA (a mixin of `ONORMA`)."
-    def decision_function(self, X):
-        "f_n(X), shape (n, d): the current function (scores with the margin loss)."
-        self._check_fitted()
-        X = _check_X(self, X, False)
-        return self._predict_parts(self._parts, X)
+@patch
+def decision_function(self: ONORMA, X):
+    "f_n(X), shape (n, d): the current function (scores with the margin loss)."
+    X = self._check_X(X)
+    return self._predict_parts(self._parts, X)
 
-    def predict(self, X):
-        F = self.decision_function(X)
-        if self.loss == "margin":
-            return self.classes_[F.argmax(1)]
-        return F[:, 0] if self._parts.d == 1 else F
 
-    def score(self, X, Y, sample_weight=None):
-        "R^2 (squared loss) or accuracy (margin loss)."
-        if self.loss == "margin":
-            return float(np.mean(self.predict(X) == np.asarray(Y)))
-        return super().score(X, Y, sample_weight)
+@patch
+def predict(self: ONORMA, X):
+    "f_n(X) (shape (n,) when d = 1), or the labels argmax_k f_n(X)_k with the margin loss."
+    F = self.decision_function(X)
+    if self.loss == "margin":
+        return self.classes_[F.argmax(1)]
+    return F[:, 0] if self._parts.d == 1 else F
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        if self.loss == "margin":
-            from sklearn.utils import ClassifierTags
-            tags.estimator_type, tags.classifier_tags, tags.regressor_tags = "classifier", ClassifierTags(), None
-        return tags
 
-# %% ../nbs/2_algorithms/01_onorma.ipynb #8fd7d523
-class ONORMA(_OnormaPredict, _Stream, RegressorMixin, BaseEstimator):
-    """ONORMA (paper 000, Algorithm 1): online regularised risk minimisation in the RKHS of an
-    operator-valued kernel. `loss="squared"`: l(z, y) = 1/2 ||z - y||^2 (regression, Y of shape (n, d));
-    `loss="margin"`: the multi-class hinge on d = n_classes scores (classification, labels in and out)."""
-    def __init__(self, kernel=None, lam: float = 0.01, eta: float = 1.0, schedule="invsqrt",
-                 truncation=None, loss: str = "squared"):
-        self.kernel, self.lam, self.eta, self.schedule = kernel, lam, eta, schedule
-        self.truncation, self.loss = truncation, loss
+@patch
+def score(self: ONORMA, X, Y, sample_weight=None):
+    "R^2 (squared loss) or accuracy (margin loss)."
+    if self.loss == "margin":
+        return float(np.mean(self.predict(X) == np.asarray(Y)))
+    return RegressorMixin.score(self, X, Y, sample_weight)
 
-    _setup, _targets, _block = _onorma_setup, _onorma_targets, _onorma_block
-    rkhs_norm2_, cumulative_risk_ = property(_rkhs_norm2), property(_cumulative_risk)
 
-    def partial_fit(self, X, Y, classes=None):
-        "Run Algorithm 1 over the rows of (X, Y), in order, continuing from the current state."
-        first = not hasattr(self, "n_seen_")
-        X = _check_X(self, X, first)
-        if first:
-            self._setup(X, Y, classes)
-        Y = self._targets(Y, len(X))
-        self._run(X, Y)
-        self.cumulative_error_ = self._err_sum / self.n_seen_
-        _warn_diverged(self)
-        return self
-
-    def fit(self, X, Y):
-        "Forget everything and make one pass over (X, Y)."
-        self._forget()
-        classes = np.unique(np.asarray(Y)) if self.loss == "margin" else None
-        return self.partial_fit(X, Y, classes=classes)
+@patch
+def __sklearn_tags__(self: ONORMA):
+    tags = super(ONORMA, self).__sklearn_tags__()
+    if self.loss == "margin":
+        from sklearn.utils import ClassifierTags
+        tags.estimator_type, tags.classifier_tags, tags.regressor_tags = "classifier", ClassifierTags(), None
+    return tags

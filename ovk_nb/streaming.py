@@ -6,12 +6,18 @@
 from __future__ import annotations
 
 import numbers
+import warnings
+from collections.abc import Mapping
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
+from fastcore.basics import patch
+from sklearn.base import BaseEstimator
+
+from .validation import (Interval, Options, _Named, check_matrix, check_X, check_X_Y, check_fitted,
+                               validate_estimator_params, validate_params)
 
 # %% auto #0
-__all__ = ['step_sizes', 'check_decay', 'check_truncation', 'budget', 'window_start']
+__all__ = ['TRUNCATION', 'step_sizes', 'check_decay', 'check_truncation', 'budget', 'window_start', 'KernelStream']
 
 # %% ../nbs/1_shared/03_streaming.ipynb #0b10a042
 def step_sizes(schedule, eta: float, t) -> np.ndarray:
@@ -41,21 +47,21 @@ def check_decay(etas, lam: float, t_first: int):
                          f"lower eta or lam")
 
 # %% ../nbs/1_shared/03_streaming.ipynb #9183cc6a
+def _is_pair(v) -> bool:
+    return (isinstance(v, (tuple, list)) and len(v) == 2 and Interval(numbers.Integral, 1, None).is_satisfied_by(v[0])
+            and Interval(numbers.Real, 0, 0.5, closed="neither").is_satisfied_by(v[1]))
+
+
+TRUNCATION = [None, Interval(numbers.Integral, 1, None),
+              _Named("a pair (t0, eps) with an integer t0 >= 1 and 0 < eps < 1/2", _is_pair)]
+
+
 def check_truncation(truncation):
-    "Validate `truncation`: None, an int budget s >= 1, or Theorem 2's (t0, eps) with t0 >= 1 and 0 < eps < 1/2."
-    if truncation is None:
-        return None
-    if isinstance(truncation, numbers.Integral) and not isinstance(truncation, bool):
-        if truncation < 1:
-            raise ValueError(f"truncation must be a budget >= 1, got {truncation!r}")
-        return int(truncation)
-    if isinstance(truncation, (tuple, list)) and len(truncation) == 2:
-        t0, eps = truncation
-        if (isinstance(t0, bool) or not isinstance(t0, numbers.Integral) or t0 < 1
-                or isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps < 0.5):
-            raise ValueError(f"truncation=(t0, eps) needs an integer t0 >= 1 and 0 < eps < 1/2, got {truncation!r}")
-        return (int(t0), float(eps))
-    raise ValueError(f"truncation must be None, an int budget s or a pair (t0, eps), got {truncation!r}")
+    "Validate `truncation` (None, an int budget s >= 1, or Theorem 2's (t0, eps)) and return it normalised."
+    validate_params({"truncation": truncation}, {"truncation": TRUNCATION})
+    if truncation is None or isinstance(truncation, numbers.Integral):
+        return None if truncation is None else int(truncation)
+    return (int(truncation[0]), float(truncation[1]))
 
 # %% ../nbs/1_shared/03_streaming.ipynb #c8eb3203
 def budget(truncation, t) -> np.ndarray:
@@ -76,7 +82,21 @@ def window_start(truncation, k) -> np.ndarray:
     return k - budget(truncation, k)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #884380d8
-def _stream_init(self, p, d):
+class KernelStream(BaseEstimator):
+    """Base class of online kernel learners: f = D * sum_{lo <= j < n} K(., x_j) b_j kept in buffers grown geometrically
+    (amortised O(1) per step), one lazy global scale factor D and a sliding window; `partial_fit` runs the learner's
+    `_block` update over consecutive blocks of steps. scikit-learn: fit / partial_fit / predict / score;
+    river: learn_one / predict_one / learn_many / predict_many."""
+    _parameter_constraints = {"lam": [Interval(numbers.Real, 0, None)], "eta": [Interval(numbers.Real, 0, None, "neither")],
+                              "schedule": [Options(("invsqrt", "constant")), "callable"], "truncation": TRUNCATION}
+    _frozen = ("truncation",)  # hyper-parameters fixed at the first call (they shape the stream); learners add theirs
+    _step_records = ("_errs",)  # arrays with one row per step, grown with the buffers and pickled up to n_seen_
+    _block_size = 256          # steps per block (BLAS-3 kernel blocks); tests set other values
+    _chunk = 4096              # rows reserved at a time inside one partial_fit call
+
+# %% ../nbs/1_shared/03_streaming.ipynb #48e8b344
+@patch
+def _init_stream(self: KernelStream, p, d):
     "Empty buffers for inputs in R^p and coefficients in R^d; D = 1 and no step seen."
     self._X, self._C = np.empty((0, p)), np.empty((0, d))
     self._base = self._lo = self.n_seen_ = 0
@@ -84,8 +104,9 @@ def _stream_init(self, p, d):
     self._err_sum = 0.0
     self._errs = np.empty(0)
 
-
-def _stream_reserve(self, n):
+# %% ../nbs/1_shared/03_streaming.ipynb #deee871b
+@patch
+def _reserve(self: KernelStream, n):
     "Room for n more rows: drop rows older than the window when full, grow geometrically (amortised O(1))."
     need = self.n_seen_ + n - self._base
     cap = len(self._X)
@@ -101,19 +122,24 @@ def _stream_reserve(self, n):
             buf = np.zeros((new, old.shape[1]))
             buf[:self.n_seen_ - self._base] = old[:self.n_seen_ - self._base]
             setattr(self, name, buf)
-    if len(self._errs) < self.n_seen_ + n:
-        e = np.zeros(max(self.n_seen_ + n, 2 * len(self._errs)))
-        e[:self.n_seen_] = self._errs[:self.n_seen_]
-        self._errs = e
+    for name in self._step_records:
+        old = getattr(self, name)
+        if len(old) < self.n_seen_ + n:
+            rec = np.zeros((max(self.n_seen_ + n, 2 * len(old)),) + old.shape[1:])
+            rec[:self.n_seen_] = old[:self.n_seen_]
+            setattr(self, name, rec)
 
-# %% ../nbs/1_shared/03_streaming.ipynb #48e8b344
-def _stream_live(self):
+# %% ../nbs/1_shared/03_streaming.ipynb #8bfc149c
+@patch
+def _live(self: KernelStream):
+    "(inputs, stored coefficients b_j) of the live window, as views of the buffers."
     a, b = self._lo - self._base, self.n_seen_ - self._base
     return self._X[a:b], self._C[a:b]
 
 
-def _predict_parts(self, parts, X, chunk=2048):
-    "f(X) for the current expansion of one kernel (without the MONORMA weight)."
+@patch
+def _predict_parts(self: KernelStream, parts, X, chunk=2048):
+    "f(X) for the current expansion of one kernel's parts (`ovk_nb.linalg.KernelParts`)."
     Xw, Cw = self._live()
     out = np.zeros((len(X), parts.d))
     if not len(Xw):
@@ -122,8 +148,9 @@ def _predict_parts(self, parts, X, chunk=2048):
         out[a:a + chunk] = parts.apply(X[a:a + chunk], Xw, Cw)
     return out * self._D
 
-
-def _stream_renormalise(self):
+# %% ../nbs/1_shared/03_streaming.ipynb #6b5d5367
+@patch
+def _renormalise(self: KernelStream):
     "Fold the scale factor into the live coefficients before it underflows (O(window), rarely)."
     if self._D < 1e-50:
         a, b = self._lo - self._base, self.n_seen_ - self._base
@@ -131,24 +158,26 @@ def _stream_renormalise(self):
         self._D = 1.0
 
 
-def _stream_getstate(self):
+@patch
+def __getstate__(self: KernelStream):
     "Pickle only the live part of the buffers."
     state = self.__dict__.copy()
     if "_X" in state:
-        a, b = self._lo - self._base, self.n_seen_ - self._base
-        state["_X"], state["_C"] = self._X[a:b].copy(), self._C[a:b].copy()
-        state["_errs"] = self._errs[:self.n_seen_].copy()
+        state["_X"], state["_C"] = (v.copy() for v in self._live())
+        for name in self._step_records:
+            state[name] = getattr(self, name)[:self.n_seen_].copy()
         state["_base"] = self._lo
     return state
 
-# %% ../nbs/1_shared/03_streaming.ipynb #deee871b
-def _stream_run(self, X, Y):
-    "Feed a batch through `self._block` in blocks of at most `_block_size` steps."
+# %% ../nbs/1_shared/03_streaming.ipynb #b9c0f1a5
+@patch
+def _run(self: KernelStream, X, Y):
+    "Feed a batch through `self._block` in blocks of at most `_block_size` steps (validated `_lam`, `_eta`)."
     n = len(X)
     t = np.arange(self.n_seen_ + 1, self.n_seen_ + n + 1)
-    etas = step_sizes(self.schedule, self.eta, t)
-    check_decay(etas, self.lam, int(t[0]))
-    dec = 1.0 - etas * self.lam
+    etas = step_sizes(self.schedule, self._eta, t)
+    check_decay(etas, self._lam, int(t[0]))
+    dec = 1.0 - etas * self._lam
     logdec = np.log(dec)
     lo = window_start(self._trunc, np.arange(self.n_seen_, self.n_seen_ + n + 1))
     i = 0
@@ -163,13 +192,34 @@ def _stream_run(self, X, Y):
                 B = max(1, int(drop[0]))
             with np.errstate(over="ignore", invalid="ignore"):     # divergence is reported once, after the pass
                 self._block(X[i:i + B], Y[i:i + B], etas[i:i + B], dec[i:i + B], lo[i:i + B + 1])
+            self.n_seen_ += B
+            self._lo = int(lo[i + B])
             i += B
             self._renormalise()
 
+# %% ../nbs/1_shared/03_streaming.ipynb #782f542f
+@patch
+def _block_start(self: KernelStream, Xb, dec, lo):
+    "Store the block's inputs; return D_{t-1} and D_t for its steps and the stored coefficients b_s of the window before it."
+    B, g0, base = len(Xb), self.n_seen_, self._base
+    self._X[g0 - base:g0 - base + B] = Xb
+    Dprev = self._D * np.concatenate(([1.0], np.cumprod(dec[:-1])))
+    Dk = Dprev * dec
+    return Dprev, Dk, self._C[int(lo[0]) - base:g0 - base]
+
+
+@patch
+def _record_errors(self: KernelStream, errs):
+    "Store the online errors of the block's steps (the block has not moved `n_seen_` yet)."
+    g0 = self.n_seen_
+    self._errs[g0:g0 + len(errs)] = errs
+    self._err_sum += float(np.sum(errs))
+
 # %% ../nbs/1_shared/03_streaming.ipynb #9ac519e9
-def _block_grams(self, parts, Xb, lo, cache=None):
+@patch
+def _block_grams(self: KernelStream, parts, Xb, lo, cache=None):
     """Scalar Gram blocks of the block's rows against window + block columns, masked so that row k
-    only sees columns j in [lo[k], g0 + k): returns (cross grams, within grams, window inputs, coefs)."""
+    only sees columns j in [lo[k], g0 + k): returns (cross grams, within grams, within-block mask)."""
     B, g0, base = len(Xb), self.n_seen_, self._base
     w0 = int(lo[0])
     Xall = self._X[w0 - base:g0 - base + B]
@@ -188,7 +238,8 @@ def _block_grams(self, parts, Xb, lo, cache=None):
     return [g[:, :W] for g in G], [g[:, W:] for g in G], tri
 
 # %% ../nbs/1_shared/03_streaming.ipynb #f33ce57a
-def _gen_cross(self, parts, Xb, lo):
+@patch
+def _gen_cross(self: KernelStream, parts, Xb, lo):
     "Cross-block term of the generic (non-separable) parts, row by row when the window moves."
     out = np.zeros((len(Xb), parts.d))
     if not parts.gen:
@@ -208,7 +259,8 @@ def _gen_cross(self, parts, Xb, lo):
     return out
 
 
-def _gen_within(self, parts, Xb, mask_in):
+@patch
+def _gen_within(self: KernelStream, parts, Xb, mask_in):
     "Within-block (B d x B d) Gram of the generic parts, masked like the scalar ones."
     d = parts.d
     L = np.zeros((len(Xb) * d, len(Xb) * d))
@@ -217,48 +269,123 @@ def _gen_within(self, parts, Xb, mask_in):
     return L * np.kron(mask_in, np.ones((d, d)))
 
 # %% ../nbs/1_shared/03_streaming.ipynb #b846077a
-class _Stream:
-    """Buffers of an online kernel expansion f = D * sum_{j >= lo} K(., x_j) b_j: inputs and coefficients in
-    arrays grown geometrically (amortised O(1) per step), one lazy global scale factor D, a sliding window."""
-    _block_size = 256          # steps per block (BLAS-3 kernel blocks); tests set other values
-    _chunk = 4096              # rows reserved at a time inside one partial_fit call
+@patch
+def _check_X(self: KernelStream, X, first=False):
+    "Inputs of a call: finite, 2-D; after the first call, the number of features seen before."
+    return check_matrix(X, "X") if first else check_X(self, X)
 
-    _init_stream, _reserve, _live, _renormalise = _stream_init, _stream_reserve, _stream_live, _stream_renormalise
-    _run, __getstate__, _predict_parts = _stream_run, _stream_getstate, _predict_parts
-    _block_grams, _gen_cross, _gen_within = _block_grams, _gen_cross, _gen_within
 
-    def _check_fitted(self):
-        if not hasattr(self, "n_seen_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet: call fit or partial_fit")
-
-    def _forget(self):
-        "Drop every fitted attribute (`fit` starts afresh)."
-        for a in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
-            delattr(self, a)
-
-    @property
-    def coef_(self):
-        "alpha_{i,n} for the coefficients alive (rows of `support_`), shape (window, d); shared by all kernels in MONORMA."
-        self._check_fitted()
-        return self._live()[1] * self._D
-
-    @property
-    def support_(self):
-        "The inputs x_i whose coefficients are alive."
-        self._check_fitted()
-        return self._live()[0].copy()
-
-    @property
-    def errors_(self):
-        "Per-step online loss ||f_{t-1}(x_t) - y_t||^2 (squared) or 0/1 mistakes (margin), t = 1..n."
-        self._check_fitted()
-        return self._errs[:self.n_seen_].copy()
+@patch
+def _targets(self: KernelStream, X, Y):
+    "Default targets: Y (n, d) (1-D when d = 1), finite, one row per row of X."
+    return check_X_Y(X, Y, output_dim=self._C.shape[1], allow_1d_X=False)[1]
 
 # %% ../nbs/1_shared/03_streaming.ipynb #14b3ce5d
-def _block_start(est, Xb, dec, lo):
-    "Store the block's inputs; return D_{t-1} and D_t for its steps and the stored coefficients b_s of the window before it."
-    B, g0, base = len(Xb), est.n_seen_, est._base
-    est._X[g0 - base:g0 - base + B] = Xb
-    Dprev = est._D * np.concatenate(([1.0], np.cumprod(dec[:-1])))
-    Dk = Dprev * dec
-    return Dprev, Dk, est._C[int(lo[0]) - base:g0 - base]
+def _same(a, b) -> bool:
+    "a and b equal as hyper-parameter values: the same object, equal, or sequences of such (a tuple is a list)."
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+    try:
+        return a is b or bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+@patch
+def _validate_params(self: KernelStream, first):
+    "Validate every hyper-parameter (`_parameter_constraints`); store lam and eta validated; refuse a frozen one changed."
+    params = validate_estimator_params(self)
+    if first:
+        self._fixed = {k: params[k] for k in self._frozen}
+        self._trunc = check_truncation(self.truncation)
+    for k in self._frozen:
+        if not _same(params[k], self._fixed[k]):
+            raise ValueError(f"{k} was {self._fixed[k]!r} at the first partial_fit call and cannot change mid-stream "
+                             f"(it shapes the stored expansion), got {params[k]!r}: call fit to start afresh")
+    self._lam, self._eta = float(self.lam), float(self.eta)
+
+# %% ../nbs/1_shared/03_streaming.ipynb #a11a87cf
+@patch
+def partial_fit(self: KernelStream, X, Y, **setup):
+    "Learn from the rows of (X, Y) in order, continuing from the current state (the first call sets the learner up)."
+    first = not hasattr(self, "n_seen_")
+    X = self._check_X(X, first)
+    if not len(X):
+        raise ValueError("X must contain at least one sample, got 0 rows")
+    self._validate_params(first)
+    if first:
+        d = self._setup(X, Y, **setup)
+        self.n_features_in_ = X.shape[1]
+        self._init_stream(X.shape[1], d)
+    self._run(X, self._targets(X, Y))
+    self.cumulative_error_ = self._err_sum / self.n_seen_
+    if not np.isfinite(self.cumulative_error_):
+        warnings.warn(f"{type(self).__name__} diverged (non-finite online error): eta_t ||K(x, x)|| is too large "
+                      "for a stable gradient step; scale the inputs (or the kernel) down or lower eta",
+                      RuntimeWarning, stacklevel=2)
+    return self
+
+
+@patch
+def fit(self: KernelStream, X, Y, **setup):
+    "Forget everything and make one pass over (X, Y)."
+    for a in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
+        delattr(self, a)
+    return self.partial_fit(X, Y, **setup)
+
+# %% ../nbs/1_shared/03_streaming.ipynb #86c0f9a2
+@patch
+def _one_row(self: KernelStream, x):
+    "One example as a (1, p) array: a 1-D array, or a dict of features (order fixed by the first dict)."
+    if isinstance(x, Mapping):
+        names = self.__dict__.setdefault("feature_names_in_", list(x))
+        if set(x) != set(names):
+            raise ValueError(f"x must have the features {names}, got {list(x)}")
+        x = [x[k] for k in names]
+    return check_matrix(x, "x", ndim=1)[None]
+
+
+@patch
+def learn_one(self: KernelStream, x, y, **setup) -> None:
+    "Learn from one example (river's `learn_one`); `y` a target row (or a number when d = 1), or a label."
+    self.partial_fit(self._one_row(x), np.asarray([y]), **setup)
+
+
+@patch
+def predict_one(self: KernelStream, x):
+    "The prediction for one example (river's `predict_one`): a number when d = 1, else a row (or a label)."
+    check_fitted(self, "n_seen_")
+    return self.predict(self._one_row(x))[0]
+
+
+@patch
+def learn_many(self: KernelStream, X, Y, **setup) -> None:
+    "river's `learn_many`: `partial_fit` on a mini-batch."
+    self.partial_fit(X, Y, **setup)
+
+
+@patch
+def predict_many(self: KernelStream, X):
+    "river's `predict_many`: `predict` on a mini-batch."
+    return self.predict(X)
+
+# %% ../nbs/1_shared/03_streaming.ipynb #8547067f
+@patch(as_prop=True)
+def coef_(self: KernelStream):
+    "alpha_{i,n} for the coefficients alive (rows of `support_`), shape (window, d); shared by all kernels in MONORMA."
+    check_fitted(self, "n_seen_")
+    return self._live()[1] * self._D
+
+
+@patch(as_prop=True)
+def support_(self: KernelStream):
+    "The inputs x_i whose coefficients are alive."
+    check_fitted(self, "n_seen_")
+    return self._live()[0].copy()
+
+
+@patch(as_prop=True)
+def errors_(self: KernelStream):
+    "Per-step online loss ||f_{t-1}(x_t) - y_t||^2 (squared) or 0/1 mistakes (margin), t = 1..n."
+    check_fitted(self, "n_seen_")
+    return self._errs[:self.n_seen_].copy()
