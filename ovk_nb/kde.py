@@ -8,13 +8,13 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, eigh
+from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
 from .decoding import (argmin_in_batches, as_samples, candidate_grams, checked_gram, feature_space_loss, fit_grams,
                              kernel_diag, n_items, take_items)
-from .validation import check_matrix, check_positive
+from .linalg import EigenFactor, eigh_psd
+from .validation import (Interval, Options, check_fitted, check_matrix, validate_estimator_params, validate_params)
 
 # %% auto #0
 __all__ = ['OPERATORS', 'proposition1_T', 'kde_scores_literal', 'sylvester_coef', 'OVKDE', 'CortesKDE', 'WestonKDE',
@@ -46,53 +46,46 @@ def kde_scores_literal(k, L, kx, Ly, lam: float, operator: str = "covariance", e
     return G @ Ly
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #4b335dc1
-def _eigh(A):
-    "Symmetric eigendecomposition: LAPACK's divide-and-conquer (faster for large n); numpy's lighter call for small n."
-    if len(A) <= 200:
-        return np.linalg.eigh(A)
-    return eigh(A, driver="evd", check_finite=False)
-
-
-def _operator_eig(L, U, s, operator, eps):
-    "M = V diag(t) V^{-1}; returns (V, t, V^{-1} U) for the three operators (see the derivation above)."
+def _kde_factor(k, L, operator, eps):
+    """The EigenFactor of (k kron M + lam I) vec(A^T) = vec(I): G = k = U diag(s) U^T, T = M = V diag(t) V^{-1} for the three
+    operators (see the derivation above), Y = I, so Yt = U^T V^{-T} = (V^{-1} U)^T."""
     n = len(L)
+    s, U = eigh_psd(k)
     if operator == "identity":
-        return U, np.ones(n), np.eye(n)
+        return EigenFactor(s, U, np.ones(n), U, U.T, np.eye(n))
     if operator == "covariance":
-        t, W = _eigh(L / n)
-        return W, np.clip(t, 0, None), W.T @ U
+        t, W = eigh_psd(L / n)
+        return EigenFactor(s, U, t, W, W.T, (W.T @ U).T)
     p = n * eps / (s + n * eps)                              # eigenvalues of P = n eps (k + n eps I)^{-1}
     Ph = (U * np.sqrt(p)) @ U.T                              # P^{1/2}
     S = Ph @ L @ Ph / n
-    t, W = _eigh((S + S.T) / 2)
-    return Ph @ W, np.clip(t, 0, None), (W.T @ U) / np.sqrt(p)[None, :]
+    t, W = eigh_psd((S + S.T) / 2)
+    VinvU = (W.T @ U) / np.sqrt(p)[None, :]
+    return EigenFactor(s, U, t, Ph @ W, VinvU @ U.T, VinvU.T)
+
+
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
 
 def sylvester_coef(k, L, operator: str = "covariance", lam: float = 0.1, eps: float = 0.1) -> np.ndarray:
     "Q = M A with M A k + lam A = I, in O(n^3) through eigendecompositions (never the n^2 x n^2 system)."
-    if operator not in OPERATORS:
-        raise ValueError(f"operator must be one of {OPERATORS}, got {operator!r}")
-    s, U = _eigh(k)
-    s = np.clip(s, 0, None)
-    V, t, VinvU = _operator_eig(L, U, s, operator, eps)
-    B = VinvU / (t[:, None] * s[None, :] + lam)
-    return (V * t) @ B @ U.T
+    validate_params({"operator": operator, "lam": lam, "eps": eps},
+                    {"operator": [Options(OPERATORS)], "lam": [_POSITIVE], "eps": [_POSITIVE]}, "sylvester_coef")
+    return _kde_factor(k, L, operator, eps).smoothed(lam).T
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #de39d869
 class _KDECore(BaseEstimator):
     "Fit / criterion / predict shared by the KDE estimators: subclasses define `_fit_coef(k, L)`."
+    _parameter_constraints = {"input_kernel": ["callable"], "output_kernel": ["callable"], "lam": [_POSITIVE]}
 
     def fit(self, X, Y):
         "Learn the regression step from inputs X and outputs Y (anything the kernels accept)."
-        self._check_params()
+        validate_estimator_params(self)          # the constraints of the class and its bases, at every fit
         X, Y, n, k, L = fit_grams(self.input_kernel, self.output_kernel, X, Y)
         self.X_fit_, self.Y_fit_, self.n_samples_fit_, self.L_fit_ = X, Y, n, L
         self.coef_ = self._fit_coef(k, L)
         self.l_diag_fit_ = kernel_diag(self.output_kernel, Y, "output_kernel")
         return self
-
-    def _check_params(self):
-        check_positive(self.lam, "lam")
 
     def _candidate_terms(self, candidates):
         "C(x, y) = base(y) - 2 Lc(y)^T Q k_x: returns (Lc, base) for the candidates (default: the training outputs)."
@@ -101,7 +94,7 @@ class _KDECore(BaseEstimator):
         return candidate_grams(self.output_kernel, candidates, self.Y_fit_, self.n_samples_fit_)
 
     def _kx(self, X):
-        check_is_fitted(self, "coef_")
+        check_fitted(self, "coef_")
         X = as_samples(X, "X")
         return checked_gram(self.input_kernel, self.X_fit_, X, "input_kernel", (self.n_samples_fit_, n_items(X, "X")))
 
@@ -114,7 +107,7 @@ class _KDECore(BaseEstimator):
 
     def predict(self, X, candidates=None, batch_size: int = 512):
         "For each input, the candidate (default: the training outputs) minimising the criterion."
-        check_is_fitted(self, "coef_")
+        check_fitted(self, "coef_")
         X = as_samples(X, "X")
         cand = self.Y_fit_ if candidates is None else as_samples(candidates, "candidates")
         return take_items(cand, argmin_in_batches(lambda Xb: self.decision_scores(Xb, candidates), X, batch_size))
@@ -150,22 +143,22 @@ class OVKDE(_KDEBase):
     operator: 'identity' (T = I, Cortes et al.), 'covariance' (T = C_YY), 'conditional_covariance' (T = C_Y|X).
     lam: ridge of objective (1); eps: regulariser of (C_XX + eps I)^{-1}; both with the 1/n of the empirical
     covariances (the paper's n lam I and n eps I)."""
+    _parameter_constraints = {"operator": [Options(OPERATORS)], "eps": [_POSITIVE]}
 
     def __init__(self, input_kernel=None, output_kernel=None, operator: str = "conditional_covariance",
                  lam: float = 0.1, eps: float = 0.1):
         self.input_kernel, self.output_kernel = input_kernel, output_kernel
         self.operator, self.lam, self.eps = operator, lam, eps
 
-    def _check_params(self):
-        if self.operator not in OPERATORS:
-            raise ValueError(f"operator must be one of {OPERATORS}, got {self.operator!r}")
-        check_positive(self.lam, "lam")
-        check_positive(self.eps, "eps")
-
     def _fit_coef(self, k, L):
         return sylvester_coef(k, L, self.operator, self.lam, self.eps)
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #b5e42c0a
+def _ridge_inverse(k, lam):
+    "(k + lam I)^{-1} by a Cholesky solve (independent of the Sylvester route on purpose: it checks it)."
+    return cho_solve(cho_factor(k + lam * np.eye(len(k))), np.eye(len(k)))
+
+
 class CortesKDE(_KDEBase):
     "KDE of Cortes, Mohri & Weston (2005): scalar kernel ridge regression into the output feature space, then the pre-image."
 
@@ -173,7 +166,7 @@ class CortesKDE(_KDEBase):
         self.input_kernel, self.output_kernel, self.lam = input_kernel, output_kernel, lam
 
     def _fit_coef(self, k, L):
-        return cho_solve(cho_factor(k + self.lam * np.eye(len(k))), np.eye(len(k)))
+        return _ridge_inverse(k, self.lam)
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #6fd297d4
 def _kernel_pca(L, n_components, center):
@@ -181,32 +174,26 @@ def _kernel_pca(L, n_components, center):
     n = len(L)
     row_mean = L.mean(1) if center else np.zeros(n)
     Lc = L - L.mean(0)[None, :] - L.mean(1)[:, None] + L.mean() if center else L
-    e, A = _eigh((Lc + Lc.T) / 2)
-    e, A = e[::-1][:n_components], A[:, ::-1][:, :n_components]
-    keep = e > 1e-12 * max(e[0], 1e-300)
-    return row_mean, e[keep], A[:, keep]
+    e, A = eigh_psd((Lc + Lc.T) / 2, rcond=1e-12)           # numerically null components dropped
+    return row_mean, e[::-1][:n_components], A[:, ::-1][:, :n_components]
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #09441278
 class WestonKDE(_KDEBase):
     """KDE of Weston et al. (2003): kernel PCA of the outputs (`n_components`, centred unless `center=False`),
     ridge regression of the component scores, pre-image by the feature-space distance."""
+    _parameter_constraints = {"n_components": [Interval(numbers.Integral, 1, None)], "center": ["boolean"]}
 
     def __init__(self, input_kernel=None, output_kernel=None, lam: float = 0.1, n_components: int = 50,
                  center: bool = True):
         self.input_kernel, self.output_kernel = input_kernel, output_kernel
         self.lam, self.n_components, self.center = lam, n_components, center
 
-    def _check_params(self):
-        check_positive(self.lam, "lam")
-        if isinstance(self.n_components, bool) or not isinstance(self.n_components, numbers.Integral) or self.n_components < 1:
-            raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}")
-
     def _fit_coef(self, k, L):
         n = len(L)
         if self.n_components > n:
             raise ValueError(f"n_components must be <= n_samples = {n}, got {self.n_components}")
         self.row_mean_, self.eigenvalues_, self.components_ = _kernel_pca(L, self.n_components, self.center)
-        self.ridge_coef_ = cho_solve(cho_factor(k + self.lam * np.eye(n)), np.eye(n))
+        self.ridge_coef_ = _ridge_inverse(k, self.lam)
         return self.components_ @ (self.components_.T @ self.ridge_coef_)
 
     def _candidate_terms(self, candidates):
