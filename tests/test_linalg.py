@@ -1,0 +1,186 @@
+"""ovk_nb.linalg, the one linear-algebra layer: every route (eigen factor, grouped Cholesky, PCG with each preconditioner,
+Nystrom) against the literal dense solve of (K + lam I) vec(C) = vec(Y), on the kernel families the estimators use."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ovk_nb.kernels import (RBF, IntegralOperator, Laplacian, Polynomial, Separable, SumKernel, gaussian_times_J,
+                            linear_quadratic, paper000_J)
+from ovk_nb.linalg import (EigenFactor, KernelParts, NystromFeatures, eigh_psd, group_columns, grouped_cholesky,
+                           jacobi_preconditioner, kernel_matvec, nystrom_fit, pcg, separable_preconditioner,
+                           symmetric_operator)
+
+
+def dense(kernel, X, Y, lam):
+    "The literal solve with the nd x nd Gram (test reference)."
+    G = kernel.gram(X)
+    return np.linalg.solve(G + lam * np.eye(len(G)), Y.reshape(-1)).reshape(Y.shape)
+
+
+def rel(A, B):
+    return np.linalg.norm(A - B) / np.linalg.norm(B)
+
+
+def data(n=25, p=3, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, p)), rng.normal(size=(n, d))
+
+
+KERNELS = {
+    "separable": gaussian_times_J(3, 0.4),
+    "weighted": Separable(RBF(0.3), IntegralOperator(np.linspace(0, 1, 3))),
+    "sum": SumKernel([gaussian_times_J(3, 0.2), Separable(Laplacian(0.5), np.eye(3))], [0.6, 0.4]),
+    "linear_quadratic": linear_quadratic(3, 0.3),
+    "noncommuting": SumKernel([Separable(RBF(0.5), np.diag([1.0, 2.0, 3.0])), Separable(Polynomial(2), np.ones((3, 3)) + np.eye(3))]),
+}
+
+
+def test_eigh_psd_clips_or_cuts():
+    Z = np.random.default_rng(1).normal(size=(8, 3))
+    A = Z @ Z.T
+    s, U = eigh_psd(A)
+    assert s.shape == (8,) and (s >= 0).all()
+    np.testing.assert_allclose((U * s) @ U.T, A, atol=1e-10)
+    s, U = eigh_psd(A, rcond=1e-10)
+    assert U.shape == (8, 3) and (s > 0).all()
+    np.testing.assert_allclose((U * s) @ U.T, A, atol=1e-10)
+    np.testing.assert_array_equal(eigh_psd(A)[0], np.clip(np.linalg.eigh(A)[0], 0, None))   # the same LAPACK routine
+
+
+@pytest.mark.parametrize("name", ["separable", "weighted"])
+def test_eigen_factor_coef_path_and_solve(name):
+    K = KERNELS[name]
+    X, Y = data()
+    f = EigenFactor.of(K.scalar_kernel(X), K.T_eig(), Y)
+    for lam in (0.05, 1.0):
+        C = dense(K, X, Y, lam)
+        assert rel(f.coef(lam), C) < 1e-10
+        assert rel(f.solve(Y, lam), C) < 1e-10
+        assert rel(f.smoothed(lam), C @ K.T.T) < 1e-10
+    P = f.predict_path(K.scalar_kernel(X[:4], X), [0.05, 1.0])
+    assert rel(P[1], K.apply(X[:4], X, dense(K, X, Y, 1.0))) < 1e-10
+    np.testing.assert_allclose(f.coef_path([0.05, 1.0])[0], f.coef(0.05))
+
+
+def test_eigen_factor_loo_equals_refits():
+    K = KERNELS["weighted"]
+    X, Y = data(15)
+    f = EigenFactor.of(K.scalar_kernel(X), K.T_eig(), Y)
+    R = np.array([Y[i] - K.apply(X[i:i + 1], np.delete(X, i, 0), dense(K, np.delete(X, i, 0), np.delete(Y, i, 0), 0.1))[0]
+                  for i in range(len(X))])
+    assert rel(f.loo_residuals(0.1), R) < 1e-9
+
+
+def test_eigen_factor_truncate_keeps_the_largest_eigenvalues():
+    K = KERNELS["separable"]
+    X, Y = data()
+    f = EigenFactor.of(K.scalar_kernel(X), K.T_eig(), Y)
+    ft = f.truncate(1)
+    assert (ft.e > 0).sum() == 1 and ft.e.max() == f.e.max()
+    Tp = (f.V * ft.e) @ f.Vinv
+    assert rel(ft.coef(0.1), dense(Separable(K.scalar_kernel, Tp), X, Y, 0.1)) < 1e-9
+    assert f.truncate(None) is f
+
+
+def test_eigen_factor_low_rank_solve_sees_lam_on_the_complement():
+    Z = np.random.default_rng(2).normal(size=(10, 3))
+    A, T = Z @ Z.T, np.diag([1.0, 2.0])
+    s, U = eigh_psd(A, rcond=1e-10)                       # rank 3 of 10
+    R = np.random.default_rng(3).normal(size=(10, 2))
+    X = EigenFactor(s, U, np.diag(T), np.eye(2), np.eye(2), scale=2.0).solve(R, 0.5)
+    np.testing.assert_allclose(2.0 * A @ X @ T + 0.5 * X, R, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["separable", "weighted", "sum", "linear_quadratic"])
+def test_grouped_cholesky_matches_dense(name):
+    K = KERNELS[name]
+    X, Y = data()
+    P = KernelParts(K)
+    assert P.eig is not None
+    assert rel(grouped_cholesky(P, X, Y, 0.1), dense(K, X, Y, 0.1)) < 1e-10
+
+
+def test_grouped_cholesky_needs_commuting_parts():
+    P = KernelParts(KERNELS["noncommuting"])
+    assert P.eig is None and P.separable
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("pc", ["separable", "jacobi", None])
+def test_pcg_matches_dense_with_each_preconditioner(name, pc):
+    K = KERNELS[name]
+    X, Y = data()
+    P = KernelParts(K)
+    G = P.grams(X, X)
+    M = {"separable": lambda: separable_preconditioner(P, G, 0.1), "jacobi": lambda: jacobi_preconditioner(P, X, 0.1),
+         None: lambda: None}[pc]()
+    Z, info = pcg(kernel_matvec(P, X, 0.1, G), Y * P.s, M, tol=1e-12)
+    assert info["converged"] and info["history"][-1] <= 1e-12 and len(info["history"]) == info["iterations"] + 1
+    assert rel(Z / P.s, dense(K, X, Y, 0.1)) < 1e-8
+
+
+def test_pcg_warm_start_and_zero_right_hand_side():
+    K = KERNELS["sum"]
+    X, Y = data()
+    P = KernelParts(K)
+    mv = kernel_matvec(P, X, 0.1)
+    C = dense(K, X, Y, 0.1)
+    Z, info = pcg(mv, Y, X0=C, tol=1e-8)
+    assert info["iterations"] == 0 and rel(Z, C) < 1e-12
+    Z, info = pcg(mv, np.zeros_like(Y))
+    assert info["iterations"] == 0 and not Z.any()
+    Z, info = pcg(mv, Y, max_iter=2, tol=1e-14)
+    assert info["iterations"] == 2 and not info["converged"]
+
+
+@pytest.mark.parametrize("name", ["separable", "weighted", "sum", "linear_quadratic", "noncommuting"])
+def test_nystrom_with_every_point_as_landmark_is_exact(name):
+    K = KERNELS[name]
+    X, Y = data(20)
+    model = nystrom_fit(KernelParts(K), X, Y, 0.1, X, chunk=7)          # chunks smaller than n
+    assert rel(model.predict(X[:6], chunk=4), K.apply(X[:6], X, dense(K, X, Y, 0.1))) < 1e-6
+
+
+def test_nystrom_is_exact_ridge_for_the_approximate_kernel():
+    K = KERNELS["separable"]
+    X, Y = data(30)
+    L = X[:8]
+    z = NystromFeatures(K.scalar_kernel, L)
+    Zf = z(X)
+    C = np.linalg.solve(np.kron(Zf @ Zf.T, K.T) + 0.1 * np.eye(90), Y.reshape(-1)).reshape(Y.shape)
+    model = nystrom_fit(KernelParts(K), X, Y, 0.1, L)
+    assert rel(model.predict(X[:5]), (z(X[:5]) @ Zf.T) @ C @ K.T.T) < 1e-8
+    assert z.rank <= 8
+
+
+def test_symmetric_operator_and_grouping_rule():
+    op = IntegralOperator(np.linspace(0, 1, 6))
+    Ts = symmetric_operator(op.matrix, op.weights)
+    np.testing.assert_array_equal(Ts, Ts.T)
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(Ts)), np.sort(op.eig()[0]), atol=1e-10)
+    e = np.linalg.eigvalsh(paper000_J(5, 0.3))[None, :]
+    assert sorted(len(i) for _, i in group_columns(e)) == [1, 4]
+
+
+def test_kernel_parts_surface_is_methods():
+    P = KernelParts(KERNELS["linear_quadratic"])
+    for name in ("grams", "apply_grams", "quad_diag", "inner", "apply"):       # real methods of the class (used by streaming)
+        assert name in vars(KernelParts) and vars(KernelParts)[name].__name__ == name
+    X, Y = data()
+    C = np.random.default_rng(4).normal(size=(len(X), 3))
+    np.testing.assert_allclose(P.apply(X[:5], X, C), KERNELS["linear_quadratic"].apply(X[:5], X, C), atol=1e-10)
+    np.testing.assert_allclose(P.quad_diag(X, C), np.einsum("nij,nj,ni->n", KERNELS["linear_quadratic"].diag(X), C, C), atol=1e-10)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.floats(1e-3, 10.0), mu=st.floats(0.0, 1.0))
+def test_all_routes_agree_on_random_commuting_sums(seed, lam, mu):
+    "The floor-1 solver agreement: eigen factor (one part), grouped Cholesky, PCG and Nystrom (p = n) give one solution."
+    K = SumKernel([gaussian_times_J(3, 0.3), Separable(RBF(0.7), paper000_J(3, mu))], [0.5, 0.5])
+    X, Y = data(18, seed=seed)
+    C = dense(K, X, Y, lam)
+    P = KernelParts(K)
+    assert rel(grouped_cholesky(P, X, Y, lam), C) < 1e-8
+    Z, _ = pcg(kernel_matvec(P, X, lam), Y, separable_preconditioner(P, P.grams(X, X), lam), tol=1e-13)
+    assert rel(Z, C) < 1e-7
+    assert rel(nystrom_fit(P, X, Y, lam, X).predict(X), K.apply(X, X, C)) < 1e-5
