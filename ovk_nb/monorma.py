@@ -14,7 +14,7 @@ from sklearn.base import RegressorMixin
 from .kernels import OVKernel
 from .linalg import KernelParts
 from .streaming import KernelStream
-from .validation import Interval, _Named, check_fitted
+from .validation import Interval, Predicate, check_fitted
 from .weights import lr_norm_weights
 
 # %% auto #0
@@ -48,7 +48,7 @@ def _is_kernel_list(v) -> bool:
 class MONORMA(RegressorMixin, KernelStream):
     """MONORMA (paper 000, Algorithm 2): ONORMA's coefficients alpha shared by m kernels, g^j = sum_i K^j(x_i, .) alpha_i,
     f = sum_j delta_j g^j, with the kernel weights delta updated after every step from gamma^j = ||g^j||^2 (eq. (6))."""
-    _parameter_constraints = {"kernels": [_Named("a non-empty list of OVKernel instances (e.g. Separable, SumKernel)",
+    _parameter_constraints = {"kernels": [Predicate("a non-empty list of OVKernel instances (e.g. Separable, SumKernel)",
                                                  _is_kernel_list)],
                               "r": [Interval(numbers.Real, 1, None)]}
     _frozen = KernelStream._frozen + ("kernels",)

@@ -13,7 +13,7 @@ import numpy as np
 from fastcore.basics import patch
 from sklearn.base import BaseEstimator
 
-from .validation import (Interval, Options, _Named, check_matrix, check_X, check_X_Y, check_fitted,
+from .validation import (Interval, Options, Predicate, check_matrix, check_X, check_X_Y, check_fitted,
                                validate_estimator_params, validate_params)
 
 # %% auto #0
@@ -53,7 +53,7 @@ def _is_pair(v) -> bool:
 
 
 TRUNCATION = [None, Interval(numbers.Integral, 1, None),
-              _Named("a pair (t0, eps) with an integer t0 >= 1 and 0 < eps < 1/2", _is_pair)]
+              Predicate("a pair (t0, eps) with an integer t0 >= 1 and 0 < eps < 1/2", _is_pair)]
 
 
 def check_truncation(truncation):

@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 # %% auto #0
-__all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf',
+__all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf', 'Predicate',
            'validate_params', 'validate_estimator_params', 'check_X_Y', 'check_fitted', 'check_X', 'fit_context']
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
@@ -129,7 +129,7 @@ class InstanceOf:
 # %% ../nbs/1_shared/00_validation.ipynb #a40682d3
 def _named(c):
     if c is None:
-        return _Named("None", lambda v: v is None)
+        return Predicate("None", lambda v: v is None)
     if isinstance(c, str):
         return _NAMED[c]
     if isinstance(c, type):
@@ -137,7 +137,8 @@ def _named(c):
     return c
 
 
-class _Named:
+class Predicate:
+    "A constraint given by a test function and the text that says what it allows (for the error message)."
     def __init__(self, text, test):
         self.text, self.test = text, test
 
@@ -154,10 +155,10 @@ def _is_random_state(v):
 
 
 _NAMED = {
-    "callable": _Named("a callable", callable),
-    "random_state": _Named("None, an integer in [0, 2**32) or a numpy random generator", _is_random_state),
-    "array-like": _Named("an array-like", lambda v: hasattr(v, "__len__") or hasattr(v, "__array__")),
-    "boolean": _Named("True or False", lambda v: isinstance(v, (bool, np.bool_))),
+    "callable": Predicate("a callable", callable),
+    "random_state": Predicate("None, an integer in [0, 2**32) or a numpy random generator", _is_random_state),
+    "array-like": Predicate("an array-like", lambda v: hasattr(v, "__len__") or hasattr(v, "__array__")),
+    "boolean": Predicate("True or False", lambda v: isinstance(v, (bool, np.bool_))),
 }
 
 # %% ../nbs/1_shared/00_validation.ipynb #fe49a815
