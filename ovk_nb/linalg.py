@@ -241,7 +241,7 @@ def loo_residuals(self: EigenFactor, lam):
     D = self._U2 @ (1.0 / den)                     # (n, d): sum_a U_ia^2 / (s_a e_l + lam)
     return (self.U @ (self.Yt / den) / D) @ self.V.T
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #332682c6
 @patch
 def truncate(self: EigenFactor, p):
     "The factor of T_p: all but the p largest eigenvalues e_l set to 0 (p=None: unchanged)."
@@ -400,7 +400,7 @@ def _nystrom_separable(parts, X, Y, lam, landmarks, chunk):
     gG, QG = eigh_psd(G)
     return NystromModel([feats], [(0, EigenFactor(gG, QG, E[0], V, Vinv, QG.T @ B).smoothed(lam), None)])
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
 def _primal_system(parts, feats, Ss, X, Ys, chunk):
     "The matrix Phi^T Phi and vector Phi^T y of (7), and the block offsets."
     d = Ys.shape[1]

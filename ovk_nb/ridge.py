@@ -200,11 +200,6 @@ class OVKRidge(RegressorMixin, BaseEstimator):
     def __sklearn_clone__(self):
         return _clone(self)
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_eig_cache"] = None       # O(n^2): recomputed on demand
-        return state
-
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
 def _fitted_eigen(est):
     check_fitted(est, "X_fit_")
@@ -260,6 +255,13 @@ def loo_residuals(self: OVKRidge, lam=None):
 def loo_errors(self: OVKRidge, lams=None):
     "Leave-one-out mean squared error (mean over samples and outputs) for each lam."
     return np.array([np.mean(self.loo_residuals(l) ** 2) for l in _check_lams(lams, self.lam)])
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #6baba3bd
+@patch
+def __getstate__(self: OVKRidge):
+    state = self.__dict__.copy()
+    state["_eig_cache"] = None       # O(n^2): recomputed on demand
+    return state
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #a3106b87
 def solver_agreement(n=80, d=3, lam=0.05, seed=0, solvers=("eigen", "cholesky", "cg", "nystrom"), timing=False):
