@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from .kernels import OutputOperator, ScalarKernel, Separable, SumKernel
 from .linalg import EigenFactor, KernelParts, eigh_psd, group_columns, pcg, symmetric_operator
 from .metrics import functional_r2
-from .validation import (Interval, Options, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
+from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                validate_estimator_params)
 from .weights import lr_norm_weights
 
@@ -242,13 +242,8 @@ def _kernel_grams(pairs, w, X, Y, needed=None):
     return out
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #6defcaef
-class _Infinity:
-    "Constraint: r = inf (the l_inf norm: even weights)."
-    def is_satisfied_by(self, v): return isinstance(v, numbers.Real) and not isinstance(v, bool) and v == np.inf
-    def __str__(self): return "inf"
-
-
-_MOVKL_CONSTRAINTS = {"lam": [_POSITIVE], "r": [Interval(numbers.Real, 1, None), _Infinity()],
+_INFINITY = Predicate("inf", lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v == np.inf)
+_MOVKL_CONSTRAINTS = {"lam": [_POSITIVE], "r": [Interval(numbers.Real, 1, None), _INFINITY],
                       "solver": [Options(_SOLVERS)], "tol": [_POSITIVE], "max_iter": [Interval(numbers.Integral, 1, None)]}
 
 

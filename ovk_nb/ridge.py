@@ -21,7 +21,7 @@ from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, Su
                             linear_quadratic, paper000_J)
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner)
-from .validation import (Interval, Options, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
+from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                validate_estimator_params)
 
 # %% auto #0
@@ -301,10 +301,7 @@ def _check_lam_grid(lams):
     return grid
 
 
-class _Splitter:
-    "Constraint: a scikit-learn splitter (an object with a `split` method)."
-    def is_satisfied_by(self, v): return hasattr(v, "split") and not isinstance(v, str)
-    def __str__(self): return "a splitter (an object with a split method)"
+_SPLITTER = Predicate("a splitter (an object with a split method)", lambda v: hasattr(v, "split") and not isinstance(v, str))
 
 
 def _cv_splitter(cv, n, random_state):
@@ -339,7 +336,7 @@ class OVKRidgeCV(RegressorMixin, BaseEstimator):
     "OVKRidge with lam chosen among `lams` by closed-form leave-one-out (cv='loo') or k-fold cross-validation (cv=int or splitter)."
     _parameter_constraints = {
         **{k: _RIDGE_CONSTRAINTS[k] for k in ("kernel", "solver", "tol", "n_components", "random_state")},
-        "lams": ["array-like"], "cv": [Interval(numbers.Integral, 2, None), Options(("loo",)), _Splitter()],
+        "lams": ["array-like"], "cv": [Interval(numbers.Integral, 2, None), Options(("loo",)), _SPLITTER],
     }
 
     def __init__(self, kernel=None, lams=DEFAULT_LAMS, cv=5, solver="auto", tol=1e-10, n_components=300, random_state=None):
