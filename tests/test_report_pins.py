@@ -9,7 +9,11 @@ import pytest
 
 PINNED = Path(__file__).parent / "pins" / "quick_summary.csv"
 # (experiment, quantity) -> reason; their pinned value is not compared
-CHANGED = {}
+CHANGED = {
+    ("ridge_solvers", "worst relative difference of eigen / cholesky / cg to dense"):
+        "a round-off measurement (5.6e-12 before, 2.9e-12 after the solvers moved into ovk_nb.linalg); checked < 1e-10 below",
+}
+ROUND_OFF_BOUND = {("ridge_solvers", "worst relative difference of eigen / cholesky / cg to dense"): 1e-10}
 
 
 def _rows(path):
@@ -49,3 +53,5 @@ def test_quick_report_numbers_unchanged(report):
         if not math.isclose(fa, fb, rel_tol=1e-9, abs_tol=1e-12):
             bad.append((key, fa, fb))
     assert not bad, "quick report numbers changed:\n" + "\n".join(map(str, bad))
+    for key, bound in ROUND_OFF_BOUND.items():
+        assert abs(float(report[key]["ours"])) < bound, (key, report[key]["ours"])
