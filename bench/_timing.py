@@ -8,3 +8,14 @@ def best_time(f, repeat):
     for _ in range(repeat):
         t = time.perf_counter(); res = f(); ts.append(time.perf_counter() - t)
     return min(ts), res
+
+
+def best_wall_cpu(f, repeat=5):
+    "Best wall time and best CPU time of `repeat` calls; returns (wall, cpu, last result)."
+    wall = cpu = float("inf")
+    res = None
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = f()
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    return wall, cpu, res

@@ -29,8 +29,11 @@ from ovk_nb.datasets import make_paper000_synthetic
 from ovk_nb.kernels import Linear, Polynomial, Separable, gaussian_times_J, linear_quadratic
 from ovk_nb.experiments.core import rows_to_csv, rows_to_markdown
 from ovk_nb.monorma import MONORMA
-from ovk_nb.onorma import ONORMA
+from ovk_nb.onorma import ONORMA, onorma_reference
 from ovk_nb.streaming import step_sizes
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import best_wall_cpu  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results"
@@ -61,27 +64,13 @@ print(json.dumps({"seconds": best, "cumulative_error": float(err.mean()), "pred"
 
 
 def best_time(fn, repeat=5):
-    "Best wall time and best CPU time of `repeat` runs; returns (wall, cpu, last result)."
-    wall = cpu = np.inf
-    for _ in range(repeat):
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = fn()
-        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
-    return wall, cpu, res
+    return best_wall_cpu(fn, repeat)
 
 
 def literal_onorma(K, X, Y, lam, eta):
-    "Algorithm 1 written literally (explicit alphas rescaled every step, dense d x d kernel blocks)."
+    "Algorithm 1 written literally (ovk_nb.onorma.onorma_reference): the mean online error."
     etas = step_sizes("invsqrt", eta, np.arange(1, len(X) + 1))
-    alphas, xs, errs = [], [], []
-    for t in range(len(X)):
-        z = np.zeros(Y.shape[1])
-        for xi, a in zip(xs, alphas):
-            z += K.block(X[t], xi) @ a
-        errs.append(float((z - Y[t]) @ (z - Y[t])))
-        alphas = [(1 - etas[t] * lam) * a for a in alphas] + [-etas[t] * (z - Y[t])]
-        xs.append(X[t])
-    return float(np.mean(errs))
+    return float(np.mean(onorma_reference(K, X, Y, lam, etas)[2]))
 
 
 def run_peer(X, Y, Xt, n, lam, repeat):

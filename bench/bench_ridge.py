@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from ovk_nb.datasets import make_paper000_synthetic
 from ovk_nb.kernels import Separable, RBF, gaussian_times_J, linear_quadratic
-from ovk_nb.reproduce import rows_to_csv, rows_to_markdown
+from ovk_nb.experiments.core import rows_to_csv, rows_to_markdown
 from ovk_nb.ridge import OVKRidge, ridge_dense_reference
 
 from _timing import best_time
