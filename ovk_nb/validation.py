@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import numbers
+import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,18 +187,39 @@ def validate_estimator_params(est) -> dict:
     return validate_params(est.get_params(deep=False), cons, type(est).__name__)
 
 # %% ../nbs/1_shared/00_validation.ipynb #a71163ce
-def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = "", allow_1d_X: bool = True):
-    "(X, Y, y_was_1d): finite float X (n, p), Y (n, d); ValueError naming the argument and what was expected."
-    X = check_matrix(X, "X", allow_1d=allow_1d_X)
-    if X.shape[1] == 0:
-        raise ValueError("X must have at least one feature (column), got shape " + str(X.shape))
+def _as_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why: str = "") -> np.ndarray:
+    """scikit-learn's `check_array` (dense, float64, finite, no complex, at most 2-D, `min_samples` rows, at least one
+    column when 2-D), with every message naming the argument `name` (and saying why a minimum holds)."""
+    from sklearn.utils.validation import check_array
+    if A is None:
+        raise ValueError(f"{name}: this estimator requires y to be passed, but the target y is None")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            return check_array(A, accept_sparse=False, dtype=np.float64, ensure_2d=ensure_2d, allow_nd=False,
+                               ensure_all_finite=True, ensure_min_samples=min_samples, input_name=name)
+    except (ValueError, TypeError, np.exceptions.ComplexWarning) as e:
+        msg = str(e).split("\n")[0] if "Complex" in str(e) else str(e)
+        if "Complex" in msg or isinstance(e, np.exceptions.ComplexWarning):
+            msg = "Complex data not supported: the values must be real (take .real or np.abs first)"
+        if "minimum of" in msg and why:
+            msg += f" ({why})"
+        named = re.search(rf"\b{re.escape(name)}\b", msg) is not None
+        raise (TypeError if isinstance(e, TypeError) else ValueError)(msg if named else f"{name}: {msg}") from None
+
+
+def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = "", allow_1d_X: bool = False):
+    """(X, Y, y_was_1d): finite float X (n, p), Y (n, d), as scikit-learn checks them (a 1-D X is refused unless
+    `allow_1d_X`: reshape it); ValueError or TypeError naming the argument and what was expected."""
+    if allow_1d_X and np.ndim(X) == 1:
+        X = np.asarray(X)[:, None]
+    X = _as_input(X, "X", min_samples=min_samples, why=why)
     y1d = np.ndim(Y) == 1
-    Y = check_matrix(Y, "Y", allow_1d=True)
+    Y = _as_input(Y, "Y", ensure_2d=False, min_samples=min_samples, why=why)
+    if Y.ndim == 1:
+        Y = Y[:, None]
     if len(X) != len(Y):
         raise ValueError(f"X and Y must have the same number of rows, got {len(X)} and {len(Y)}")
-    if len(X) < min_samples:
-        reason = f" ({why})" if why else ""
-        raise ValueError(f"X must contain at least {min_samples} sample{'s' if min_samples > 1 else ''}{reason}, got {len(X)}")
     if output_dim is not None and Y.shape[1] != output_dim:
         raise ValueError(f"Y must have {output_dim} columns (the kernel's output dimension), got {Y.shape[1]}")
     return X, Y, y1d
@@ -209,12 +232,12 @@ def check_fitted(est, attr: str):
 
 
 def check_X(est, X, n_features: int | None = None, attr: str = "n_features_in_"):
-    "Test inputs of a fitted estimator: finite, 2-D, with the training inputs' number of features."
+    "Test inputs of a fitted estimator: as scikit-learn checks them, with the training inputs' number of features."
     check_fitted(est, attr)
     p = getattr(est, attr) if n_features is None else n_features
-    X = check_matrix(X, "X", allow_1d=p == 1)
+    X = _as_input(X, "X")
     if X.shape[1] != p:
-        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fitted with {p} features")
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting {p} features as input.")
     return X
 
 # %% ../nbs/1_shared/00_validation.ipynb #c19e26bd

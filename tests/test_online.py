@@ -165,7 +165,7 @@ def test_monorma_matches_algorithm_2(seed, trunc, block, r, kset, cuts):
     # gamma to rounding of the largest norm, so the weights agree to 1e-10 only while max gamma / gamma^j stays moderate
     # (e.g. seed=1464, trunc=1, r=2, 'synthetic': gamma^1 = 1.8e-9 next to 1.4e-3 at t = 23, weights off by 2e-10)
     spread = float(np.max(gams.max(1, keepdims=True) / np.maximum(gams, 1e-300), initial=1.0))
-    assert rel(est.weights_history_, deltas) < min(1e-6, 1e-10 * max(1.0, 1e-2 * spread))
+    assert rel(est.weights_history_, deltas) < min(1e-6, 1e-10 * max(1.0, spread))   # relative error of gamma^j <= eps * spread
     F = np.tensordot(deltas[-1], np.stack([K.apply(X, xs, al) for K in Ks]), axes=1)
     assert rel(est.predict(X), F) < 1e-10
     assert abs(np.sum(est.weights_ ** r) - 1) < 1e-10
@@ -213,9 +213,9 @@ def test_margin_loss_classifies():
     ({"truncation": (5, 0.5)}, None, None, "eps"),
     ({"loss": "hinge"}, None, None, "loss"),
     ({}, "nan", None, "NaN"),
-    ({}, None, "inf", "NaN or inf"),
+    ({}, None, "inf", "Y contains infinity"),
     ({}, None, "wide", "Y must have 2 columns"),
-    ({}, "empty", None, "at least one sample"),
+    ({}, "empty", None, "(0 sample|at least one sample)"),
 ])
 def test_onorma_bad_input(kwargs, X, Y, match):
     rng = np.random.default_rng(0)

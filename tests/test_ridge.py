@@ -242,7 +242,7 @@ def test_bad_data():
     X, Y = data()
     for Xb, Yb, msg in [(np.where(np.eye(*X.shape) > 0, np.nan, X), Y, "X"), (X, np.where(np.eye(*Y.shape) > 0, np.inf, Y), "Y"),
                         (X, Y[:-1], "same number of rows"), (X, Y[:, :2], "output dimension"), (X, Y[:, 0], "output dimension"),
-                        (X[None], Y, "X"), (X[:0], Y[:0], "at least 1 sample")]:
+                        (X[None], Y, "X"), (X[:0], Y[:0], "0 sample")]:
         with pytest.raises(ValueError, match=msg):
             OVKRidge(K).fit(Xb, Yb)
     with pytest.raises(NotFittedError):
