@@ -5,13 +5,16 @@
 # %% ../nbs/1_shared/05_decoding.ipynb #96139d6a
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .validation import check_matrix
 
 # %% auto #0
 __all__ = ['n_items', 'take_items', 'check_kernel', 'as_samples', 'checked_gram', 'kernel_diag', 'fit_grams', 'candidate_grams',
-           'argmin_in_batches', 'feature_space_loss']
+           'argmin_in_batches', 'feature_space_loss', 'Decoder', 'Hamming', 'ZeroOne', 'CandidateSet', 'Squared',
+           'Spearman']
 
 # %% ../nbs/1_shared/05_decoding.ipynb #1c0fa2c0
 def n_items(Z, name):
@@ -99,3 +102,270 @@ def feature_space_loss(kernel, Y, Y_pred) -> np.ndarray:
         raise ValueError(f"Y and Y_pred must have the same length, got {n} and {n_items(Y_pred, 'Y_pred')}")
     cross = np.array([float(np.asarray(kernel(take_items(Y, [i]), take_items(Y_pred, [i])))[0, 0]) for i in range(n)])
     return kernel_diag(kernel, Y, "output_kernel") + kernel_diag(kernel, Y_pred, "output_kernel") - 2 * cross
+
+# %% ../nbs/1_shared/05_decoding.ipynb #fcdb318d
+class Decoder:
+    """Delta(z, y) = <psi(z), phi(y)>: `encode` labels into codes, `stats` g = W phi(codes), `decode` argmin_z <psi(z), g>,
+    `task_loss` Delta(z, y), `surrogate` ||g - phi(y)||^2, `output` the decisions as the user's objects."""
+    B2 = 1.0                                   # sup_y ||phi(y)||^2 (for SALAMI's default learning rate)
+
+    def start(self) -> dict:
+        return {}
+
+    def stats(self, W, codes, reg) -> np.ndarray:
+        return W @ self.features(codes, reg)
+
+    def surrogate(self, G, codes, reg) -> np.ndarray:
+        F = self.features(codes, reg)
+        return np.maximum(((G - F) ** 2).sum(1), 0.0)
+
+    def output_kernel(self, codes_a, codes_b, reg) -> np.ndarray:
+        return self.features(codes_a, reg) @ self.features(codes_b, reg).T
+
+    def output(self, Z, reg):
+        return Z
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and repr(self) == repr(other)
+
+    __hash__ = None
+
+# %% ../nbs/1_shared/05_decoding.ipynb #43d09460
+class Hamming(Decoder):
+    "Hamming loss on rows of q symbols in {0..alphabet-1} (multi-label 0/1 vectors: alphabet=2); per-position weighted vote."
+    def __init__(self, alphabet: int = 2):
+        if isinstance(alphabet, bool) or not isinstance(alphabet, numbers.Integral) or alphabet < 2:
+            raise ValueError(f"alphabet must be an integer >= 2, got {alphabet!r}")
+        self.alphabet = int(alphabet)
+
+    def encode(self, Y, reg, step=0):
+        Y = np.asarray(Y)
+        if Y.ndim != 2 or Y.shape[1] == 0 or Y.dtype.kind not in "biuf":
+            raise ValueError(f"Y must be a 2-D array of symbols (one row of q labels per sample), got shape {Y.shape}")
+        if not np.isfinite(Y).all() or (Y != np.round(Y)).any() or Y.min() < 0 or Y.max() >= self.alphabet:
+            raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
+        q = reg.get("q", Y.shape[1])
+        if Y.shape[1] != q:
+            raise ValueError(f"Y must have {q} labels per row (as before), got {Y.shape[1]}")
+        return Y.astype(np.int64), {"q": q}
+
+    def features(self, codes, reg):
+        n, q = codes.shape
+        F = np.zeros((n, q * self.alphabet))
+        F[np.arange(n)[:, None], np.arange(q)[None] * self.alphabet + codes] = 1.0
+        return F / np.sqrt(q)
+
+    def decode(self, G, reg, n_past=None):
+        return G.reshape(len(G), reg["q"], self.alphabet).argmax(-1)
+
+    def task_loss(self, Z, codes, reg):
+        return (Z != codes).mean(1)
+
+# %% ../nbs/1_shared/05_decoding.ipynb #46de1f1d
+def _key(y):
+    "A hashable key for a label: arrays and lists by their entries."
+    if isinstance(y, (np.ndarray, list)):
+        a = np.asarray(y)
+        return (a.shape, tuple(a.ravel().tolist()))
+    try:
+        hash(y)
+    except TypeError:
+        raise ValueError(f"Y must hold hashable labels (or arrays / lists), got {type(y).__name__}") from None
+    return y.item() if isinstance(y, np.generic) else y
+
+
+class _LabelIds(Decoder):
+    "Labels as ids of a registry {'ids': key -> id, 'labels': [...], 'first': step of first appearance}."
+    def _fixed_labels(self):
+        return None
+
+    def start(self):
+        reg = {"ids": {}, "labels": [], "first": np.zeros(0, np.int64)}
+        fixed = self._fixed_labels()
+        if fixed is not None:
+            reg = self.encode(fixed, reg, step=0, add=True)[1]
+        return reg
+
+    def encode(self, Y, reg, step=0, add=None):
+        n = n_items(Y, "Y")
+        keys = [_key(Y[i]) for i in range(n)]
+        add = self._fixed_labels() is None if add is None else add
+        ids, labels, first = reg["ids"], reg["labels"], reg["first"]
+        where = {}
+        for i, k in enumerate(keys):
+            where.setdefault(k, i)
+        new = [k for k in where if k not in ids]
+        if new and not add:
+            raise ValueError(f"Y contains labels outside the declared set, e.g. {new[0]!r}")
+        if new:
+            ids, labels = dict(ids), list(labels)
+            firsts = [step + where[k] for k in new]
+            for k in new:
+                ids[k] = len(labels)
+                labels.append(Y[where[k]])
+            first = np.concatenate([first, firsts]).astype(np.int64)
+        reg = {**reg, "ids": ids, "labels": labels, "first": first}
+        return np.array([ids[k] for k in keys], dtype=np.int64), reg
+
+    def features(self, codes, reg):
+        F = np.zeros((len(codes), len(reg["labels"])))
+        F[np.arange(len(codes)), codes] = 1.0
+        return F
+
+    def stats(self, W, codes, reg):
+        G = np.zeros((W.shape[0], len(reg["labels"])))
+        np.add.at(G.T, codes[:W.shape[1]], W.T)
+        return G
+
+    def surrogate(self, G, codes, reg):
+        return np.maximum((G ** 2).sum(1) - 2 * G[np.arange(len(G)), codes] + 1.0, 0.0)
+
+# %% ../nbs/1_shared/05_decoding.ipynb #e2441a3d
+class ZeroOne(_LabelIds):
+    "0-1 loss over `classes` (or the labels seen so far): weighted vote argmax_c sum_{s: y_s = c} alpha_s."
+    def __init__(self, classes=None):
+        if classes is not None and n_items(classes, "classes") < 1:
+            raise ValueError("classes must contain at least one class")
+        self.classes = classes
+
+    def _fixed_labels(self):
+        return None if self.classes is None else list(self.classes)
+
+    def decode(self, G, reg, n_past=None):
+        if not G.shape[1]:
+            return np.full(len(G), -1)
+        S = G.copy()
+        if self.classes is None and n_past is not None:          # a label first seen later is not a candidate yet
+            S[reg["first"][None, :] >= np.asarray(n_past)[:, None]] = -np.inf
+        out = S.argmax(1)
+        return np.where(np.isfinite(S[np.arange(len(S)), out]), out, -1)
+
+    def task_loss(self, Z, codes, reg):
+        return (Z != codes).astype(float)
+
+    def output(self, Z, reg):
+        return [reg["labels"][z] if z >= 0 else None for z in Z]
+
+# %% ../nbs/1_shared/05_decoding.ipynb #32a15e25
+class CandidateSet(_LabelIds):
+    "Any loss on a finite candidate set: loss matrix M[c, id] = loss(candidates, labels) grown by one column per new label."
+    def __init__(self, candidates=None, loss=None):
+        self.candidates, self.loss = candidates, loss
+
+    def _check(self):
+        if self.candidates is None or n_items(self.candidates, "candidates") < 1:
+            raise ValueError("candidates must contain at least one output")
+        if not callable(self.loss):
+            raise ValueError(f"loss must be a callable loss(Z, Y) -> (len(Z), len(Y)) matrix, got {self.loss!r}")
+
+    def start(self):
+        self._check()
+        return {**super().start(), "M": np.zeros((n_items(self.candidates, "candidates"), 0))}
+
+    def encode(self, Y, reg, step=0, add=None):
+        codes, new = super().encode(Y, reg, step, add)
+        k = reg["M"].shape[1]
+        if len(new["labels"]) > k:                               # one column per new label, never recomputed
+            fresh = new["labels"][k:]
+            m = n_items(self.candidates, "candidates")
+            cols = checked_gram(self.loss, as_samples(self.candidates, "candidates"),
+                                as_samples(fresh, "Y"), "loss", (m, len(fresh)))
+            new = {**new, "M": np.concatenate([reg["M"], cols], axis=1)}
+        return codes, new
+
+    def decode(self, G, reg, n_past=None):
+        return np.argmin(G @ reg["M"].T, axis=1)
+
+    def task_loss(self, Z, codes, reg):
+        return reg["M"][Z, codes]
+
+    def output(self, Z, reg):
+        return take_items(as_samples(self.candidates, "candidates"), Z)
+
+    @classmethod
+    def from_output_kernel(cls, kernel, candidates):
+        "The feature-space loss ||phi(z) - phi(y)||^2 = l(z,z) + l(y,y) - 2 l(z,y) of an output kernel l."
+        check_kernel(kernel, "output_kernel")
+
+        def loss(Z, Y):
+            return (kernel_diag(kernel, Z, "output_kernel")[:, None] + kernel_diag(kernel, Y, "output_kernel")[None, :]
+                    - 2 * checked_gram(kernel, Z, Y, "output_kernel", (n_items(Z, "Z"), n_items(Y, "Y"))))
+        return cls(candidates, loss)
+
+# %% ../nbs/1_shared/05_decoding.ipynb #99e9fe43
+class Squared(Decoder):
+    "Squared loss on R^d (weighted mean m/A, fall-back m when A = sum alpha <= 0) or on a box `bounds` = (lo, hi) (exact)."
+    def __init__(self, bounds=None):
+        if bounds is not None:
+            lo, hi = (np.atleast_1d(np.asarray(b, dtype=float)) for b in bounds)
+            if not (np.isfinite(lo).all() and np.isfinite(hi).all() and (lo < hi).all()):
+                raise ValueError(f"bounds must be a pair (lo, hi) of finite values with lo < hi, got {bounds!r}")
+        self.bounds = bounds
+
+    @property
+    def B2(self):
+        if self.bounds is None:
+            return np.inf
+        r2 = float(np.sum(np.maximum(np.abs(np.asarray(self.bounds[0], float)), np.abs(np.asarray(self.bounds[1], float))) ** 2
+                          * np.ones(1)))
+        return 1.0 + r2 + r2 ** 2
+
+    def encode(self, Y, reg, step=0):
+        Y = check_matrix(Y, "Y", allow_1d=True)
+        d = reg.get("d", Y.shape[1])
+        if Y.shape[1] != d:
+            raise ValueError(f"Y must have {d} columns (as before), got {Y.shape[1]}")
+        return Y, {**reg, "d": d}
+
+    def features(self, codes, reg):
+        return np.column_stack([np.ones(len(codes)), codes, (codes ** 2).sum(1)])
+
+    def decode(self, G, reg, n_past=None):
+        d = reg["d"]
+        A, m = G[:, :1], G[:, 1:d + 1]
+        if self.bounds is None:
+            ok = A[:, 0] > 0
+            return np.where(ok[:, None], m / np.where(ok, A[:, 0], 1.0)[:, None], m)
+        lo, hi = (np.broadcast_to(np.asarray(b, float), (d,)) for b in self.bounds)
+        inner = np.clip(m / np.where(A > 0, A, 1.0), lo, hi)
+        f = lambda z: A * z ** 2 - 2 * m * z
+        ends = np.where(f(lo) <= f(hi), lo, hi)
+        return np.where(A > 0, inner, ends)
+
+    def task_loss(self, Z, codes, reg):
+        return ((Z - codes) ** 2).sum(1)
+
+# %% ../nbs/1_shared/05_decoding.ipynb #df74b72b
+class Spearman(Decoder):
+    "Spearman's distance ||r_z - r_y||^2 / N between rankings of k items (rank vectors); decoded by sorting the weighted rank sums."
+    def __init__(self, n_items: int = 3):
+        if isinstance(n_items, bool) or not isinstance(n_items, numbers.Integral) or n_items < 2:
+            raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
+        self.n_items = int(n_items)
+
+    def _consts(self):
+        k = self.n_items
+        return k * (k * k - 1) / 3.0, (k - 1) * k * (2 * k - 1) / 6.0
+
+    def encode(self, Y, reg, step=0):
+        Y = np.asarray(Y)
+        k = self.n_items
+        if Y.ndim != 2 or Y.shape[1] != k or Y.dtype.kind not in "iuf":
+            raise ValueError(f"Y must be a 2-D array of rank vectors with {k} columns, got shape {Y.shape}")
+        if not (np.sort(Y, 1) == np.arange(k)[None]).all():
+            raise ValueError(f"Y must hold permutations of 0..{k - 1} (rank vectors) in every row")
+        return Y.astype(np.int64), reg
+
+    def features(self, codes, reg):
+        c = self._consts()[1]
+        return np.column_stack([np.ones(len(codes)), codes]) / np.sqrt(1.0 + c)
+
+    def decode(self, G, reg, n_past=None):
+        return np.argsort(np.argsort(G[:, 1:], axis=1, kind="stable"), axis=1, kind="stable")
+
+    def task_loss(self, Z, codes, reg):
+        return ((Z - codes) ** 2).sum(1) / self._consts()[0]

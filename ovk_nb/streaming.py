@@ -17,7 +17,8 @@ from .validation import (Interval, Options, Predicate, check_matrix, check_X, ch
                                validate_estimator_params, validate_params)
 
 # %% auto #0
-__all__ = ['TRUNCATION', 'step_sizes', 'check_decay', 'check_truncation', 'budget', 'window_start', 'KernelStream']
+__all__ = ['TRUNCATION', 'step_sizes', 'check_decay', 'check_truncation', 'budget', 'window_start', 'StreamLearner',
+           'KernelStream']
 
 # %% ../nbs/1_shared/03_streaming.ipynb #0b10a042
 def step_sizes(schedule, eta: float, t) -> np.ndarray:
@@ -81,8 +82,29 @@ def window_start(truncation, k) -> np.ndarray:
     k = np.asarray(k, dtype=np.int64)
     return k - budget(truncation, k)
 
+# %% ../nbs/1_shared/03_streaming.ipynb #5a7e1b02
+class StreamLearner(BaseEstimator):
+    """Base of every online learner: the `partial_fit` template (validate -> `_setup` and `_init_stream` at the first call
+    -> `_targets` -> `_run`), `fit`, river's learn_one / predict_one / learn_many / predict_many and per-step records."""
+    _frozen = ()               # hyper-parameters fixed at the first call (they shape the stream)
+    _step_records = ()         # arrays with one row per step, grown geometrically and pickled up to n_seen_
+
+    def _use_params(self, first):
+        "Store what the pass reads from the validated hyper-parameters (nothing by default)."
+
+
+@patch
+def _grow_records(self: StreamLearner, n):
+    "Room for n more rows in every per-step record (geometric growth: amortised O(1) per step)."
+    for name in self._step_records:
+        old = getattr(self, name)
+        if len(old) < self.n_seen_ + n:
+            rec = np.zeros((max(self.n_seen_ + n, 2 * len(old)),) + old.shape[1:], dtype=old.dtype)
+            rec[:self.n_seen_] = old[:self.n_seen_]
+            setattr(self, name, rec)
+
 # %% ../nbs/1_shared/03_streaming.ipynb #884380d8
-class KernelStream(BaseEstimator):
+class KernelStream(StreamLearner):
     """Base class of online kernel learners: f = D * sum_{lo <= j < n} K(., x_j) b_j kept in buffers grown geometrically
     (amortised O(1) per step), one lazy global scale factor D and a sliding window; `partial_fit` runs the learner's
     `_block` update over consecutive blocks of steps. scikit-learn: fit / partial_fit / predict / score;
@@ -122,12 +144,7 @@ def _reserve(self: KernelStream, n):
             buf = np.zeros((new, old.shape[1]))
             buf[:self.n_seen_ - self._base] = old[:self.n_seen_ - self._base]
             setattr(self, name, buf)
-    for name in self._step_records:
-        old = getattr(self, name)
-        if len(old) < self.n_seen_ + n:
-            rec = np.zeros((max(self.n_seen_ + n, 2 * len(old)),) + old.shape[1:])
-            rec[:self.n_seen_] = old[:self.n_seen_]
-            setattr(self, name, rec)
+    self._grow_records(n)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #8bfc149c
 @patch
@@ -270,7 +287,7 @@ def _gen_within(self: KernelStream, parts, Xb, mask_in):
 
 # %% ../nbs/1_shared/03_streaming.ipynb #b846077a
 @patch
-def _check_X(self: KernelStream, X, first=False):
+def _check_X(self: StreamLearner, X, first=False):
     "Inputs of a call: finite, 2-D; after the first call, the number of features seen before."
     return check_matrix(X, "X") if first else check_X(self, X)
 
@@ -292,21 +309,28 @@ def _same(a, b) -> bool:
 
 
 @patch
-def _validate_params(self: KernelStream, first):
-    "Validate every hyper-parameter (`_parameter_constraints`); store lam and eta validated; refuse a frozen one changed."
+def _validate_params(self: StreamLearner, first):
+    "Validate every hyper-parameter (`_parameter_constraints`); refuse a frozen one changed; store what the pass reads."
     params = validate_estimator_params(self)
     if first:
         self._fixed = {k: params[k] for k in self._frozen}
-        self._trunc = check_truncation(self.truncation)
     for k in self._frozen:
         if not _same(params[k], self._fixed[k]):
             raise ValueError(f"{k} was {self._fixed[k]!r} at the first partial_fit call and cannot change mid-stream "
                              f"(it shapes the stored expansion), got {params[k]!r}: call fit to start afresh")
+    self._use_params(first)
+
+
+@patch
+def _use_params(self: KernelStream, first):
+    "The truncation (normalised, at the first call) and the validated lam and eta of the pass."
+    if first:
+        self._trunc = check_truncation(self.truncation)
     self._lam, self._eta = float(self.lam), float(self.eta)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #a11a87cf
 @patch
-def partial_fit(self: KernelStream, X, Y, **setup):
+def partial_fit(self: StreamLearner, X, Y, **setup):
     "Learn from the rows of (X, Y) in order, continuing from the current state (the first call sets the learner up)."
     first = not hasattr(self, "n_seen_")
     X = self._check_X(X, first)
@@ -327,7 +351,7 @@ def partial_fit(self: KernelStream, X, Y, **setup):
 
 
 @patch
-def fit(self: KernelStream, X, Y, **setup):
+def fit(self: StreamLearner, X, Y, **setup):
     "Forget everything and make one pass over (X, Y)."
     for a in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
         delattr(self, a)
@@ -335,7 +359,7 @@ def fit(self: KernelStream, X, Y, **setup):
 
 # %% ../nbs/1_shared/03_streaming.ipynb #86c0f9a2
 @patch
-def _one_row(self: KernelStream, x):
+def _one_row(self: StreamLearner, x):
     "One example as a (1, p) array: a 1-D array, or a dict of features (order fixed by the first dict)."
     if isinstance(x, Mapping):
         names = self.__dict__.setdefault("feature_names_in_", list(x))
@@ -346,26 +370,26 @@ def _one_row(self: KernelStream, x):
 
 
 @patch
-def learn_one(self: KernelStream, x, y, **setup) -> None:
+def learn_one(self: StreamLearner, x, y, **setup) -> None:
     "Learn from one example (river's `learn_one`); `y` a target row (or a number when d = 1), or a label."
     self.partial_fit(self._one_row(x), np.asarray([y]), **setup)
 
 
 @patch
-def predict_one(self: KernelStream, x):
+def predict_one(self: StreamLearner, x):
     "The prediction for one example (river's `predict_one`): a number when d = 1, else a row (or a label)."
     check_fitted(self, "n_seen_")
     return self.predict(self._one_row(x))[0]
 
 
 @patch
-def learn_many(self: KernelStream, X, Y, **setup) -> None:
+def learn_many(self: StreamLearner, X, Y, **setup) -> None:
     "river's `learn_many`: `partial_fit` on a mini-batch."
     self.partial_fit(X, Y, **setup)
 
 
 @patch
-def predict_many(self: KernelStream, X):
+def predict_many(self: StreamLearner, X):
     "river's `predict_many`: `predict` on a mini-batch."
     return self.predict(X)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['lr_norm_weights']
+__all__ = ['lr_norm_weights', 'exp_weights']
 
 # %% ../nbs/1_shared/04_weights.ipynb #dd3688d1
 def lr_norm_weights(norms2, r, default=None) -> np.ndarray:
@@ -22,3 +22,16 @@ def lr_norm_weights(norms2, r, default=None) -> np.ndarray:
     if not den > 0 or not np.isfinite(den):
         return np.full_like(nf, len(nf) ** (-1.0 / r)) if default is None else np.asarray(default, dtype=float)
     return nf ** (1.0 / (r + 1.0)) / den ** (1.0 / r)
+
+# %% ../nbs/1_shared/04_weights.ipynb #e1a4c875
+def exp_weights(cum_losses, eta: float, prior=None) -> np.ndarray:
+    "p_j = prior_j exp(-eta L_j) / sum_k prior_k exp(-eta L_k) for cumulative losses L_j (shifted by min L: no underflow)."
+    L = np.asarray(cum_losses, dtype=float)
+    if not L.size:
+        return L.copy()
+    if not (np.isfinite(eta) and eta > 0):
+        raise ValueError(f"eta must be a finite learning rate > 0, got {eta!r}")
+    w = np.exp(-eta * (L - L.min()))
+    if prior is not None:
+        w = w * np.asarray(prior, dtype=float)
+    return w / w.sum()

@@ -110,3 +110,71 @@ def test_every_declared_constraint_is_checked_naming_the_argument(name):
             est.partial_fit(X, Y, **kw)
     with pytest.raises(ValueError, match="at least one sample"):
         LEARNERS[name]().partial_fit(X[:0], Y[:0], **kw)
+
+
+# --- learners on the core's StreamLearner that are not decayed kernel expansions (paper 002) ---------------------------
+from ovk_nb.decoding import Hamming, ZeroOne  # noqa: E402
+from ovk_nb.kernels import RBF  # noqa: E402
+from ovk_nb.oskaar import OSKAAR  # noqa: E402
+from ovk_nb.streaming import StreamLearner  # noqa: E402
+
+STRUCTURED = {
+    "oskaar": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+    "oskaar-budget": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), budget=15),
+    "oskaar-zeroone": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=ZeroOne()),
+}
+SNAMES = sorted(STRUCTURED)
+
+
+def sstream(name, n=60, seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)) / 2
+    Y = rng.integers(0, 3, n) if name.endswith("zeroone") else (X[:, :3] + 0.3 * rng.normal(size=(n, 3)) > 0).astype(int)
+    return X, Y
+
+
+@pytest.mark.parametrize("name", SNAMES)
+def test_structured_learner_clones_unfitted(name):
+    est = STRUCTURED[name]()
+    assert isinstance(est, StreamLearner) and not isinstance(est, KernelStream)
+    X, Y = sstream(name)
+    c = clone(est.partial_fit(X, Y))
+    assert c.get_params(deep=False).keys() == est.get_params(deep=False).keys() and not hasattr(c, "n_seen_")
+    with pytest.raises(NotFittedError):
+        c.predict_one(X[0])
+
+
+@pytest.mark.parametrize("name", SNAMES)
+def test_structured_pickle_mid_stream_resumes_bit_identically(name):
+    X, Y = sstream(name, 120)
+    a = STRUCTURED[name]().partial_fit(X[:47], Y[:47])
+    b = pickle.loads(pickle.dumps(a))
+    a.partial_fit(X[47:], Y[47:]); b.partial_fit(X[47:], Y[47:])
+    np.testing.assert_array_equal(a.surrogate_losses_, b.surrogate_losses_)
+    np.testing.assert_array_equal(np.asarray(a.predict(X[:10])), np.asarray(b.predict(X[:10])))
+
+
+@pytest.mark.parametrize("name", SNAMES)
+def test_structured_learn_one_follows_partial_fit(name):
+    X, Y = sstream(name)
+    a = STRUCTURED[name]().partial_fit(X, Y)
+    b, c = STRUCTURED[name](), STRUCTURED[name]()
+    for x, y in zip(X, Y):
+        assert b.learn_one(x, y) is None
+        c.learn_one({f"f{j}": v for j, v in enumerate(x)}, y)
+    np.testing.assert_allclose(b.surrogate_losses_, a.surrogate_losses_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(b.surrogate_losses_, c.surrogate_losses_)
+    np.testing.assert_array_equal(np.asarray(b.predict_one(X[0])), np.asarray(b.predict_many(X[:1])[0]))
+
+
+@pytest.mark.parametrize("name", SNAMES)
+def test_structured_constraints_are_checked_naming_the_argument(name):
+    X, Y = sstream(name)
+    cons = {}
+    for cls in type(STRUCTURED[name]()).__mro__:
+        cons.update(getattr(cls, "_parameter_constraints", {}))
+    for param in cons:
+        with pytest.raises(ValueError, match=f"{param} must be"):
+            STRUCTURED[name]().set_params(**{param: object()}).partial_fit(X, Y)
+    with pytest.raises(ValueError, match="at least one sample"):
+        STRUCTURED[name]().partial_fit(X[:0], Y[:0])

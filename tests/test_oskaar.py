@@ -1,0 +1,149 @@
+"""OSKAAR (paper 002, Algorithm 2): the fast learner against the literal O(t^3) reference for every decoder, against the
+batch structured-prediction estimator refitted on the history, closed-form decoders against the candidate-set decoder
+on enumerable output sets, chunking / pickling invariance, the budgeted variant, and bad inputs."""
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ovk_nb.decoding import CandidateSet, Hamming, Spearman, Squared, ZeroOne
+from ovk_nb.kde import CortesKDE, position_match_kernel
+from ovk_nb.kernels import RBF, Polynomial
+from ovk_nb.linalg import NystromFeatures
+from ovk_nb.oskaar import OSKAAR, KAARFactor, oskaar_literal
+
+
+def make(kind, n=50, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(n, 3))
+    if kind == "hamming":
+        return X, (X[:, :3] + 0.5 * r.normal(size=(n, 3)) > 0).astype(int), Hamming()
+    if kind == "words":
+        return X, r.integers(0, 4, (n, 2)), Hamming(4)
+    if kind == "zeroone":
+        return X, np.array(["a", "b", "c"])[r.integers(0, 3, n)], ZeroOne()
+    if kind == "spearman":
+        return X, np.argsort(np.argsort(X + r.normal(size=(n, 3)), 1), 1), Spearman(3)
+    if kind == "squared":
+        return X, X[:, :2] + 0.1 * r.normal(size=(n, 2)), Squared()
+    if kind == "box":
+        return X, np.clip(X[:, :1], -1, 1), Squared(bounds=(-1.0, 1.0))
+    cands = [np.array(v) for v in itertools.product([0, 1], repeat=3)]
+    return X, (X + r.normal(size=(n, 3)) > 0).astype(int), CandidateSet(cands, _hamming)
+
+
+def _hamming(Z, Y):
+    return (np.asarray(Z)[:, None, :] != np.asarray(Y)[None, :, :]).mean(-1)
+
+
+KINDS = ["hamming", "words", "zeroone", "spearman", "squared", "box", "candidates"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fast_equals_literal(kind):
+    X, Y, dec = make(kind)
+    Z, loss, surr, G, _ = oskaar_literal(RBF(0.7), 0.2, X, Y, dec)
+    est = OSKAAR(RBF(0.7), lam=0.2, decoder=dec)
+    est._block_size = 7
+    est.partial_fit(X[:19], Y[:19]).partial_fit(X[19:], Y[19:])
+    np.testing.assert_allclose(est.surrogate_losses_, surr, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.losses_, loss, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.decisions_, np.asarray(Z, float), rtol=1e-9, atol=1e-9)
+    assert est.cumulative_loss_ == pytest.approx(loss.sum())
+
+
+def test_decisions_equal_the_batch_estimator_refitted_on_the_history():
+    """With the loss ||phi_l(z) - phi_l(y)||^2 of an output kernel of constant diagonal (position match on 4 positions),
+    OSKAAR's z_t is CortesKDE(lam) fitted on (x_s, y_s)_{s<t} and decoded over the candidates."""
+    r = np.random.default_rng(3)
+    X = r.normal(size=(30, 2))
+    Y = (np.column_stack([X, X[:, :1] * X[:, 1:], -X[:, :1]]) + 0.3 * r.normal(size=(30, 4)) > 0).astype(int)
+    cands = [np.array(v) for v in itertools.product([0, 1], repeat=4)]
+    est = OSKAAR(RBF(0.5), lam=0.1, decoder=CandidateSet.from_output_kernel(position_match_kernel, cands)).fit(X, Y)
+    for t in range(2, 30):
+        kde = CortesKDE(RBF(0.5), position_match_kernel, lam=0.1).fit(X[:t], Y[:t])
+        np.testing.assert_array_equal(kde.predict(X[t:t + 1], candidates=cands)[0], cands[int(est.decisions_[t])])
+
+
+@pytest.mark.parametrize("kind,dec,cands,loss", [
+    ("hamming", Hamming(), [np.array(v) for v in itertools.product([0, 1], repeat=3)], _hamming),
+    ("spearman", Spearman(3), [np.argsort(np.argsort(p)) for p in itertools.permutations(range(3))],
+     lambda Z, Y: ((np.asarray(Z)[:, None] - np.asarray(Y)[None]) ** 2).sum(-1) / 8.0)])
+def test_closed_form_equals_candidate_set_along_a_stream(kind, dec, cands, loss):
+    X, Y, _ = make(kind, 60, 4)
+    a = OSKAAR(Polynomial(2), lam=0.5, decoder=dec).fit(X, Y)
+    b = OSKAAR(Polynomial(2), lam=0.5, decoder=CandidateSet(cands, loss)).fit(X, Y)
+    got = a.decisions_[1:]
+    want = np.array([cands[int(i)] for i in b.decisions_[1:]])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(a.losses_, b.losses_, atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(cuts=st.lists(st.integers(1, 49), max_size=4), block=st.sampled_from([1, 3, 256]), kind=st.sampled_from(KINDS))
+def test_any_split_and_pickling_give_the_same_learner(cuts, block, kind):
+    X, Y, dec = make(kind)
+    whole = OSKAAR(RBF(0.7), lam=0.2, decoder=dec).fit(X, Y)
+    est = OSKAAR(RBF(0.7), lam=0.2, decoder=dec)
+    est._block_size = block
+    for a, b in zip([0] + sorted(set(cuts)), sorted(set(cuts)) + [len(X)]):
+        est = pickle.loads(pickle.dumps(est.partial_fit(X[a:b], Y[a:b])))
+    np.testing.assert_allclose(est.surrogate_losses_, whole.surrogate_losses_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.losses_, whole.losses_, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pickled_mid_stream_resumes_bit_identically(kind):
+    X, Y, dec = make(kind)
+    a = OSKAAR(RBF(0.7), lam=0.2, decoder=dec).partial_fit(X[:21], Y[:21])
+    b = pickle.loads(pickle.dumps(a))
+    a.partial_fit(X[21:], Y[21:]); b.partial_fit(X[21:], Y[21:])
+    np.testing.assert_array_equal(a.surrogate_losses_, b.surrogate_losses_)
+    np.testing.assert_array_equal(a.decisions_, b.decisions_)
+
+
+def test_budgeted_variant_is_nystrom_kaar_and_keeps_its_memory():
+    X, Y, dec = make("hamming", 80)
+    est = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=12)
+    est._block_size = 5
+    for a in range(0, 80, 17):
+        est.partial_fit(X[a:a + 17], Y[a:a + 17])
+    nf = NystromFeatures(RBF(0.7), X[:12])
+    _, loss, surr, _, _ = oskaar_literal(lambda A, B=None: nf(A) @ nf(A if B is None else B).T, 0.2, X, Y, dec)
+    np.testing.assert_allclose(est.surrogate_losses_, surr, rtol=1e-10, atol=1e-10)
+    sizes = len(pickle.dumps(est))
+    est.partial_fit(X, Y)
+    assert len(est._X) == 12 and len(pickle.dumps(est)) < sizes + 80 * 8 * 8   # only per-step records grow
+
+
+def test_identity_kaar_is_shrunk_ridge():
+    r = np.random.default_rng(1)
+    X = r.normal(size=(25, 2))
+    K, lam = RBF(1.0)(X), 0.4
+    f, _ = KAARFactor(lam), None
+    W, f = f.extend(K[:24, :0], K[:24, :24])
+    w = f.weights(K[24:, :24], np.ones(1))[0]
+    a = np.linalg.solve(K[:24, :24] + lam * np.eye(24), K[:24, 24])
+    s2 = 1.0 - K[:24, 24] @ a
+    np.testing.assert_allclose(w, lam / (lam + s2) * a, rtol=1e-12)
+
+
+def test_bad_inputs_are_refused_by_name_and_leave_the_learner_as_it_was():
+    X, Y, dec = make("hamming")
+    est = OSKAAR(RBF(0.7), lam=0.2, decoder=dec).partial_fit(X[:20], Y[:20])
+    before = pickle.dumps(est)
+    for Xb, Yb, what in [(X[20:], Y[20:, :2], "labels per row"), (np.full((3, 3), np.nan), Y[:3], "X"),
+                         (X[20:22], Y[20:23], "same number"), (X[20:22, :2], Y[20:22], "features")]:
+        with pytest.raises(ValueError, match=what):
+            est.partial_fit(Xb, Yb)
+        assert pickle.dumps(est) == before
+    for params, what in [({"lam": 0.0}, "lam must be"), ({"lam": -1.0}, "lam must be"), ({"kernel": "rbf"}, "kernel must be"),
+                         ({"decoder": 3}, "decoder must be"), ({"budget": 0}, "budget must be")]:
+        with pytest.raises(ValueError, match=what):
+            OSKAAR(**params).fit(X, Y)
+    with pytest.raises(ValueError, match="lam was"):
+        est.set_params(lam=0.5).partial_fit(X, Y)
+    with pytest.raises(ValueError, match="candidates must"):
+        OSKAAR(decoder=CandidateSet([], _hamming)).fit(X, Y)
