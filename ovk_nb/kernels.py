@@ -183,7 +183,7 @@ class Separable(OVKernel):
                 raise ValueError(f"weights must be {np.shape(T)[0]} positive quadrature weights")
         self.scalar_kernel, self.T, self.weights = scalar_kernel, check_psd(T, "T", weights), weights
         self.output_dim = self.T.shape[0]
-        self._eig = None
+        self._eig = self._T_eig()     # computed once, here: fit must never change a kernel the user passed in
 
     def _apply(self, X, Y, C):
         return self.scalar_kernel._gram(X, Y) @ (C @ self.T.T)
@@ -197,15 +197,15 @@ class Separable(OVKernel):
     def T_eig(self):
         """Eigendecomposition T = V diag(e) V^{-1}: returns (e, V, Vinv), e >= 0 ascending.
         Without weights V is orthogonal and Vinv = V.T."""
-        if self._eig is None:
-            if self.weights is None:
-                e, V = np.linalg.eigh(self.T)
-                self._eig = (np.clip(e, 0, None), V, V.T)
-            else:
-                s = np.sqrt(self.weights)
-                e, U = np.linalg.eigh(sym_in_weights(self.T, self.weights))
-                self._eig = (np.clip(e, 0, None), U / s[:, None], U.T * s[None, :])
         return self._eig
+
+    def _T_eig(self):
+        if self.weights is None:
+            e, V = np.linalg.eigh(self.T)
+            return np.clip(e, 0, None), V, V.T
+        s = np.sqrt(self.weights)
+        e, U = np.linalg.eigh(sym_in_weights(self.T, self.weights))
+        return np.clip(e, 0, None), U / s[:, None], U.T * s[None, :]
 
 # %% ../nbs/1_shared/01_kernels.ipynb #aeeb21f3
 class SumKernel(OVKernel):
@@ -306,18 +306,16 @@ class OutputOperator:
         self.t = check_matrix(t, "t", ndim=1)
         self.weights = np.asarray(weights, dtype=float)
         self.matrix = check_psd(matrix, "matrix", self.weights)
-        self._eig = None
+        s = np.sqrt(self.weights)                 # the eigendecomposition, once: fit never changes an operator
+        e, U = np.linalg.eigh(sym_in_weights(self.matrix, self.weights))
+        e, U = np.clip(e[::-1], 0, None), U[:, ::-1]
+        self._eig = (e, U / s[:, None], U.T * s[None, :])
 
     @property
     def d(self): return len(self.t)
 
     def eig(self, n_components=None):
         "(e, V, Vinv) with e descending; V's columns are W-orthonormal eigenvectors; truncated to n_components."
-        if self._eig is None:
-            s = np.sqrt(self.weights)
-            e, U = np.linalg.eigh(sym_in_weights(self.matrix, self.weights))
-            e, U = np.clip(e[::-1], 0, None), U[:, ::-1]
-            self._eig = (e, U / s[:, None], U.T * s[None, :])
         e, V, Vinv = self._eig
         if n_components is None: return e, V, Vinv
         r = _check_components(n_components, self.d)

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import scipy.linalg as sla
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from fastcore.basics import patch
 from sklearn.model_selection import KFold
@@ -22,7 +22,7 @@ from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, Su
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
-                               validate_estimator_params)
+                               fit_context)
 
 # %% auto #0
 __all__ = ['PRECONDITIONERS', 'SOLVERS', 'DEFAULT_LAMS', 'ridge_dense_reference', 'OVKRidge', 'solver_agreement', 'OVKRidgeCV']
@@ -128,8 +128,9 @@ def _eigen_factor(parts: KernelParts, X, Y):
 
 
 def _solve(est, solver, parts, X, Y, lam):
-    "Fit with `solver`: sets est's coef_, n_iter_, _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_)."
-    est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 0, None, None, None
+    """Fit with `solver`: sets est's coef_, n_iter_ (CG's iterations; 1 for a direct factorisation, as scikit-learn counts
+    one pass of a non-iterative solver), _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_)."""
+    est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 1, None, None, None
     if solver == "dense":
         est.coef_ = _dense_cholesky(est.kernel, X, Y, lam)
     elif solver == "eigen":
@@ -156,7 +157,7 @@ def _apply_chunked(kernel, X, X_fit, C, chunk=None):
     return np.concatenate(out) if out else np.zeros((0, C.shape[1]))
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
-class OVKRidge(RegressorMixin, BaseEstimator):
+class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression with an operator-valued kernel: minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2,
     i.e. solves (K + lam I) vec(C) = vec(Y) and predicts f(x) = sum_i K(x, x_i) c_i.
 
@@ -178,9 +179,10 @@ class OVKRidge(RegressorMixin, BaseEstimator):
         self.kernel, self.lam, self.solver, self.tol, self.max_iter = kernel, lam, solver, tol, max_iter
         self.preconditioner, self.n_components, self.random_state = preconditioner, n_components, random_state
 
+    @fit_context
     def fit(self, X, Y):
-        "Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1)."
-        validate_estimator_params(self)
+        """Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1). A fit that fails leaves the
+        estimator as it was (`fit_context`)."""
         X, Y, y1d = _check_XY(self.kernel, X, Y)
         parts = KernelParts(self.kernel)
         solver = _choose_solver(parts, self.solver, len(X))
@@ -332,7 +334,7 @@ def _cv_errors(est, X, Y, lams, separable):
 DEFAULT_LAMS = tuple(np.logspace(-6, 1, 15))
 
 
-class OVKRidgeCV(RegressorMixin, BaseEstimator):
+class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     "OVKRidge with lam chosen among `lams` by closed-form leave-one-out (cv='loo') or k-fold cross-validation (cv=int or splitter)."
     _parameter_constraints = {
         **{k: _RIDGE_CONSTRAINTS[k] for k in ("kernel", "solver", "tol", "n_components", "random_state")},
@@ -347,8 +349,8 @@ class OVKRidgeCV(RegressorMixin, BaseEstimator):
         return OVKRidge(self.kernel, lam=lam, solver=solver or self.solver, tol=self.tol,
                         n_components=self.n_components, random_state=self.random_state)
 
+    @fit_context
     def fit(self, X, Y):
-        validate_estimator_params(self)
         lams = _check_lam_grid(self.lams)
         X, Y, y1d = _check_XY(self.kernel, X, Y)
         self.cv_errors_ = _cv_errors(self, X, Y, lams, _one_part(KernelParts(self.kernel)))

@@ -211,12 +211,12 @@ def _as_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why: s
 def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = "", allow_1d_X: bool = False):
     """(X, Y, y_was_1d): finite float X (n, p), Y (n, d), as scikit-learn checks them (a 1-D X is refused unless
     `allow_1d_X`: reshape it); ValueError or TypeError naming the argument and what was expected."""
-    if allow_1d_X and np.ndim(X) == 1:
+    if allow_1d_X and X is not None and np.asarray(X).ndim == 1:
         X = np.asarray(X)[:, None]
     X = _as_input(X, "X", min_samples=min_samples, why=why)
-    y1d = np.ndim(Y) == 1
     Y = _as_input(Y, "Y", ensure_2d=False, min_samples=min_samples, why=why)
-    if Y.ndim == 1:
+    y1d = Y.ndim == 1
+    if y1d:
         Y = Y[:, None]
     if len(X) != len(Y):
         raise ValueError(f"X and Y must have the same number of rows, got {len(X)} and {len(Y)}")
