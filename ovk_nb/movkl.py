@@ -9,13 +9,16 @@ import numbers
 import time
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+import warnings
+
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 
 from .kernels import OutputOperator, ScalarKernel, Separable, SumKernel
 from .linalg import EigenFactor, KernelParts, eigh_psd, group_columns, pcg, symmetric_operator
 from .metrics import functional_r2
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
-                               validate_estimator_params)
+                               fit_context)
 from .weights import lr_norm_weights
 
 # %% auto #0
@@ -38,12 +41,18 @@ _MIN_CURVES = dict(min_samples=2, why="need at least 2 training curves")
 
 
 def _check_curves(X, Y, m):
-    "X (n, p) and Y (n, m) curves on the operator's grid of m points, n >= 2."
-    X, Y, _ = check_X_Y(X, Y, output_dim=m, **_MIN_CURVES)
-    return X, Y
+    "X (n, p), Y (n, m) curves on the operator's grid of m points (n >= 2), and whether Y came 1-D (m = 1)."
+    return check_X_Y(X, Y, output_dim=m, **_MIN_CURVES)
+
+
+def _curve_score(est, X, y, weights):
+    "Functional R^2 of est's predictions on X against y (1-D when est was fitted with a 1-D y)."
+    Y = check_matrix(y, "y", allow_1d=True)
+    P = np.asarray(est.predict(X)).reshape(len(Y), -1)
+    return functional_r2(Y, P, np.ones(Y.shape[1]) if weights is None else weights)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #06ee478e
-class FunctionalKRR(RegressorMixin, BaseEstimator):
+class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Functional response ridge regression with K(x, x') = G(x, x') T_p (section 2.2).
 
     `kernel`: scalar kernel G on inputs; `operator`: an OutputOperator on the output grid;
@@ -54,12 +63,12 @@ class FunctionalKRR(RegressorMixin, BaseEstimator):
     def __init__(self, kernel=None, operator=None, lam: float = 1.0, n_components=None):
         self.kernel, self.operator, self.lam, self.n_components = kernel, operator, lam, n_components
 
+    @fit_context
     def fit(self, X, Y):
-        validate_estimator_params(self)
         d = self.operator.d
         if self.n_components is not None and self.n_components > d:
             raise ValueError(f"n_components must be None or an integer in [1, {d}], got {self.n_components!r}")
-        X, Y = _check_curves(X, Y, d)
+        X, Y, self._y1d = _check_curves(X, Y, d)
         f = EigenFactor.of(self.kernel(X), self.operator.eig(), Y).truncate(self.n_components)
         self.coef_ = f.coef(self.lam)
         self.T_ = (f.V * f.e) @ f.Vinv
@@ -68,18 +77,18 @@ class FunctionalKRR(RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         X = check_X(self, X)
-        return self.kernel(X, self.X_fit_) @ (self.coef_ @ self.T_.T)
+        F = self.kernel(X, self.X_fit_) @ (self.coef_ @ self.T_.T)
+        return F[:, 0] if getattr(self, "_y1d", False) else F
 
-    def score(self, X, Y, sample_weight=None):
+    def score(self, X, y, sample_weight=None):
         "Functional R^2: 1 - RSSE / total sum of squares, both with the operator's quadrature weights."
-        Y = check_matrix(Y, "Y", allow_1d=True)
-        return functional_r2(Y, self.predict(X), self.operator.weights)
+        return _curve_score(self, X, y, self.operator.weights)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #40469161
 def loo_curves(kernel: ScalarKernel, operator: OutputOperator, X, Y, lams, n_components=(None,)) -> np.ndarray:
     """One-curve-leave-out RSSE of `FunctionalKRR` for every (lam, n_components): array (len(lams), len(n_components)).
     Exact (closed form through the eigendecompositions of G and T)."""
-    X, Y = _check_curves(X, Y, operator.d)
+    X, Y, _ = _check_curves(X, Y, operator.d)
     lams = [check_positive(l, "lam") for l in np.atleast_1d(lams)]
     f = EigenFactor.of(kernel(X), operator.eig(), Y)
     out = np.empty((len(lams), len(n_components)))
@@ -300,15 +309,20 @@ def _algorithm1(est, Grams, groups, Ts, Ys):
         q, Yhat = _norms_and_fit(Grams, groups, Ts, d, Z)
         est.objective_.append(float(np.sum((Ys - Yhat) ** 2) + est.lam * np.dot(d, q)))
         est.weights_history_.append(d.copy())
-        if np.linalg.norm(Z - Z_old) <= est.tol * max(np.linalg.norm(Z), 1e-300) or it == est.max_iter:
-            break           # (at max_iter too: weights_ must be the d that coef_ was solved with)
+        if np.linalg.norm(Z - Z_old) <= est.tol * max(np.linalg.norm(Z), 1e-300):
+            break
+        if it == est.max_iter:  # stop here too: weights_ must be the d that coef_ was solved with
+            warnings.warn(f"MovKL did not converge in max_iter={est.max_iter} iterations (relative change of alpha "
+                          f"{np.linalg.norm(Z - Z_old) / max(np.linalg.norm(Z), 1e-300):.2g} > tol={est.tol}); "
+                          "raise max_iter or tol", ConvergenceWarning)
+            break
         d_new = lr_norm_weights(d ** 2 * q, est.r)
         d = np.where(d > 0, d_new, 0.0) if not np.isinf(est.r) else d_new
     est.n_iter_ = it
     return d, Z, q
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #8e0a659b
-class MovKL(RegressorMixin, BaseEstimator):
+class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1).
     `kernels`: list of Separable kernels or (ScalarKernel, OutputOperator) pairs; `lam` > 0; `r` in [1, inf];
     `solver` in {'auto', 'eig', 'pcg', 'gauss_seidel'}; `tol`: stopping threshold on the relative change of alpha."""
@@ -318,10 +332,10 @@ class MovKL(RegressorMixin, BaseEstimator):
                  tol: float = 1e-6, max_iter: int = 100):
         self.kernels, self.lam, self.r, self.solver, self.tol, self.max_iter = kernels, lam, r, solver, tol, max_iter
 
+    @fit_context
     def fit(self, X, Y):
         pairs, w = kernel_pairs(self.kernels)
-        validate_estimator_params(self)
-        X, Y = _check_curves(X, Y, pairs[0][1].shape[0])
+        X, Y, self._y1d = _check_curves(X, Y, pairs[0][1].shape[0])
         groups = group_operators(pairs)
         self.solver_ = _resolve_solver(self.solver, len(groups))
         s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
@@ -342,14 +356,13 @@ class MovKL(RegressorMixin, BaseEstimator):
         return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
 
     def predict(self, X):
-        return _predict_sum(self, check_X(self, X))
+        F = _predict_sum(self, check_X(self, X))
+        return F[:, 0] if getattr(self, "_y1d", False) else F
 
-    def score(self, X, Y, sample_weight=None):
+    def score(self, X, y, sample_weight=None):
         "Functional R^2 (1 - RSSE / total sum of squares) with the operators' quadrature weights."
         check_fitted(self, "coef_")
-        Y = check_matrix(Y, "Y", allow_1d=True)
-        w = self.quadrature_weights_ if self.quadrature_weights_ is not None else np.ones(Y.shape[1])
-        return functional_r2(Y, self.predict(X), w)
+        return _curve_score(self, X, y, self.quadrature_weights_)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #71e02dae
 def _predict_sum(est, X):
