@@ -14,8 +14,8 @@ from sklearn.utils import Bunch
 
 # %% auto #0
 __all__ = ['PAPER000_VARIANCES', 'paper000_features', 'make_paper000_synthetic', 'optional_import', 'data_file', 'load_linnerud',
-           'load_solar_flare', 'load_elecdemand_curves', 'load_gait', 'make_finger_movement', 'finger_window',
-           'load_digits16', 'load_digits8', 'digit_halves', 'load_letters']
+           'load_solar_flare', 'load_yeast', 'load_elecdemand_curves', 'load_gait', 'make_finger_movement',
+           'finger_window', 'load_digits16', 'load_digits8', 'digit_halves', 'load_letters']
 
 # %% ../nbs/1_shared/07_datasets.ipynb #b8340423
 def _bunch(return_X_y: bool, data, target, **extras):
@@ -93,6 +93,16 @@ def load_solar_flare(return_X_y: bool = False):
     X = np.column_stack(cols)
     Y = np.array([list(r[1].values()) for r in rows], float)
     return _bunch(return_X_y, X, Y, feature_names=names, target_names=list(rows[0][1]))
+
+# %% ../nbs/1_shared/07_datasets.ipynb #63cac8f9
+def load_yeast(return_X_y: bool = False):
+    "River's Yeast multi-label data: data (2417, 103) features, target (2417, 14) 0/1 labels (Class1..Class14)."
+    datasets = optional_import("river.datasets", "data")
+    rows = list(datasets.Yeast())
+    features, labels = list(rows[0][0]), list(rows[0][1])
+    X = np.array([[r[0][k] for k in features] for r in rows], dtype=float)
+    Y = np.array([[bool(r[1][k]) for k in labels] for r in rows], dtype=float)
+    return _bunch(return_X_y, X, Y, feature_names=features, target_names=labels)
 
 # %% ../nbs/1_shared/07_datasets.ipynb #8a33c946
 def load_elecdemand_curves(return_X_y: bool = False):
