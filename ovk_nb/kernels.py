@@ -130,17 +130,21 @@ class OVKernel:
     def apply(self, X, Y, C):
         "Row i of the result is sum_j K(x_i, y_j) c_j, for C of shape (len(Y), d)."
         X, Y, C = self._check_apply(X, Y, C)
-        return self._apply(X, Y, C)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return check_gram_finite(self._apply(X, Y, C), self, X, Y)
 
     def gram(self, X, Y=None):
         "Dense (n d, m d) block Gram matrix; block (i, j) = K(x_i, y_j). For references and tests only."
         X = check_matrix(X, "X", allow_1d=True)
         Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
-        return self._gram(X, Y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return check_gram_finite(self._gram(X, Y), self, X, Y)
 
     def diag(self, X):
         "Diagonal blocks K(x_i, x_i), shape (n, d, d)."
-        return self._diag(check_matrix(X, "X", allow_1d=True))
+        X = check_matrix(X, "X", allow_1d=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return check_gram_finite(self._diag(X), self, X)
 
     def block(self, x, y):
         "The d x d operator K(x, y) for two single points."

@@ -11,12 +11,10 @@ import numpy as np
 import scipy.linalg as sla
 from fastcore.basics import patch
 
-from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel
+from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, check_gram_finite, sq_distances
 
 # %% auto #0
-__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
-           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel',
-           'nystrom_fit']
+__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator', 'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel', 'nystrom_fit', 'BlockNystrom']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -94,9 +92,10 @@ class KernelParts:
 
 # %% ../nbs/1_shared/02_linalg.ipynb #752c35ec
 @patch
+@np.errstate(over="ignore", invalid="ignore")       # overflow is reported below, by name, not as a warning
 def grams(self: KernelParts, X, Y, cache=None):
     """The scalar Gram matrices k_c(X, Y), one per distinct scalar kernel. Fast paths: Gaussian kernels share one
-    squared-distance matrix (from a single augmented product), linear and polynomial kernels one X Y^T; `cache`
+    squared-distance matrix (`ovk_nb.kernels.sq_distances`), linear and polynomial kernels one X Y^T; `cache`
     (a dict) shares these between several kernels on the same (X, Y)."""
     single = cache is None and sum(type(k) is RBF for k in self.scalars) == 1
     own = cache is None and sum(type(k) in (Linear, Polynomial) for k in self.scalars) == 1
@@ -105,10 +104,9 @@ def grams(self: KernelParts, X, Y, cache=None):
     for k in self.scalars:
         tk = type(k)
         if tk is RBF:
-            if "E" not in cache:            # -||x - y||^2 = 2<x,y> - |x|^2 - |y|^2, clipped at 0
-                xn, yn = np.einsum("ij,ij->i", X, X), np.einsum("ij,ij->i", Y, Y)
-                E = np.column_stack([2 * X, -xn, np.ones(len(X))]) @ np.column_stack([Y, np.ones(len(Y)), -yn]).T
-                cache["E"] = np.minimum(E, 0.0, out=E)
+            if "E" not in cache:            # -||x - y||^2 by the one distance routine of ovk_nb.kernels (no cancellation)
+                E = sq_distances(X, Y)
+                cache["E"] = np.negative(E, out=E)
             last = single and "E" in cache
             G = np.multiply(cache["E"], k.gamma, out=cache.pop("E") if last else None)
             out.append(np.exp(G, out=G))
@@ -125,6 +123,8 @@ def grams(self: KernelParts, X, Y, cache=None):
                 out.append(G ** k.degree if k.degree != 2 else np.multiply(G, G, out=G))
         else:
             out.append(k._gram(X, Y))
+    for k, G in zip(self.scalars, out):
+        check_gram_finite(G, k, X, Y)
     return out
 
 # %% ../nbs/1_shared/02_linalg.ipynb #d2b41bce
@@ -433,3 +433,34 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
     beta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True), b)
     blocks = [(j, beta[offs[c]:offs[c + 1]].reshape(-1, Y.shape[1]), Ss[c]) for c, j in enumerate(parts.sidx)]
     return NystromModel(feats, blocks, s)
+
+# %% ../nbs/2_algorithms/05_mvml.ipynb #e09ddc30
+class BlockNystrom:
+    """Block-wise Nystrom (paper 003, section 3.5): one landmark set shared by all views. View l has the features
+    z_l(x) = diag(s_l)^{-1/2} Q_l^T k_l(L, x) (NystromFeatures), so K_l ~ Z_l Z_l^T; the views are stacked side by side."""
+    def __init__(self, kernels, landmarks, rcond: float = 1e-12):
+        self.kernels, self.landmarks = list(kernels), landmarks
+        self.feats = [NystromFeatures(k, landmarks, rcond) for k in self.kernels]
+
+    @property
+    def ranks(self): return [f.rank for f in self.feats]
+
+    @property
+    def offsets(self):
+        "Start of each view's columns in the stacked features, and the total r = sum r_l at the end."
+        return np.concatenate([[0], np.cumsum(self.ranks)]).astype(int)
+
+    def __call__(self, X):
+        "[z_1(X), ..., z_v(X)]: (len(X), r)."
+        return np.hstack([f(X) for f in self.feats])
+
+    def normal_equations(self, X, Y, chunk: int = 4096):
+        "(Z^T Z, Z^T Y) over row chunks: O(n r^2) time, O(chunk r + r^2) memory; Y (n,) or (n, t)."
+        r = int(self.offsets[-1])
+        Y = np.asarray(Y, dtype=float).reshape(len(X), -1)
+        G, B = np.zeros((r, r)), np.zeros((r, Y.shape[1]))
+        for sl in _chunks(len(X), chunk):
+            Z = self(X[sl])
+            G += Z.T @ Z
+            B += Z.T @ Y[sl]
+        return (G + G.T) / 2, B

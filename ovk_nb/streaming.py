@@ -13,8 +13,8 @@ import numpy as np
 from fastcore.basics import patch
 from sklearn.base import BaseEstimator
 
-from .validation import (Interval, Options, Predicate, check_matrix, check_X, check_X_Y, check_fitted,
-                               validate_estimator_params, validate_params)
+from .validation import (Interval, Options, Predicate, check_fitted, check_input, check_matrix, check_X, check_X_Y,
+                               fit_context, validate_estimator_params, validate_params)
 
 # %% auto #0
 __all__ = ['TRUNCATION', 'step_sizes', 'check_decay', 'check_truncation', 'budget', 'window_start', 'StreamLearner',
@@ -132,13 +132,14 @@ def _reserve(self: KernelStream, n):
     "Room for n more rows: drop rows older than the window when full, grow geometrically (amortised O(1))."
     need = self.n_seen_ + n - self._base
     cap = len(self._X)
+    moved = False
     if need > cap and self._lo > self._base:
         a, b = self._lo - self._base, self.n_seen_ - self._base
         self._X[:b - a] = self._X[a:b]; self._C[:b - a] = self._C[a:b]
         self._base = self._lo
-        need = self.n_seen_ + n - self._base
-    if need > cap or 2 * (self.n_seen_ - self._base) > cap:
-        new = max(need, 2 * cap, 64)
+        need, moved = self.n_seen_ + n - self._base, True
+    if need > cap or (moved and 2 * need > cap):   # after a move, keep half the buffer free: the next move is far away
+        new = max(2 * need, 64)
         for name in ("_X", "_C"):
             old = getattr(self, name)
             buf = np.zeros((new, old.shape[1]))
@@ -289,7 +290,7 @@ def _gen_within(self: KernelStream, parts, Xb, mask_in):
 @patch
 def _check_X(self: StreamLearner, X, first=False):
     "Inputs of a call: finite, 2-D; after the first call, the number of features seen before."
-    return check_matrix(X, "X") if first else check_X(self, X)
+    return check_input(X, "X") if first else check_X(self, X)
 
 
 @patch
@@ -330,12 +331,11 @@ def _use_params(self: KernelStream, first):
 
 # %% ../nbs/1_shared/03_streaming.ipynb #a11a87cf
 @patch
+@fit_context
 def partial_fit(self: StreamLearner, X, Y, **setup):
     "Learn from the rows of (X, Y) in order, continuing from the current state (the first call sets the learner up)."
     first = not hasattr(self, "n_seen_")
     X = self._check_X(X, first)
-    if not len(X):
-        raise ValueError("X must contain at least one sample, got 0 rows")
     self._validate_params(first)
     if first:
         d = self._setup(X, Y, **setup)
@@ -351,6 +351,7 @@ def partial_fit(self: StreamLearner, X, Y, **setup):
 
 
 @patch
+@fit_context
 def fit(self: StreamLearner, X, Y, **setup):
     "Forget everything and make one pass over (X, Y)."
     for a in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:

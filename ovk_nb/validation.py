@@ -15,7 +15,8 @@ from sklearn.exceptions import NotFittedError
 
 # %% auto #0
 __all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf', 'Predicate',
-           'validate_params', 'validate_estimator_params', 'check_X_Y', 'check_fitted', 'check_X', 'fit_context']
+           'validate_params', 'validate_estimator_params', 'check_input', 'check_X_Y', 'check_fitted', 'check_X',
+           'fit_context']
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
 def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndarray:
@@ -187,7 +188,7 @@ def validate_estimator_params(est) -> dict:
     return validate_params(est.get_params(deep=False), cons, type(est).__name__)
 
 # %% ../nbs/1_shared/00_validation.ipynb #a71163ce
-def _as_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why: str = "") -> np.ndarray:
+def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why: str = "") -> np.ndarray:
     """scikit-learn's `check_array` (dense, float64, finite, no complex, at most 2-D, `min_samples` rows, at least one
     column when 2-D), with every message naming the argument `name` (and saying why a minimum holds)."""
     from sklearn.utils.validation import check_array
@@ -213,8 +214,8 @@ def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: st
     `allow_1d_X`: reshape it); ValueError or TypeError naming the argument and what was expected."""
     if allow_1d_X and X is not None and np.asarray(X).ndim == 1:
         X = np.asarray(X)[:, None]
-    X = _as_input(X, "X", min_samples=min_samples, why=why)
-    Y = _as_input(Y, "Y", ensure_2d=False, min_samples=min_samples, why=why)
+    X = check_input(X, "X", min_samples=min_samples, why=why)
+    Y = check_input(Y, "Y", ensure_2d=False, min_samples=min_samples, why=why)
     y1d = Y.ndim == 1
     if y1d:
         Y = Y[:, None]
@@ -235,7 +236,7 @@ def check_X(est, X, n_features: int | None = None, attr: str = "n_features_in_")
     "Test inputs of a fitted estimator: as scikit-learn checks them, with the training inputs' number of features."
     check_fitted(est, attr)
     p = getattr(est, attr) if n_features is None else n_features
-    X = _as_input(X, "X")
+    X = check_input(X, "X")
     if X.shape[1] != p:
         raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting {p} features as input.")
     return X

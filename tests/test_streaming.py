@@ -108,7 +108,7 @@ def test_every_declared_constraint_is_checked_naming_the_argument(name):
         est = LEARNERS[name]().set_params(**{param: object()})
         with pytest.raises(ValueError, match=f"{param} must be"):
             est.partial_fit(X, Y, **kw)
-    with pytest.raises(ValueError, match="at least one sample"):
+    with pytest.raises(ValueError, match="0 sample"):
         LEARNERS[name]().partial_fit(X[:0], Y[:0], **kw)
 
 
@@ -176,5 +176,5 @@ def test_structured_constraints_are_checked_naming_the_argument(name):
     for param in cons:
         with pytest.raises(ValueError, match=f"{param} must be"):
             STRUCTURED[name]().set_params(**{param: object()}).partial_fit(X, Y)
-    with pytest.raises(ValueError, match="at least one sample"):
+    with pytest.raises(ValueError, match="0 sample"):
         STRUCTURED[name]().partial_fit(X[:0], Y[:0])

@@ -1,0 +1,90 @@
+"""Reliability guarantees built into the shared floors: compute-then-commit, bounded memory on budgeted streams,
+hyper-parameters re-validated after set_params, and non-finite results refused with a message that says what to do."""
+import pickle
+
+import numpy as np
+import pytest
+
+from ovk_nb.kde import OVKDE
+from ovk_nb.kernels import RBF, Linear, Separable, gaussian_times_J, linear_quadratic
+from ovk_nb.monorma import MONORMA
+from ovk_nb.movkl import FunctionalKRR
+from ovk_nb.kernels import IntegralOperator
+from ovk_nb.onorma import ONORMA
+from ovk_nb.ridge import OVKRidge
+
+
+def stream(n=400, p=3, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) / 2
+    return X, np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2]])[:, :d]
+
+
+@pytest.mark.parametrize("make", [lambda: ONORMA(gaussian_times_J(2, 0.5), truncation=50),
+                                  lambda: ONORMA(linear_quadratic(2, 0.3), truncation=(20, 0.1)),
+                                  lambda: MONORMA([gaussian_times_J(2, 0.5), gaussian_times_J(2, 2.0)], truncation=50)],
+                         ids=["onorma", "onorma-t0eps", "monorma"])
+def test_truncated_buffers_stay_bounded_one_row_at_a_time(make):
+    X, Y = stream(3000)
+    est = make()
+    caps = []
+    for i in range(len(X)):
+        est.partial_fit(X[i:i + 1], Y[i:i + 1])
+        caps.append(len(est._X))
+    live = len(est.coef_)
+    assert max(caps) <= 4 * (max(live, 50) + 1), (max(caps), live)
+    # and the same learner fed in one batch gives the same function
+    ref = make().fit(X, Y)
+    np.testing.assert_allclose(est.predict(X[:20]), ref.predict(X[:20]), rtol=1e-9, atol=1e-12)
+
+
+def test_a_failed_first_batch_leaves_the_learner_unfitted():
+    X, Y = stream(50)
+    est = ONORMA(gaussian_times_J(2, 0.5))
+    with pytest.raises(ValueError, match="Y"):
+        est.partial_fit(X, Y[:, :1] * np.nan)
+    assert not hasattr(est, "n_seen_") and not hasattr(est, "coef_")
+    est.partial_fit(X, Y)                      # a correct call afterwards works
+    assert est.n_seen_ == 50
+
+
+@pytest.mark.parametrize("bad", [{"lam": -1.0}, {"lam": float("nan")}, {"eta": 0.0}, {"truncation": 10}])
+def test_mid_stream_changes_are_validated_and_refused_without_harm(bad):
+    X, Y = stream(120)
+    est = ONORMA(gaussian_times_J(2, 0.5), lam=0.01).partial_fit(X[:60], Y[:60])
+    state = pickle.dumps(est)
+    with pytest.raises(ValueError, match=list(bad)[0]):
+        est.set_params(**bad).partial_fit(X[60:], Y[60:])
+    good = {k: v for k, v in ONORMA(gaussian_times_J(2, 0.5), lam=0.01).get_params().items() if k in bad}
+    est.set_params(**good)
+    assert pickle.dumps(est) == state
+
+
+def test_failed_refit_keeps_the_old_model_ridge():
+    X, Y = stream(40)
+    m = OVKRidge(Separable(Linear(), np.eye(2)), lam=0.1).fit(X, Y)
+    before = m.predict(X[:5])
+    with pytest.raises(ValueError, match="scale the inputs"):
+        m.fit(X * 1e160, Y)                    # the linear Gram overflows: refused, not NaN
+    np.testing.assert_array_equal(m.predict(X[:5]), before)
+    assert m.X_fit_.max() < 1e3
+
+
+def test_failed_refit_keeps_the_old_model_functional_and_kde():
+    X, Y = stream(30, d=2)
+    t = np.linspace(0, 1, 2)
+    f = FunctionalKRR(RBF(0.5), IntegralOperator(t), lam=0.1).fit(X, Y)
+    k = OVKDE(RBF(0.5), RBF(0.5), lam=0.1).fit(X, Y)
+    pf, pk = f.predict(X[:4]), k.decision_scores(X[:4])
+    for est, bad in ((f, (X, Y[:, :1])), (k, (X, Y[:-1]))):
+        with pytest.raises(ValueError):
+            est.fit(*bad)
+    np.testing.assert_array_equal(f.predict(X[:4]), pf)
+    np.testing.assert_array_equal(k.decision_scores(X[:4]), pk)
+
+
+def test_huge_inputs_never_give_silent_nan():
+    X, Y = stream(30)
+    for scale in (1e154, 1e200):
+        m = OVKRidge(gaussian_times_J(2, 0.5), lam=0.1).fit(X * scale, Y)   # RBF: distances overflow to inf, k = 0
+        assert np.isfinite(m.coef_).all() and np.isfinite(m.predict(X * scale)).all()
