@@ -11,6 +11,7 @@ from ovk_nb.monorma import MONORMA
 from ovk_nb.movkl import FunctionalKRR, MovKL
 from ovk_nb.onorma import ONORMA
 from ovk_nb.ridge import OVKRidge, OVKRidgeCV
+from ovk_nb.mvml import MVML, MVMLClassifier
 
 
 def _k1(gamma=0.1):
@@ -32,6 +33,8 @@ ESTIMATORS = [
     OVKDE(RBF(0.1), RBF(0.1), lam=0.1),
     CortesKDE(RBF(0.1), RBF(0.1), lam=0.1),
     WestonKDE(RBF(0.1), RBF(0.1), lam=0.1, n_components=5),
+    MVML(n_components=0.5, random_state=0),
+    MVMLClassifier(n_components=0.5, random_state=0),
 ]
 
 # check name -> why it does not apply, per estimator class name ("*": all)
