@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 from fastcore.basics import patch
-from sklearn.base import RegressorMixin
+from sklearn.base import MultiOutputMixin, RegressorMixin
 
 from .kernels import OVKernel
 from .linalg import KernelParts
@@ -45,7 +45,7 @@ def _is_kernel_list(v) -> bool:
     return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(k, OVKernel) for k in v)
 
 
-class MONORMA(RegressorMixin, KernelStream):
+class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     """MONORMA (paper 000, Algorithm 2): ONORMA's coefficients alpha shared by m kernels, g^j = sum_i K^j(x_i, .) alpha_i,
     f = sum_j delta_j g^j, with the kernel weights delta updated after every step from gamma^j = ||g^j||^2 (eq. (6))."""
     _parameter_constraints = {"kernels": [Predicate("a non-empty list of OVKernel instances (e.g. Separable, SumKernel)",

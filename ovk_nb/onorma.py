@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import solve_triangular
-from sklearn.base import RegressorMixin
+from sklearn.base import MultiOutputMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
 
 from .kernels import OVKernel
 from .linalg import KernelParts, group_columns
@@ -16,7 +17,7 @@ from .streaming import KernelStream
 from .validation import Options, check_fitted
 
 # %% auto #0
-__all__ = ['margin_grad', 'onorma_reference', 'ONORMA']
+__all__ = ['margin_grad', 'onorma_reference', 'ONORMA', 'decision_function']
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #f2979644
 def margin_grad(Z, labels):
@@ -55,7 +56,7 @@ def onorma_reference(kernel, X, Y, lam, etas, s=None, loss="squared", w=None):
     return np.array(xs), np.array(alphas), np.array(errs)
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #e9faad5e
-class ONORMA(RegressorMixin, KernelStream):
+class ONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     """ONORMA (paper 000, Algorithm 1): online regularised risk minimisation in the RKHS of an
     operator-valued kernel. `loss="squared"`: l(z, y) = 1/2 ||z - y||^2 (regression, Y of shape (n, d));
     `loss="margin"`: the multi-class hinge on d = n_classes scores (classification, labels in and out; the first
@@ -247,27 +248,41 @@ def _block(self: ONORMA, Xb, Yb, etas, dec, lo):
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #2cc52094
 @patch
-def decision_function(self: ONORMA, X):
-    "f_n(X), shape (n, d): the current function (scores with the margin loss)."
+def _scores(self: ONORMA, X):
+    "f_n(X), shape (n, d): the current function (the class scores with the margin loss)."
     X = self._check_X(X)
     return self._predict_parts(self._parts, X)
+
+
+def _margin_loss(est) -> bool:
+    "ONORMA is a classifier with the margin loss, a regressor with the squared loss (scikit-learn's regressors have no decision_function)."
+    return est.loss == "margin"
+
+
+@available_if(_margin_loss)
+def decision_function(self, X):
+    "The class scores f_n(X), shape (n, n_classes) (margin loss only)."
+    return self._scores(X)
+
+
+ONORMA.decision_function = decision_function      # a descriptor: present on the classifier only
 
 
 @patch
 def predict(self: ONORMA, X):
     "f_n(X) (shape (n,) when d = 1), or the labels argmax_k f_n(X)_k with the margin loss."
-    F = self.decision_function(X)
+    F = self._scores(X)
     if self.loss == "margin":
         return self.classes_[F.argmax(1)]
     return F[:, 0] if self._parts.d == 1 else F
 
 
 @patch
-def score(self: ONORMA, X, Y, sample_weight=None):
+def score(self: ONORMA, X, y, sample_weight=None):
     "R^2 (squared loss) or accuracy (margin loss)."
     if self.loss == "margin":
-        return float(np.mean(self.predict(X) == np.asarray(Y)))
-    return RegressorMixin.score(self, X, Y, sample_weight)
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+    return RegressorMixin.score(self, X, y, sample_weight)
 
 
 @patch

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ovk_nb.kde import CortesKDE, OVKDE, WestonKDE
-from ovk_nb.kernels import RBF, OutputOperator, Separable
+from ovk_nb.kernels import RBF, Linear, OutputOperator, Separable
 from ovk_nb.monorma import MONORMA
 from ovk_nb.movkl import FunctionalKRR, MovKL
 from ovk_nb.onorma import ONORMA
@@ -26,8 +26,9 @@ def _op1():
 ESTIMATORS = [
     OVKRidge(_k1(), lam=0.1),
     OVKRidgeCV(_k1(), lams=(0.01, 0.1, 1.0), cv=3),
-    ONORMA(_k1(), lam=0.01, eta=0.5),
-    MONORMA([_k1(0.1), _k1(1.0)], lam=0.01, eta=0.5),
+    # one online pass on scikit-learn's (linear) regression check data: a linear kernel and a small step
+    ONORMA(Separable(Linear(), np.ones((1, 1))), lam=0.01, eta=0.1),
+    MONORMA([Separable(Linear(), np.ones((1, 1))), _k1(0.1)], lam=0.01, eta=0.1),
     FunctionalKRR(RBF(0.1), _op1(), lam=0.1),
     MovKL([(RBF(0.1), _op1()), (RBF(1.0), _op1())], lam=0.1),
     OVKDE(RBF(0.1), RBF(0.1), lam=0.1),
