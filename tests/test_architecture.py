@@ -15,10 +15,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "ovk_nb"
 FLOORS = {
     1: ["validation", "kernels", "linalg", "weights", "metrics", "decoding", "streaming", "datasets"],
-    2: ["ridge", "onorma", "monorma", "movkl", "kde", "oskaar", "mvml"],
+    2: ["ridge", "onorma", "monorma", "movkl", "kde", "oskaar", "salami", "mvml"],
     3: ["experiments.core", "experiments.paper000", "experiments.paper001", "experiments.paper004", "reproduce", "docs",
         "cli"],
 }
+# The one declared sideways arrow on floor 2: SALAMI (paper 002, Algorithm 3) is by definition an aggregate of OSKAAR
+# experts (it is an OSKAAR whose experts are OSKAAR's KAARFactor), so it stands on oskaar as well as on floor 1.
+LEANS_ON = {"salami": {"oskaar"}}
 RANK = {m: (f, i) for f, mods in FLOORS.items() for i, m in enumerate(mods)}
 NOT_BELOW_FLOOR_3 = ("ovk_nb.reproduce", "ovk_nb.experiments", "ovk_nb.docs", "ovk_nb.cli", "matplotlib")
 
@@ -74,7 +77,8 @@ def test_imports_point_down(name):
     for dep in graph()[name]:
         g, j = RANK[dep]
         if f == 2:
-            assert g == 1, f"{name} (floor 2) imports {dep} (floor {g}): algorithms stand on floor 1 only"
+            assert g == 1 or dep in LEANS_ON.get(name, ()), \
+                f"{name} (floor 2) imports {dep} (floor {g}): algorithms stand on floor 1 only"
         else:
             assert (g, j) < (f, i), f"{name} (floor {f}) imports {dep} (floor {g}): an arrow running up or sideways"
 

@@ -116,12 +116,15 @@ def test_every_declared_constraint_is_checked_naming_the_argument(name):
 from ovk_nb.decoding import Hamming, ZeroOne  # noqa: E402
 from ovk_nb.kernels import RBF  # noqa: E402
 from ovk_nb.oskaar import OSKAAR  # noqa: E402
+from ovk_nb.salami import SALAMI  # noqa: E402
 from ovk_nb.streaming import StreamLearner  # noqa: E402
 
 STRUCTURED = {
     "oskaar": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
     "oskaar-budget": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), budget=15),
     "oskaar-zeroone": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=ZeroOne()),
+    "salami": lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=2),
+    "salami-zeroone": lambda: SALAMI(RBF(0.5), lam=0.3, decoder=ZeroOne()),
 }
 SNAMES = sorted(STRUCTURED)
 
@@ -170,9 +173,8 @@ def test_structured_learn_one_follows_partial_fit(name):
 @pytest.mark.parametrize("name", SNAMES)
 def test_structured_constraints_are_checked_naming_the_argument(name):
     X, Y = sstream(name)
-    cons = {}
-    for cls in type(STRUCTURED[name]()).__mro__:
-        cons.update(getattr(cls, "_parameter_constraints", {}))
+    cons = type(STRUCTURED[name]())._parameter_constraints    # the effective declaration (SALAMI replaces OSKAAR's)
+    assert set(cons) == set(STRUCTURED[name]().get_params(deep=False)), "every hyper-parameter has a declared constraint"
     for param in cons:
         with pytest.raises(ValueError, match=f"{param} must be"):
             STRUCTURED[name]().set_params(**{param: object()}).partial_fit(X, Y)

@@ -1,0 +1,139 @@
+"""SALAMI (paper 002, Algorithm 3): the fast learner against the literal reference (every expert kept, and the covering
+schedule), for every decoder; chunking / pickling invariance; the schedule's live experts; the weights; the mixture
+decoded as one; bad inputs."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ovk_nb.decoding import Squared
+from ovk_nb.kernels import RBF
+from ovk_nb.oskaar import OSKAAR, oskaar_literal
+from ovk_nb.salami import SALAMI, default_eta, lifespan, salami_literal
+from test_oskaar import KINDS, make
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("lifetime", [None, 2])
+def test_fast_equals_literal(kind, lifetime):
+    X, Y, dec = make(kind, 40)
+    eta = 0.05 if kind == "squared" else None
+    Z, loss, surr, G, P = salami_literal(RBF(0.7), 0.2, X, Y, dec, eta=eta, lifetime=lifetime)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, lifetime=lifetime)
+    est._block_size = 7
+    est.partial_fit(X[:19], Y[:19]).partial_fit(X[19:], Y[19:])
+    np.testing.assert_allclose(est.surrogate_losses_, surr, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.losses_, loss, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.decisions_, np.asarray(Z, float), rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(est.n_live_, [len(p) for p in P])
+    np.testing.assert_allclose(est.mean_start_, [sum(s * w for s, w in p.items()) for p in P], rtol=1e-10, atol=1e-10)
+
+
+def test_a_lifetime_past_the_stream_is_the_paper_schedule():
+    X, Y, dec = make("hamming", 45)
+    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, lifetime=None).fit(X, Y)
+    b = SALAMI(RBF(0.7), lam=0.2, decoder=dec, lifetime=64).fit(X, Y)
+    np.testing.assert_allclose(a.surrogate_losses_, b.surrogate_losses_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(a.n_live_, np.arange(1, 46))
+
+
+def test_expert_zero_is_oskaar_and_lives_forever():
+    X, Y, dec = make("hamming", 70)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, lifetime=1).fit(X, Y)
+    assert est.active_experts_[0] == 0 and len(est.active_experts_) <= 2 + 7
+    G0 = oskaar_literal(RBF(0.7), 0.2, X, Y, dec)[3]
+    # lifetime 1: odd starts live one round (their no-data round), so the mixture never sees them with data
+    Z, _, surr, G, P = salami_literal(RBF(0.7), 0.2, X, Y, dec, lifetime=1)
+    np.testing.assert_allclose(est.surrogate_losses_, surr, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(G[1], P[1][0] * G0[1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 4, 8])
+def test_live_experts_grow_like_log_t(L):
+    X, Y, dec = make("hamming", 700)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, lifetime=L).fit(X, Y)
+    t = np.arange(1, 701)
+    bound = 1 + -(-L // 2) * (np.floor(np.log2(t)).astype(int) + 1)
+    assert (est.n_live_ <= bound).all()
+    np.testing.assert_array_equal(est.n_live_, [sum(s <= u < s + lifespan(s, L) for s in range(u + 1)) for u in range(700)])
+    assert list(est.active_experts_) == [s for s in range(701) if s <= 700 < s + lifespan(s, L)]
+
+
+@settings(max_examples=10, deadline=None)
+@given(cuts=st.lists(st.integers(1, 49), max_size=4), block=st.sampled_from([1, 3, 256]), kind=st.sampled_from(KINDS),
+       lifetime=st.sampled_from([None, 1, 2, 4]))
+def test_any_split_and_pickling_give_the_same_learner(cuts, block, kind, lifetime):
+    X, Y, dec = make(kind)
+    eta = 0.05 if kind == "squared" else None
+    whole = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, lifetime=lifetime).fit(X, Y)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, lifetime=lifetime)
+    est._block_size = block
+    for a, b in zip([0] + sorted(set(cuts)), sorted(set(cuts)) + [len(X)]):
+        est = pickle.loads(pickle.dumps(est.partial_fit(X[a:b], Y[a:b])))
+    np.testing.assert_allclose(est.surrogate_losses_, whole.surrogate_losses_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.weights_, whole.weights_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(est.active_experts_, whole.active_experts_)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pickled_mid_stream_resumes_bit_identically(kind):
+    X, Y, dec = make(kind)
+    eta = 0.05 if kind == "squared" else None
+    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta).partial_fit(X[:21], Y[:21])
+    b = pickle.loads(pickle.dumps(a))
+    a.partial_fit(X[21:], Y[21:]); b.partial_fit(X[21:], Y[21:])
+    np.testing.assert_array_equal(a.surrogate_losses_, b.surrogate_losses_)
+    np.testing.assert_array_equal(a.decisions_, b.decisions_)
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+
+
+@pytest.mark.parametrize("kind", ["hamming", "spearman", "zeroone", "candidates"])
+def test_predict_is_the_decision_of_the_next_round(kind):
+    X, Y, dec = make(kind, 41)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec).fit(X[:40], Y[:40])
+    nxt = SALAMI(RBF(0.7), lam=0.2, decoder=dec).fit(X, Y)
+    want = nxt.decoder_.output(nxt.decisions_[40:].astype(int), nxt._reg)[0]
+    np.testing.assert_array_equal(np.asarray(est.predict(X[40:])[0]), np.asarray(want))
+
+
+def test_weights_follow_the_better_expert_after_a_change():
+    r = np.random.default_rng(2)
+    X = r.normal(size=(400, 2))
+    y = (X[:, 0] > 0).astype(int)
+    y[200:] = 1 - y[200:]
+    o = OSKAAR(RBF(1.0), lam=0.5).fit(X, y)
+    s = SALAMI(RBF(1.0), lam=0.5).fit(X, y)
+    assert s.losses_[200:].mean() < 0.5 * o.losses_[200:].mean()
+    old = s.active_experts_ < 180                    # experts whose history is mostly before the change
+    assert s.weights_[old].sum() < 0.01 and s.weights_.sum() == pytest.approx(1.0) and s.mean_start_[-1] > 200
+
+
+def test_default_learning_rate_and_its_refusal():
+    assert default_eta(make("hamming")[2]) == pytest.approx(1 / 8)
+    assert default_eta(Squared(bounds=(-1.0, 1.0))) == pytest.approx(1 / 24)
+    with pytest.raises(ValueError, match="eta must be given"):
+        default_eta(Squared())
+
+
+def test_bad_inputs_are_refused_by_name_and_leave_the_learner_as_it_was():
+    X, Y, dec = make("hamming")
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec).partial_fit(X[:20], Y[:20])
+    before = pickle.dumps(est)
+    for Xb, Yb, what in [(X[20:], Y[20:, :2], "labels per row"), (np.full((3, 3), np.nan), Y[:3], "X"),
+                         (X[20:22], Y[20:23], "same number"), (X[20:22, :2], Y[20:22], "features")]:
+        with pytest.raises(ValueError, match=what):
+            est.partial_fit(Xb, Yb)
+        assert pickle.dumps(est) == before
+    for params, what in [({"lam": 0.0}, "lam must be"), ({"eta": 0.0}, "eta must be"), ({"eta": -1.0}, "eta must be"),
+                         ({"lifetime": 0}, "lifetime must be"), ({"kernel": "rbf"}, "kernel must be"),
+                         ({"decoder": 3}, "decoder must be")]:
+        with pytest.raises(ValueError, match=what):
+            SALAMI(**params).fit(X, Y)
+    with pytest.raises(ValueError, match="eta must be given"):
+        SALAMI(decoder=Squared()).fit(X, X[:, :1])
+    for param, value in [("eta", 0.5), ("lifetime", 8)]:
+        with pytest.raises(ValueError, match=f"{param} was"):
+            est.set_params(**{param: value}).partial_fit(X, Y)
+        est.set_params(**{param: {"eta": None, "lifetime": 4}[param]})
+    assert pickle.dumps(est) == before
