@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .validation import check_matrix
+from .validation import check_input, check_matrix
 
 # %% auto #0
 __all__ = ['n_items', 'take_items', 'check_kernel', 'as_samples', 'checked_gram', 'kernel_diag', 'fit_grams', 'candidate_grams',
@@ -35,15 +35,23 @@ def check_kernel(kernel, name):
     return kernel
 
 
-def as_samples(Z, name):
-    "Numeric inputs become finite float arrays (ValueError on NaN/inf); other sequences are passed through."
-    n_items(Z, name)
+def as_samples(Z, name, min_samples: int = 1, why: str = "", vectors: bool = False):
+    """Numeric samples become checked float arrays, as scikit-learn checks them (`validation.check_input`: dense,
+    finite, real, 2-D; a 1-D vector is one column when `vectors` (outputs), refused otherwise); sequences of other
+    objects (words, graphs, ...) pass through untouched, only their number is checked."""
+    if hasattr(Z, "toarray") or hasattr(Z, "tocsr"):                 # sparse: refused by name
+        return check_input(Z, name)
     try:
         A = np.asarray(Z)
-    except (ValueError, TypeError):                          # ragged sequences: structured outputs
-        return Z
-    if A.dtype.kind in "biuf" and A.ndim in (1, 2):
-        return check_matrix(A, name, allow_1d=True)
+    except (ValueError, TypeError):                          # ragged sequences: structured samples
+        A = None
+    numeric = A is not None and (A.dtype.kind in "biufc" or (A.dtype.kind == "O" and A.ndim == 2))
+    if numeric and A.ndim in (1, 2, 3):
+        return check_input(A[:, None] if vectors and A.ndim == 1 else A, name, min_samples=min_samples, why=why)
+    n = n_items(Z, name)
+    if n < min_samples:
+        raise ValueError(f"{name}: found {n} sample(s) while a minimum of {min_samples} is required"
+                         + (f" ({why})" if why else ""))
     return Z
 
 # %% ../nbs/1_shared/05_decoding.ipynb #fd0bef26
@@ -64,12 +72,11 @@ def kernel_diag(kernel, Z, name):
 def fit_grams(input_kernel, output_kernel, X, Y):
     "Checked (X, Y, n) and the symmetrised Gram matrices k = input_kernel(X, X), L = output_kernel(Y, Y)."
     check_kernel(input_kernel, "input_kernel"); check_kernel(output_kernel, "output_kernel")
-    X, Y = as_samples(X, "X"), as_samples(Y, "Y")
+    why = "the empirical covariance operators need two samples"
+    X, Y = as_samples(X, "X", 2, why), as_samples(Y, "Y", 2, why, vectors=True)
     n = n_items(X, "X")
     if n_items(Y, "Y") != n:
         raise ValueError(f"X and Y must have the same number of samples, got {n} and {n_items(Y, 'Y')}")
-    if n < 2:
-        raise ValueError(f"need at least 2 training samples, got {n}")
     k = checked_gram(input_kernel, X, X, "input_kernel", (n, n))
     L = checked_gram(output_kernel, Y, Y, "output_kernel", (n, n))
     return X, Y, n, (k + k.T) / 2, (L + L.T) / 2
@@ -77,7 +84,7 @@ def fit_grams(input_kernel, output_kernel, X, Y):
 # %% ../nbs/1_shared/05_decoding.ipynb #4802b907
 def candidate_grams(output_kernel, candidates, Y_fit, n_fit):
     "(Lc, l(y, y)) for the candidates: Lc[c, i] = l(y_c, y_i) against the n_fit training outputs."
-    candidates = as_samples(candidates, "candidates")
+    candidates = as_samples(candidates, "candidates", vectors=True)
     m = n_items(candidates, "candidates")
     if m < 1:
         raise ValueError("candidates must contain at least one output")
@@ -96,7 +103,7 @@ def argmin_in_batches(scores, X, batch_size):
 # %% ../nbs/1_shared/05_decoding.ipynb #7111bb27
 def feature_space_loss(kernel, Y, Y_pred) -> np.ndarray:
     "Per-sample ||Phi_l(y) - Phi_l(y_pred)||^2 = l(y,y) + l(yp,yp) - 2 l(y,yp) for the output kernel `kernel`."
-    Y, Y_pred = as_samples(Y, "Y"), as_samples(Y_pred, "Y_pred")
+    Y, Y_pred = as_samples(Y, "Y", vectors=True), as_samples(Y_pred, "Y_pred", vectors=True)
     n = n_items(Y, "Y")
     if n_items(Y_pred, "Y_pred") != n:
         raise ValueError(f"Y and Y_pred must have the same length, got {n} and {n_items(Y_pred, 'Y_pred')}")
@@ -272,8 +279,8 @@ class CandidateSet(_LabelIds):
         if len(new["labels"]) > k:                               # one column per new label, never recomputed
             fresh = new["labels"][k:]
             m = n_items(self.candidates, "candidates")
-            cols = checked_gram(self.loss, as_samples(self.candidates, "candidates"),
-                                as_samples(fresh, "Y"), "loss", (m, len(fresh)))
+            cols = checked_gram(self.loss, as_samples(self.candidates, "candidates", vectors=True),
+                                as_samples(fresh, "Y", vectors=True), "loss", (m, len(fresh)))
             new = {**new, "M": np.concatenate([reg["M"], cols], axis=1)}
         return codes, new
 
@@ -284,7 +291,7 @@ class CandidateSet(_LabelIds):
         return reg["M"][Z, codes]
 
     def output(self, Z, reg):
-        return take_items(as_samples(self.candidates, "candidates"), Z)
+        return take_items(as_samples(self.candidates, "candidates", vectors=True), Z)
 
     @classmethod
     def from_output_kernel(cls, kernel, candidates):

@@ -14,7 +14,8 @@ from sklearn.base import BaseEstimator
 from .decoding import (argmin_in_batches, as_samples, candidate_grams, checked_gram, feature_space_loss, fit_grams,
                              kernel_diag, n_items, take_items)
 from .linalg import EigenFactor, eigh_psd
-from .validation import (Interval, Options, check_fitted, check_matrix, validate_estimator_params, validate_params)
+from .validation import (Interval, Options, check_fitted, check_matrix, check_X, fit_context,
+                               validate_params)
 
 # %% auto #0
 __all__ = ['OPERATORS', 'proposition1_T', 'kde_scores_literal', 'sylvester_coef', 'OVKDE', 'CortesKDE', 'WestonKDE',
@@ -78,11 +79,17 @@ class _KDECore(BaseEstimator):
     "Fit / criterion / predict shared by the KDE estimators: subclasses define `_fit_coef(k, L)`."
     _parameter_constraints = {"input_kernel": ["callable"], "output_kernel": ["callable"], "lam": [_POSITIVE]}
 
+    @fit_context                                 # the declared constraints at every fit; a failed fit changes nothing
     def fit(self, X, Y):
         "Learn the regression step from inputs X and outputs Y (anything the kernels accept)."
-        validate_estimator_params(self)          # the constraints of the class and its bases, at every fit
+        y1d = isinstance(Y, np.ndarray) and Y.ndim == 1 and Y.dtype.kind in "biuf"     # predictions come back 1-D too
         X, Y, n, k, L = fit_grams(self.input_kernel, self.output_kernel, X, Y)
+        self._y1d = y1d
         self.X_fit_, self.Y_fit_, self.n_samples_fit_, self.L_fit_ = X, Y, n, L
+        if isinstance(X, np.ndarray) and X.ndim == 2:      # numeric inputs: their number of features is checked later
+            self.n_features_in_ = X.shape[1]
+        elif hasattr(self, "n_features_in_"):
+            del self.n_features_in_
         self.coef_ = self._fit_coef(k, L)
         self.l_diag_fit_ = kernel_diag(self.output_kernel, Y, "output_kernel")
         return self
@@ -95,7 +102,7 @@ class _KDECore(BaseEstimator):
 
     def _kx(self, X):
         check_fitted(self, "coef_")
-        X = as_samples(X, "X")
+        X = check_X(self, X) if hasattr(self, "n_features_in_") else as_samples(X, "X")
         return checked_gram(self.input_kernel, self.X_fit_, X, "input_kernel", (self.n_samples_fit_, n_items(X, "X")))
 
     def decision_scores(self, X, candidates=None) -> np.ndarray:
@@ -108,9 +115,10 @@ class _KDECore(BaseEstimator):
     def predict(self, X, candidates=None, batch_size: int = 512):
         "For each input, the candidate (default: the training outputs) minimising the criterion."
         check_fitted(self, "coef_")
-        X = as_samples(X, "X")
-        cand = self.Y_fit_ if candidates is None else as_samples(candidates, "candidates")
-        return take_items(cand, argmin_in_batches(lambda Xb: self.decision_scores(Xb, candidates), X, batch_size))
+        X = check_X(self, X) if hasattr(self, "n_features_in_") else as_samples(X, "X")
+        cand = self.Y_fit_ if candidates is None else as_samples(candidates, "candidates", vectors=True)
+        out = take_items(cand, argmin_in_batches(lambda Xb: self.decision_scores(Xb, candidates), X, batch_size))
+        return out[:, 0] if getattr(self, "_y1d", False) and isinstance(out, np.ndarray) and out.ndim == 2 else out
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #a20ab370
 class _KDEBase(_KDECore):
@@ -133,9 +141,9 @@ class _KDEBase(_KDECore):
         "Per-sample feature-space loss ||Phi_l(y) - Phi_l(y_pred)||^2 = l(y,y) + l(yp,yp) - 2 l(y,yp)."
         return feature_space_loss(self.output_kernel, Y, Y_pred)
 
-    def score(self, X, Y, candidates=None) -> float:
+    def score(self, X, y, candidates=None) -> float:
         "Minus the mean feature-space loss of the predictions (the paper's RBF loss for an RBF output kernel)."
-        return -float(np.mean(self.loss(Y, self.predict(X, candidates))))
+        return -float(np.mean(self.loss(y, self.predict(X, candidates))))
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #a6e73a98
 class OVKDE(_KDEBase):
