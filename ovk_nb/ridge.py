@@ -297,7 +297,9 @@ def solver_agreement(n=80, d=3, lam=0.05, seed=0, solvers=("eigen", "cholesky", 
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #0e55da38
 def _check_lam_grid(lams):
-    grid = np.atleast_1d(np.asarray(lams, dtype=float)) if lams is not None else np.array([])
+    raw = np.atleast_1d(np.asarray(lams, dtype=object)) if lams is not None else np.array([])
+    numbers_only = all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.ravel())
+    grid = raw.astype(float) if numbers_only else np.array([np.nan])
     if grid.ndim != 1 or len(grid) == 0 or not np.isfinite(grid).all() or (grid <= 0).any():
         raise ValueError(f"lams must be a non-empty 1-D sequence of positive numbers, got {lams!r}")
     return grid

@@ -1,0 +1,136 @@
+"""Malformed inputs for every estimator (hypothesis): each call either raises a ValueError/TypeError that names the
+argument, or returns a finite result; never a raw numpy/scipy exception, never silent NaN, and never a changed model
+after a failure (compute, then commit)."""
+import pickle
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ovk_nb.kde import CortesKDE, OVKDE, WestonKDE
+from ovk_nb.kernels import RBF, IntegralOperator, Separable, gaussian_times_J
+from ovk_nb.monorma import MONORMA
+from ovk_nb.movkl import FunctionalKRR, MovKL
+from ovk_nb.onorma import ONORMA
+from ovk_nb.ridge import OVKRidge, OVKRidgeCV
+
+D = 3
+T = np.linspace(0, 1, D)
+FACTORIES = {
+    "OVKRidge": lambda: OVKRidge(gaussian_times_J(D, 0.3), lam=0.1),
+    "OVKRidgeCV": lambda: OVKRidgeCV(gaussian_times_J(D, 0.3), lams=(0.01, 0.1, 1.0), cv=3),
+    "ONORMA": lambda: ONORMA(gaussian_times_J(D, 0.3), lam=0.01, eta=0.5),
+    "MONORMA": lambda: MONORMA([gaussian_times_J(D, 0.3), gaussian_times_J(D, 1.0)], lam=0.01, eta=0.5),
+    "FunctionalKRR": lambda: FunctionalKRR(RBF(0.3), IntegralOperator(T), lam=0.1),
+    "MovKL": lambda: MovKL([(RBF(0.3), IntegralOperator(T)), (RBF(1.0), IntegralOperator(T))], lam=0.1),
+    "OVKDE": lambda: OVKDE(RBF(0.3), RBF(0.3), lam=0.1),
+    "CortesKDE": lambda: CortesKDE(RBF(0.3), RBF(0.3), lam=0.1),
+    "WestonKDE": lambda: WestonKDE(RBF(0.3), RBF(0.3), lam=0.1, n_components=5),
+}
+NAMES = sorted(FACTORIES)
+# the hyper-parameter every estimator has, and values it must refuse (lam = 0 is a valid online learner: no decay)
+BAD_LAMS = [-1.0, 0.0, float("nan"), float("inf"), "0.1", None, True]
+ZERO_LAM_OK = {"ONORMA", "MONORMA"}
+# KDE outputs are structured: their dimension is whatever the output kernel accepts, not fixed by the estimator
+FREE_OUTPUTS = {"OVKDE", "CortesKDE", "WestonKDE"}
+
+
+def data(seed, n=12, p=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    Y = np.column_stack([np.sin(X[:, 0] + k) for k in range(D)]) + 0.05 * rng.normal(size=(n, D))
+    return X, Y
+
+
+def corrupt(kind, X, Y, rng):
+    "A malformed (X, Y) pair of the given kind."
+    X, Y = X.copy(), Y.copy()
+    i, j = rng.integers(len(X)), rng.integers(X.shape[1])
+    if kind == "nan_X": X[i, j] = np.nan
+    elif kind == "inf_X": X[i, j] = np.inf
+    elif kind == "nan_Y": Y[i, rng.integers(D)] = np.nan
+    elif kind == "inf_Y": Y[i, rng.integers(D)] = -np.inf
+    elif kind == "empty": X, Y = X[:0], Y[:0]
+    elif kind == "mismatched": Y = Y[:-1]
+    elif kind == "wrong_outputs": Y = np.column_stack([Y, Y[:, :1]])
+    elif kind == "X_3d": X = X[:, :, None]
+    elif kind == "Y_3d": Y = Y[:, :, None]
+    elif kind == "no_features": X = X[:, :0]
+    elif kind == "strings": X = X.astype(str).astype(object); X[i, j] = "a"
+    elif kind == "complex": X = X + 1j
+    elif kind == "ragged": X = [list(r) for r in X]; X[i] = X[i][:-1]
+    elif kind == "Y_none": Y = None
+    return X, Y
+
+
+KINDS = ["nan_X", "inf_X", "nan_Y", "inf_Y", "empty", "mismatched", "wrong_outputs", "X_3d", "Y_3d", "no_features",
+         "strings", "complex", "ragged", "Y_none"]
+NAMED = {"nan_X": "X", "inf_X": "X", "nan_Y": "Y", "inf_Y": "Y", "empty": "X", "mismatched": "(X|Y)",
+         "wrong_outputs": "Y", "X_3d": "X", "Y_3d": "Y", "no_features": "X", "strings": "X", "complex": "X",
+         "ragged": "X", "Y_none": "Y"}
+
+
+def fitted(name, seed=0):
+    X, Y = data(seed)
+    return FACTORIES[name]().fit(X, Y), X, Y
+
+
+def snapshot(est, Xt):
+    out = est.predict(Xt) if not hasattr(est, "decision_scores") else est.decision_scores(Xt)
+    return np.array(out, dtype=float)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10_000))
+def test_malformed_fit_is_refused_and_leaves_the_model(name, kind, seed):
+    if kind == "wrong_outputs" and name in FREE_OUTPUTS:
+        kind = "Y_3d"
+    est, X, Y = fitted(name)
+    Xt = data(99)[0][:4]
+    before, state = snapshot(est, Xt), pickle.dumps(est)
+    Xb, Yb = corrupt(kind, X, Y, np.random.default_rng(seed))
+    with pytest.raises((ValueError, TypeError)) as e:
+        est.fit(Xb, Yb)
+    assert re.search(rf"\b{NAMED[kind]}\b", str(e.value), re.I), f"{name}/{kind}: {e.value!r} does not name the argument"
+    assert type(e.value).__module__ not in ("numpy", "numpy.linalg", "scipy.linalg"), repr(e.value)
+    np.testing.assert_array_equal(snapshot(est, Xt), before)
+    assert pickle.dumps(est) == state, f"{name}/{kind}: the failed fit changed the estimator"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("bad", BAD_LAMS, ids=repr)
+def test_invalid_lam_after_set_params(name, bad):
+    if bad == 0.0 and name in ZERO_LAM_OK:
+        pytest.skip("lam = 0 is plain online gradient descent (no decay), a valid setting")
+    est, X, Y = fitted(name)
+    Xt = data(99)[0][:4]
+    before = snapshot(est, Xt)
+    param = "lams" if name == "OVKRidgeCV" else "lam"
+    value = [bad] if param == "lams" else bad
+    with pytest.raises((ValueError, TypeError), match=param):
+        est.set_params(**{param: value}).fit(X, Y)
+    np.testing.assert_array_equal(snapshot(est, Xt), before)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("scale", [1e-150, 1e-8, 1e8, 1e150])
+def test_huge_and_tiny_inputs_give_finite_results_or_say_so(name, scale):
+    X, Y = data(3)
+    est = FACTORIES[name]()
+    try:
+        est.fit(X * scale, Y)
+    except ValueError as e:
+        assert "scale" in str(e) and "X" in str(e) or "input" in str(e).lower(), repr(e)
+        return
+    assert np.isfinite(snapshot(est, X[:4] * scale)).all()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_predict_input_checked(name):
+    est, X, Y = fitted(name)
+    for bad, what in ((X[:2, :-1], "feature"), (np.full((2, X.shape[1]), np.nan), "NaN"), (X[0], "2")):
+        with pytest.raises(ValueError, match="X"):
+            est.predict(bad)
