@@ -66,8 +66,10 @@ def paper001_kernels(X, t, n_components=None):
     return [(G, op) for op in ops for G in Gs], [f"{g} x {o}" for o in on for g in gn]
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #a78bc7d2
-def select_functional_krr(X, Y, t, operator="integral", lams=np.logspace(-6, 1, 15), n_components=None):
-    "Bandwidth, lam (and p) of FunctionalKRR by one-curve-leave-out RSSE; returns (fitted estimator, info dict)."
+def select_functional_krr(X, Y, t, operator="integral", lams=None, n_components=None):
+    """Bandwidth, lam (and p) of FunctionalKRR by one-curve-leave-out RSSE over `lams` (default: 15 values in [1e-6, 10]);
+    returns (fitted estimator, info dict)."""
+    lams = np.logspace(-6, 1, 15) if lams is None else np.asarray(lams, dtype=float)
     med, _ = _kernel_scales(X)
     if operator == "identity":
         op, ncs = IdentityOperator(t), (None,)
