@@ -10,7 +10,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .experiments import paper000, paper001, paper004  # noqa: F401  (importing them registers their experiments, in this order)
+from .experiments import paper000, paper001, paper002, paper004  # noqa: F401  (importing them registers their experiments, in this order)
 from .experiments.core import REGISTRY, Experiment, Run, rows_to_csv, rows_to_markdown
 
 # %% auto #0
