@@ -14,7 +14,9 @@ from fastcore.basics import patch
 from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, check_gram_finite, sq_distances
 
 # %% auto #0
-__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator', 'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel', 'nystrom_fit', 'BlockNystrom']
+__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
+           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel',
+           'nystrom_fit', 'BlockNystrom']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -434,7 +436,7 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
     blocks = [(j, beta[offs[c]:offs[c + 1]].reshape(-1, Y.shape[1]), Ss[c]) for c, j in enumerate(parts.sidx)]
     return NystromModel(feats, blocks, s)
 
-# %% ../nbs/2_algorithms/05_mvml.ipynb #e09ddc30
+# %% ../nbs/1_shared/02_linalg.ipynb #420a3f4a
 class BlockNystrom:
     """Block-wise Nystrom (paper 003, section 3.5): one landmark set shared by all views. View l has the features
     z_l(x) = diag(s_l)^{-1/2} Q_l^T k_l(L, x) (NystromFeatures), so K_l ~ Z_l Z_l^T; the views are stacked side by side."""

@@ -13,16 +13,13 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from .kernels import RBF, ColumnKernel, OVKernel, ScalarKernel, sq_distances
-from .linalg import _chunks, eigh_psd
+from .linalg import BlockNystrom, _chunks, eigh_psd
 from .validation import Interval, Options, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0
 __all__ = ['METRICS', 'MultiViewKernel', 'Metric', 'group_norms', 'objective', 'g_step', 'w_step', 'a_step', 'prox_step',
            'MVMLState', 'alternate', 'mvml_dense_reference', 'full_g_reference', 'stack_views', 'check_views',
            'mean_distance_gamma', 'MVML', 'MVMLClassifier']
-
-# %% ../nbs/2_algorithms/05_mvml.ipynb #a9ecb684
-from .linalg import BlockNystrom  # noqa: E402,F811  (defined in the cell above, exported to ovk_nb.linalg)
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #a1aca1b3
 def _embed(Z, offs):
