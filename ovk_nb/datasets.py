@@ -15,7 +15,8 @@ from sklearn.utils import Bunch
 # %% auto #0
 __all__ = ['PAPER000_VARIANCES', 'paper000_features', 'make_paper000_synthetic', 'optional_import', 'data_file', 'load_linnerud',
            'load_solar_flare', 'load_yeast', 'load_elecdemand_curves', 'load_gait', 'make_finger_movement',
-           'finger_window', 'load_digits16', 'load_digits8', 'digit_halves', 'load_letters']
+           'finger_window', 'load_mfeat', 'load_basicmotions', 'load_digits16', 'load_digits8', 'digit_halves',
+           'load_letters']
 
 # %% ../nbs/1_shared/07_datasets.ipynb #b8340423
 def _bunch(return_X_y: bool, data, target, **extras):
@@ -184,6 +185,37 @@ def finger_window(data: dict, offset: int) -> np.ndarray:
     m, L, C = data["m"], data["max_lag"], data["n_channels"]
     if not 0 <= offset <= L: raise ValueError(f"offset must lie in [0, {L}], got {offset}")
     return np.concatenate([c * (m + L) + (L - offset) + np.arange(m) for c in range(C)])
+
+# %% ../nbs/1_shared/07_datasets.ipynb #0927f571
+def _column_views(sizes):
+    "Consecutive column groups of the given sizes: the views of a side-by-side stack."
+    ends = np.cumsum(sizes)
+    return [list(range(e - s, e)) for s, e in zip(sizes, ends)]
+
+
+def load_mfeat(return_X_y: bool = False):
+    """UCI Multiple Features: data (2000, 649), the 6 views side by side; target (2000,) digits 0-9; views (the column
+    groups), view_names ('fou', 'fac', 'kar', 'pix', 'zer', 'mor')."""
+    with np.load(data_file("mfeat.npz")) as f:
+        names = [str(v) for v in f["views"]]
+        blocks = [f[v].astype(float) for v in names]
+        y = f["target"].astype(int)
+    return _bunch(return_X_y, np.hstack(blocks), y, views=_column_views([b.shape[1] for b in blocks]), view_names=names)
+
+
+def load_basicmotions(return_X_y: bool = False):
+    """UEA BasicMotions: data (80, 600), accelerometer (x, y, z: 300 values) then gyroscope (300 values); target (80,)
+    activity names; views (the two column groups), train (the archive's 40 training rows: a boolean mask)."""
+    with np.load(data_file("basicmotions.npz")) as f:
+        series = np.concatenate([f["X_train"], f["X_test"]]).astype(float)        # (80, 6 channels, 100 steps)
+        y = np.concatenate([f["y_train"], f["y_test"]]).astype(str)
+        channels = [str(c) for c in f["channels"]]
+    acc = [i for i, c in enumerate(channels) if c.lower().startswith("acc")] or [0, 1, 2]
+    gyr = [i for i in range(len(channels)) if i not in acc]
+    X = np.hstack([series[:, acc].reshape(len(series), -1), series[:, gyr].reshape(len(series), -1)])
+    train = np.arange(len(series)) < 40
+    return _bunch(return_X_y, X, y, views=_column_views([100 * len(acc), 100 * len(gyr)]), train=train,
+                  channels=[channels[i] for i in acc + gyr])
 
 # %% ../nbs/1_shared/07_datasets.ipynb #8880acbf
 def load_digits16(return_X_y: bool = False):

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from ovk_nb.datasets import (digit_halves, finger_window, load_digits16, load_digits8, load_elecdemand_curves, load_gait,
-                             load_letters, load_linnerud, make_finger_movement, make_paper000_synthetic)
+from ovk_nb.datasets import (digit_halves, finger_window, load_basicmotions, load_digits16, load_digits8, load_elecdemand_curves,
+                             load_gait, load_letters, load_linnerud, load_mfeat, make_finger_movement, make_paper000_synthetic)
 
 
 def test_vendored_data():
@@ -39,7 +39,8 @@ def test_data():
 def test_one_return_convention():
     "Every loader and generator gives a Bunch with data/target, and (data, target) with return_X_y=True."
     for f in (lambda **k: make_paper000_synthetic(20, 3, random_state=0, **k), load_linnerud, load_gait, load_digits16,
-              lambda **k: load_digits8(50, **k), lambda **k: make_finger_movement(10, m=20, random_state=0, **k)):
+              lambda **k: load_digits8(50, **k), lambda **k: make_finger_movement(10, m=20, random_state=0, **k),
+              load_mfeat, load_basicmotions):
         b, (X, Y) = f(), f(return_X_y=True)
         assert {"data", "target"} <= set(b)
         np.testing.assert_array_equal(b.data, X)
