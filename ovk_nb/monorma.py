@@ -55,8 +55,9 @@ class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     _step_records = KernelStream._step_records + ("_hist",)
 
     def __init__(self, kernels=None, lam: float = 0.01, eta: float = 1.0, r: float = 2, schedule="invsqrt",
-                 truncation=None):
+                 truncation=None, history=None):
         self.kernels, self.lam, self.eta, self.r, self.schedule, self.truncation = kernels, lam, eta, r, schedule, truncation
+        self.history = history
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #342c4014
 def _stacked_parts(parts, d):
@@ -120,7 +121,7 @@ def _steps(self: MONORMA, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
     Cb = self._C[g0 - base:g0 - base + B]
     gam, r = self.gammas_.copy(), float(self.r)
     p1, p2, p3 = r / (r + 1.0), 1.0 / (r + 1.0), 1.0 / r
-    hist, Wv = self._hist, self._parts[0].w
+    hist, Wv, r0 = self._hist, self._parts[0].w, self._rec0
     Dp, Dl, et, d2, td = Dprev.tolist(), Dk.tolist(), etas.tolist(), (dec * dec).tolist(), (2.0 * dec).tolist()
     drops = (lo[1:] > lo[:-1]).tolist()
     Grow = np.ascontiguousarray(Gin.transpose(1, 0, 2))              # (B, nc, B): row k of every part
@@ -146,7 +147,7 @@ def _steps(self: MONORMA, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
         if 0 < den < float("inf"):
             den = den ** p3
             dl = [x ** p2 / den for x in v]
-        hist[g0 + k] = dl
+        hist[g0 - r0 + k] = dl
     return Cb, np.array(dl), gam
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #972eac94
@@ -183,7 +184,7 @@ def _block(self: MONORMA, Xb, Yb, etas, dec, lo):
 def weights_history_(self: MONORMA):
     "delta_t after each step t = 1..n, shape (n, m)."
     check_fitted(self, "n_seen_")
-    return self._hist[:self.n_seen_].copy()
+    return self._kept_steps("_hist")
 
 
 @patch

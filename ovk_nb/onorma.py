@@ -65,9 +65,9 @@ class ONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     _frozen = KernelStream._frozen + ("kernel", "loss")
 
     def __init__(self, kernel=None, lam: float = 0.01, eta: float = 1.0, schedule="invsqrt",
-                 truncation=None, loss: str = "squared"):
+                 truncation=None, loss: str = "squared", history=None):
         self.kernel, self.lam, self.eta, self.schedule = kernel, lam, eta, schedule
-        self.truncation, self.loss = truncation, loss
+        self.truncation, self.loss, self.history = truncation, loss, history
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #dcfd7f24
 @patch

@@ -120,8 +120,8 @@ class OSKAAR(StreamLearner):
     _block_size = 256
     _threads = 1               # BLAS threads inside a pass (None: leave BLAS alone); see the benchmark
 
-    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, budget=None):
-        self.kernel, self.lam, self.decoder, self.budget = kernel, lam, decoder, budget
+    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, budget=None, history=None):
+        self.kernel, self.lam, self.decoder, self.budget, self.history = kernel, lam, decoder, budget, history
 
     partial_fit = fit_context(StreamLearner.partial_fit)
     fit = fit_context(StreamLearner.fit)
@@ -212,8 +212,9 @@ def _record(self: OSKAAR, G, cb, reg):
     g, B, dec = self.n_seen_, len(G), self.decoder_
     Z = dec.decode(G, reg, g + np.arange(B))
     loss = dec.task_loss(Z, cb, reg)
-    self._dec[g:g + B], self._losses[g:g + B] = Z, loss
-    self._surr[g:g + B] = dec.surrogate(G, cb, reg)
+    r = g - self._rec0                                    # the records keep the steps from `_rec0` on
+    self._dec[r:r + B], self._losses[r:r + B] = Z, loss
+    self._surr[r:r + B] = dec.surrogate(G, cb, reg)
     self._err_sum += float(loss.sum())
     self.n_seen_ = g + B
 
@@ -294,16 +295,14 @@ def __getstate__(self: OSKAAR):
     "Pickle the live part only: records up to n_seen_, inputs and codes up to `_n_in` (the factor pickles its n x n)."
     state = self.__dict__.copy()
     if "_losses" in state:
-        for name in self._step_records:
-            state[name] = getattr(self, name)[:self.n_seen_].copy()
+        self._records_state(state)
         state["_X"], state["_codes"] = self._X[:self._n_in].copy(), self._codes[:self._n_in].copy()
     return state
 
 
 def _rec(name, doc):
     def get(self):
-        check_fitted(self, "n_seen_")
-        return getattr(self, name)[:self.n_seen_].copy()
+        return self._kept_steps(name)        # every round, or the last `history` rounds
     return property(get, doc=doc)
 
 

@@ -76,8 +76,9 @@ class SALAMI(OSKAAR):
     _frozen = ("kernel", "lam", "decoder", "eta", "lifetime")
     _step_records = OSKAAR._step_records + ("_n_live", "_mean_start")
 
-    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4):
+    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None):
         self.kernel, self.lam, self.decoder, self.eta, self.lifetime = kernel, lam, decoder, eta, lifetime
+        self.history = history
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #9e02ffa9
 @patch
@@ -151,7 +152,8 @@ def _block_salami(self: SALAMI, Xb, cb, reg):
     keep = np.nonzero(ends > g + B)[0]
     self._starts, self._cum, self._agg = starts[keep], cum[keep], agg
     self._factors = [factors[e] for e in keep]
-    self._n_live[g:g + B], self._mean_start[g:g + B] = n_live, mean_start
+    r = g - self._rec0
+    self._n_live[r:r + B], self._mean_start[r:r + B] = n_live, mean_start
     self._record(G, cb, reg)
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #8d68fc25
@@ -182,8 +184,7 @@ def active_experts_(self: SALAMI):
 # %% ../nbs/2_algorithms/07_salami.ipynb #90351879
 def _record(name, doc):
     def get(self):
-        check_fitted(self, "n_seen_")
-        return getattr(self, name)[:self.n_seen_].copy()
+        return self._kept_steps(name)        # every round, or the last `history` rounds
     return property(get, doc=doc)
 
 

@@ -87,7 +87,9 @@ class StreamLearner(BaseEstimator):
     """Base of every online learner: the `partial_fit` template (validate -> `_setup` and `_init_stream` at the first call
     -> `_targets` -> `_run`), `fit`, river's learn_one / predict_one / learn_many / predict_many and per-step records."""
     _frozen = ()               # hyper-parameters fixed at the first call (they shape the stream)
-    _step_records = ()         # arrays with one row per step, grown geometrically and pickled up to n_seen_
+    _step_records = ()         # arrays with one row per step from step `_rec0` on, grown geometrically, pickled
+    _rec0 = 0                  # the stream step of the records' first row (> 0 once `history` has dropped old steps)
+    _parameter_constraints = {"history": [None, Interval(numbers.Integral, 0, None)]}
 
     def _use_params(self, first):
         "Store what the pass reads from the validated hyper-parameters (nothing by default)."
@@ -95,13 +97,40 @@ class StreamLearner(BaseEstimator):
 
 @patch
 def _grow_records(self: StreamLearner, n):
-    "Room for n more rows in every per-step record (geometric growth: amortised O(1) per step)."
+    """Room for n more rows in every per-step record. With `history=k` the steps older than the last k are dropped when
+    the records fill (then they hold at most 2 (k + n) rows); geometric growth: amortised O(1) per step."""
+    if not self._step_records:
+        return
+    k, r0 = getattr(self, "history", None), self._rec0
+    if min(len(getattr(self, name)) for name in self._step_records) >= self.n_seen_ + n - r0:
+        return
+    new0 = r0 if k is None else max(r0, self.n_seen_ - k)
+    keep = self.n_seen_ - new0
     for name in self._step_records:
         old = getattr(self, name)
-        if len(old) < self.n_seen_ + n:
-            rec = np.zeros((max(self.n_seen_ + n, 2 * len(old)),) + old.shape[1:], dtype=old.dtype)
-            rec[:self.n_seen_] = old[:self.n_seen_]
-            setattr(self, name, rec)
+        size = max(keep + n, 2 * len(old)) if k is None else 2 * (keep + n)
+        rec = np.zeros((size,) + old.shape[1:], dtype=old.dtype)
+        rec[:keep] = old[new0 - r0:self.n_seen_ - r0]
+        setattr(self, name, rec)
+    self._rec0 = new0
+
+
+@patch
+def _kept_steps(self: StreamLearner, name):
+    "The kept rows of the per-step record `name`: every step, or the last `history` steps."
+    check_fitted(self, "n_seen_")
+    k, end = getattr(self, "history", None), self.n_seen_ - self._rec0
+    return getattr(self, name)[0 if k is None else max(0, end - k):end].copy()
+
+
+@patch
+def _records_state(self: StreamLearner, state):
+    "Put the kept rows of every per-step record into a pickle's `state` (and the step of their first row)."
+    for name in self._step_records:
+        state[name] = self._kept_steps(name)
+    if self._step_records:
+        state["_rec0"] = self.n_seen_ - len(state[self._step_records[0]])
+    return state
 
 # %% ../nbs/1_shared/03_streaming.ipynb #884380d8
 class KernelStream(StreamLearner):
@@ -182,8 +211,7 @@ def __getstate__(self: KernelStream):
     state = self.__dict__.copy()
     if "_X" in state:
         state["_X"], state["_C"] = (v.copy() for v in self._live())
-        for name in self._step_records:
-            state[name] = getattr(self, name)[:self.n_seen_].copy()
+        self._records_state(state)
         state["_base"] = self._lo
     return state
 
@@ -230,7 +258,7 @@ def _block_start(self: KernelStream, Xb, dec, lo):
 def _record_errors(self: KernelStream, errs):
     "Store the online errors of the block's steps (the block has not moved `n_seen_` yet)."
     g0 = self.n_seen_
-    self._errs[g0:g0 + len(errs)] = errs
+    self._errs[g0 - self._rec0:g0 - self._rec0 + len(errs)] = errs
     self._err_sum += float(np.sum(errs))
 
 # %% ../nbs/1_shared/03_streaming.ipynb #9ac519e9
@@ -340,6 +368,7 @@ def partial_fit(self: StreamLearner, X, Y, **setup):
     if first:
         d = self._setup(X, Y, **setup)
         self.n_features_in_ = X.shape[1]
+        self._rec0 = 0
         self._init_stream(X.shape[1], d)
     self._run(X, self._targets(X, Y))
     self.cumulative_error_ = self._err_sum / self.n_seen_
@@ -412,5 +441,4 @@ def support_(self: KernelStream):
 @patch(as_prop=True)
 def errors_(self: KernelStream):
     "Per-step online loss ||f_{t-1}(x_t) - y_t||^2 (squared) or 0/1 mistakes (margin), t = 1..n."
-    check_fitted(self, "n_seen_")
-    return self._errs[:self.n_seen_].copy()
+    return self._kept_steps("_errs")

@@ -173,10 +173,41 @@ def test_structured_learn_one_follows_partial_fit(name):
 @pytest.mark.parametrize("name", SNAMES)
 def test_structured_constraints_are_checked_naming_the_argument(name):
     X, Y = sstream(name)
-    cons = type(STRUCTURED[name]())._parameter_constraints    # the effective declaration (SALAMI replaces OSKAAR's)
-    assert set(cons) == set(STRUCTURED[name]().get_params(deep=False)), "every hyper-parameter has a declared constraint"
-    for param in cons:
+    cons = {}
+    for cls in reversed(type(STRUCTURED[name]()).__mro__):   # the effective declaration, merged as validation merges it
+        cons.update(getattr(cls, "_parameter_constraints", {}) or {})
+    params = set(STRUCTURED[name]().get_params(deep=False))
+    assert params <= set(cons), "every hyper-parameter has a declared constraint"
+    for param in sorted(params):
         with pytest.raises(ValueError, match=f"{param} must be"):
             STRUCTURED[name]().set_params(**{param: object()}).partial_fit(X, Y)
     with pytest.raises(ValueError, match="0 sample"):
         STRUCTURED[name]().partial_fit(X[:0], Y[:0])
+
+
+# --- per-step records: every step, or the last `history` steps in bounded memory ----------------------------------------
+@pytest.mark.parametrize("name", ["onorma", "monorma", "oskaar", "salami"])
+def test_history_keeps_the_last_steps_in_bounded_memory(name):
+    make = {"onorma": lambda **k: LEARNERS["onorma"]().set_params(**k),
+            "monorma": lambda **k: LEARNERS["monorma"]().set_params(**k),
+            "oskaar": lambda **k: STRUCTURED["oskaar"]().set_params(**k),
+            "salami": lambda **k: STRUCTURED["salami"]().set_params(**k)}[name]
+    if name in ("onorma", "monorma"):
+        X, Y, kw = stream(name)
+    else:
+        (X, Y), kw = sstream(name), {}
+    full = make().partial_fit(X, Y, **kw)
+    k = 7
+    short = make(history=k)
+    sizes = []
+    for i in range(len(X)):
+        short.partial_fit(X[i:i + 1], Y[i:i + 1], **kw)
+        sizes.append(max(len(getattr(short, r)) for r in short._step_records))
+    assert max(sizes) <= 2 * (k + 1)                      # bounded whatever the stream length
+    rec = {"onorma": "errors_", "monorma": "weights_history_", "oskaar": "losses_", "salami": "losses_"}[name]
+    np.testing.assert_allclose(getattr(short, rec), getattr(full, rec)[-k:], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(short.cumulative_error_ if hasattr(short, "cumulative_error_") else 0.0,
+                               full.cumulative_error_ if hasattr(full, "cumulative_error_") else 0.0, rtol=1e-9)
+    again = pickle.loads(pickle.dumps(short))             # resumes with the kept steps only
+    np.testing.assert_array_equal(getattr(again, rec), getattr(short, rec))
+    assert len(make(history=0).partial_fit(X, Y, **kw).__getattribute__(rec)) == 0
