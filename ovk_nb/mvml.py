@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
@@ -18,8 +18,9 @@ from .validation import Interval, Options, check_matrix, check_X, check_X_Y, fit
 
 # %% auto #0
 __all__ = ['METRICS', 'MultiViewKernel', 'Metric', 'group_norms', 'objective', 'g_step', 'w_step', 'a_step', 'prox_step',
-           'MVMLState', 'alternate', 'mvml_dense_reference', 'full_g_reference', 'stack_views', 'check_views',
-           'mean_distance_gamma', 'MVML', 'MVMLClassifier']
+           'MVMLState', 'alternate', 'LowRankMetric', 'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank',
+           'mvml_dense_reference', 'full_g_reference', 'stack_views', 'check_views', 'mean_distance_gamma', 'MVML',
+           'MVMLClassifier']
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #a1aca1b3
 def _embed(Z, offs):
@@ -71,6 +72,10 @@ class Metric:
 
     def dense(self):
         return (self.Q * self.a) @ self.Q.T
+
+    def group_norms(self, offs):
+        "||A_lm||_F."
+        return group_norms(self.dense(), offs)
 
 
 @dataclass
@@ -217,6 +222,188 @@ def alternate(P: _Problem, M: Metric, w, learn_metric: bool, learn_w: bool, mu: 
             break
     return MVMLState(M, g, w, hist, it, steps)
 
+# %% ../nbs/2_algorithms/05_mvml.ipynb #0d2bea7b
+@dataclass
+class LowRankMetric:
+    """A = Q B Q^T, B = alpha diag(a0) + U diag(s) U^T in the fixed basis Q = `basis` (r, k) of the initial metric:
+    symmetric PSD (definite on the range of Q) whenever alpha > 0 and s >= 0. The eigen-form (a, Q) with the cut-off is
+    computed once, when asked; koffs: view offsets in the k columns of a view-block-diagonal basis (None: unknown)."""
+    basis: np.ndarray
+    a0: np.ndarray
+    alpha: float = 1.0
+    U: np.ndarray = None
+    s: np.ndarray = None
+    koffs: np.ndarray = None
+    rcond: float = 1e-12
+    _eig: tuple = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.U is None:
+            self.U, self.s = np.zeros((len(self.a0), 0)), np.zeros(0)
+
+    def inner(self):
+        "B (k, k), dense."
+        B = (self.U * self.s) @ self.U.T
+        B[np.diag_indices_from(B)] += self.alpha * self.a0
+        return B
+
+    def _eigen(self):
+        if self._eig is None:
+            a, R = eigh_psd(self.inner(), rcond=self.rcond)
+            self._eig = (a, self.basis @ R)
+        return self._eig
+
+    a = property(lambda self: self._eigen()[0], doc="eigenvalues of A above the cut-off")
+    Q = property(lambda self: self._eigen()[1], doc="their eigenvectors (r, k')")
+
+    def dense(self):
+        return (self.basis @ self.inner()) @ self.basis.T
+
+# %% ../nbs/2_algorithms/05_mvml.ipynb #c6c75967
+def _frob2(self):
+    "||A||_F^2 = ||B||_F^2 from the factors, O(k j^2)."
+    UU, sa = self.U.T @ self.U, self.s
+    return float(self.alpha ** 2 * self.a0 @ self.a0 + 2 * self.alpha * sa @ ((self.U ** 2).T @ self.a0)
+                 + np.sum(np.outer(sa, sa) * UU ** 2))
+
+
+def _step(self, c, s, u):
+    "The metric c A + s (Q u)(Q u)^T."
+    return LowRankMetric(self.basis, self.a0, self.alpha * c, np.column_stack([self.U, u]), np.append(c * self.s, s),
+                         self.koffs, self.rcond)
+
+
+def _lr_group_norms(self, offs):
+    "||A_lm||_F (from B when the basis is block-diagonal by view)."
+    return group_norms(self.inner(), self.koffs) if self.koffs is not None else group_norms(self.dense(), offs)
+
+
+LowRankMetric.frob2, LowRankMetric.step, LowRankMetric.group_norms = _frob2, _step, _lr_group_norms
+
+# %% ../nbs/2_algorithms/05_mvml.ipynb #cd166dea
+class _Lifted:
+    """The problem in the basis Q for the view weights w: H = (D_w Q)^T G (D_w Q) (block by block when Q is block-diagonal
+    by view: 2 r^3 / v flops) and the eigen-form V diag(e) V^T of H0 = diag(sqrt a0) H diag(sqrt a0) (the g-step's matrix
+    of the initial metric); shared by every target."""
+    def __init__(self, G, M0: LowRankMetric, w, offs):
+        self.w, self.sa0 = np.asarray(w, float), np.sqrt(M0.a0)
+        self.DQ = np.repeat(self.w, np.diff(offs))[:, None] * M0.basis
+        if M0.koffs is None:
+            H = self.DQ.T @ G @ self.DQ
+        else:
+            o, ko, v = offs, M0.koffs, len(offs) - 1
+            Qs = [self.DQ[o[l]:o[l + 1], ko[l]:ko[l + 1]] for l in range(v)]
+            H = np.zeros((ko[-1], ko[-1]))
+            for l in range(v):
+                for m in range(l, v):
+                    H[ko[l]:ko[l + 1], ko[m]:ko[m + 1]] = Qs[l].T @ G[o[l]:o[l + 1], o[m]:o[m + 1]] @ Qs[m]
+                    H[ko[m]:ko[m + 1], ko[l]:ko[l + 1]] = H[ko[l]:ko[l + 1], ko[m]:ko[m + 1]].T
+        self.H = (H + H.T) / 2
+        self.e, self.V = eigh_psd(self.sa0[:, None] * self.H * self.sa0[None, :])
+
+    def columns(self, U):
+        "(H U, V^T diag(sqrt a0) H U) for new metric directions U (k, j)."
+        HU = self.H @ U
+        return HU, self.V.T @ (self.sa0[:, None] * HU)
+
+# %% ../nbs/2_algorithms/05_mvml.ipynb #6b426c2e
+def _inv_apply(M: LowRankMetric, x):
+    "(B^{-1} x, x^T B^{-1} x) through the min-norm gamma with F gamma = x, F = [diag(sqrt(alpha a0)) | U diag(sqrt s)]: a sum of squares."
+    f0, W = np.sqrt(M.alpha * M.a0), M.U * np.sqrt(M.s)
+    j = W.shape[1]
+    g1 = np.linalg.lstsq(np.vstack([W / f0[:, None], np.eye(j)]), np.concatenate([x / f0, np.zeros(j)]), rcond=None)[0] \
+        if j else np.zeros(0)
+    g0 = (x - W @ g1) / f0
+    return g0 / f0, float(g0 @ g0 + g1 @ g1)
+
+
+def lowrank_g_step(L: _Lifted, h, M: LowRankMetric, T, UHU, lam):
+    """(15) with the factor F = [diag(sqrt(alpha a0)) | U diag(sqrt s)] of B (B = F F^T): ridge in beta = (beta0, beta1).
+    The k x k block alpha H0 + lam I through the shared eigen-form (in V's coordinates), the j x j Schur complement
+    directly; T = V^T diag(sqrt a0) H U and UHU = U^T H U kept by the caller. O(k^2 + k j^2). Returns v = F beta (g = Q v)
+    and ||beta||^2 = v^T B^{-1} v."""
+    sa, rs = np.sqrt(M.alpha), np.sqrt(M.s)
+    d = M.alpha * L.e + lam
+    r0 = L.V.T @ (sa * L.sa0 * h)                   # V^T rhs0
+    if len(rs):
+        Ch = sa * T * rs[None, :]                   # V^T C, C = the k x j block of F^T H F
+        Sc = rs[:, None] * UHU * rs[None, :] - Ch.T @ (Ch / d[:, None])
+        Sc = (Sc + Sc.T) / 2
+        Sc[np.diag_indices_from(Sc)] += lam
+        b1 = sla.solve(Sc, rs * (M.U.T @ h) - Ch.T @ (r0 / d), assume_a="sym")
+        r0 = r0 - Ch @ b1
+    else:
+        b1 = np.zeros(0)
+    b0 = r0 / d                                     # beta0 in V's coordinates
+    return sa * L.sa0 * (L.V @ b0) + M.U @ (rs * b1), float(b0 @ b0 + b1 @ b1)
+
+# %% ../nbs/2_algorithms/05_mvml.ipynb #7d5c7a86
+def lowrank_a_step(M: LowRankMetric, u, p, data, J, lam, eta, mu, max_halvings=40):
+    """(16) on B with g fixed, v = Q^T g, u = B^{-1} v, p = v^T B^{-1} v: the trial J(t) in closed form (Sherman-Morrison
+    for the penalty, the Frobenius norm of a rank-one update), O(1) per trial after one O(k j^2) solve.
+    Returns (M, u, p, J, accepted step or 0.0)."""
+    z, r3 = _inv_apply(M, u)
+    q, F2, t = float(u @ u), M.frob2(), mu
+    for _ in range(max_halvings):
+        c, s = 1 - 2 * t * eta, t * lam
+        p2 = (p - s * q * q / (c + s * r3)) / c
+        J2 = data + lam * p2 + eta * (c * c * F2 + 2 * c * s * p + s * s * q * q)
+        if J2 <= J:
+            return M.step(c, s, u), (u - s * q / (c + s * r3) * z) / c, p2, J2, t
+        t /= 2
+    return M, u, p, J, 0.0
+
+# %% ../nbs/2_algorithms/05_mvml.ipynb #206d82b1
+def _lifted_state(L: _Lifted, P: _Problem, M: LowRankMetric):
+    "(h, H U, T = V^T diag(sqrt a0) H U, U^T H U) of the target P in L."
+    HU, T = L.columns(M.U)
+    return L.DQ.T @ P.b, HU, T, M.U.T @ HU
+
+
+def _w_update(P: _Problem, M: LowRankMetric, L: _Lifted, M0, v, p, J):
+    "(17) with the step accepted if J does not increase: (L, data, J) for the new w, or None."
+    g = M.basis @ v
+    w2 = w_step(P, g)
+    dg = P.scale(w2) * g
+    data2 = max(P.yy - 2 * dg @ P.b + dg @ P.G @ dg, 0.0)
+    J2 = data2 + P.lam * p + P.eta * M.frob2()
+    return (_Lifted(P.G, M0, w2, P.offs), data2, J2) if J2 <= J else None
+
+# %% ../nbs/2_algorithms/05_mvml.ipynb #6823ca10
+def alternate_lowrank(P: _Problem, M0: LowRankMetric, L: _Lifted, learn_w, mu, a_steps, max_iter, tol) -> MVMLState:
+    "Algorithm 1 (b) for the Frobenius regulariser with B = alpha diag(a0) + U diag(s) U^T (the iterates of `alternate`)."
+    M, (h, HU, T, UHU) = M0, _lifted_state(L, P, M0)
+
+    def gstep():
+        v, p = lowrank_g_step(L, h, M, T, UHU, P.lam)
+        Hv = L.H @ v
+        data = max(P.yy - 2 * v @ h + v @ Hv, 0.0)
+        return v, p, Hv, data, data + P.lam * p + P.eta * M.frob2()
+
+    v, p, Hv, data, J = gstep()
+    hist, steps, t = [J], [], mu
+    while len(hist) - 1 < max_iter:
+        saved = (M, L, h, HU, T, UHU, v, p)
+        u = (h - Hv) / P.lam                       # B^{-1} v by the g-step's optimality (H + lam B^{-1}) v = h
+        if learn_w and (new := _w_update(P, M, L, M0, v, p, J)) is not None:
+            (L, data, J), (h, HU, T, UHU) = new, _lifted_state(new[0], P, M)
+            u = _inv_apply(M, v)[0]                 # v is no longer the g-step's optimum for the new w
+        for _ in range(a_steps):
+            M, u, p, J, t = lowrank_a_step(M, u, p, data, J, P.lam, P.eta, min(mu, 2 * t) if t > 0 else mu)
+            steps.append(t)
+            if M.U.shape[1] > HU.shape[1]:          # one new direction: one column of H U, T and a border of U^T H U
+                hu, tu = L.columns(M.U[:, -1:])
+                UHU = np.block([[UHU, M.U[:, :-1].T @ hu], [hu.T @ M.U[:, :-1], M.U[:, -1:].T @ hu]])
+                HU, T = np.column_stack([HU, hu]), np.column_stack([T, tu])
+        v, p, Hv, data, J = gstep()
+        if J > hist[-1] * (1 + 1e-12):             # round-off in a trial value: undo this iteration and stop
+            M, L, h, HU, T, UHU, v, p = saved
+            break
+        hist.append(J)
+        if hist[-2] - J <= tol * abs(hist[-2]):
+            break
+    return MVMLState(M, M.basis @ v, L.w.copy(), hist, len(hist) - 1, steps)
+
 # %% ../nbs/2_algorithms/05_mvml.ipynb #52bf2ad7
 def mvml_dense_reference(Zs, y, lam, eta, A0, w0, n_iter=3, mu=0.1, learn_w=False, sparse=False, a_steps=1):
     """Literal (15)-(18): Zs the per-view features U_l (n, r_l), A0 (r, r); returns (A, g, w) after n_iter outer loops
@@ -349,9 +536,16 @@ def _initial_metric(kind, G, offs, rcond):
         return Metric(np.ones(r), np.eye(r))
     if kind == "cov":
         return Metric.of(G, rcond)
+    M = _initial_lowrank(G, offs, rcond)
+    return Metric(M.a0, M.basis)
+
+
+def _initial_lowrank(G, offs, rcond):
+    "blockdiag(Z_l^T Z_l) in eigen-form: the start of the learned metric, its basis block-diagonal by view."
     blocks = [Metric.of(G[offs[l]:offs[l + 1], offs[l]:offs[l + 1]], rcond) for l in range(len(offs) - 1)]
-    Q = sla.block_diag(*[b.Q for b in blocks]) if blocks else np.zeros((r, 0))
-    return Metric(np.concatenate([b.a for b in blocks]), Q)
+    koffs = np.concatenate([[0], np.cumsum([len(b.a) for b in blocks])]).astype(int)
+    return LowRankMetric(sla.block_diag(*[b.Q for b in blocks]), np.concatenate([b.a for b in blocks]), koffs=koffs,
+                         rcond=rcond)
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #b0697249
 from sklearn.utils import check_random_state  # noqa: E402
@@ -377,13 +571,19 @@ def _solve_columns(self, X, Y):
     omega = {"learned": "frobenius", "sparse": "group"}.get(self.metric, "none")
     learn = self.metric in ("learned", "sparse") and self.a_steps > 0
     mu, v = self._mu(), len(offs) - 1
-    M0 = _initial_metric(self.metric, G, offs, self.rcond)
-    out = []
+    w0, out = np.full(v, 1.0 / v), []
     with threadpool_limits(1 if offs[-1] < 1000 else None):     # small eigh/Cholesky: threads only add overhead
+        if self.metric == "learned" and learn:                  # the fast path: one lifted problem for every target
+            M0 = _initial_lowrank(G, offs, self.rcond)
+            L = _Lifted(G, M0, w0, offs)
+        else:
+            M0 = _initial_metric(self.metric, G, offs, self.rcond)
         for t in range(Y.shape[1]):
             P = _Problem(G, B[:, t], float(Y[:, t] @ Y[:, t]), offs, float(self.lam), float(self.eta), omega)
-            out.append(alternate(P, M0, np.full(v, 1.0 / v), learn, bool(self.learn_w), mu, int(self.a_steps),
-                                 int(self.max_iter), float(self.tol), float(self.rcond)))
+            out.append(alternate_lowrank(P, M0, L, bool(self.learn_w), mu, int(self.a_steps), int(self.max_iter),
+                                         float(self.tol)) if isinstance(M0, LowRankMetric) else
+                       alternate(P, M0, w0, learn, bool(self.learn_w), mu, int(self.a_steps), int(self.max_iter),
+                                 float(self.tol), float(self.rcond)))
     return out
 
 
@@ -411,7 +611,7 @@ def _as_1d(y):
 
 
 def _pattern(M: Metric, offs, rtol=1e-10):
-    N = group_norms(M.dense(), offs)
+    N = M.group_norms(offs)
     return N > rtol * max(N.max(initial=0.0), 1e-300)
 
 

@@ -105,3 +105,22 @@ def test_classifier_one_vs_all():
     c = MVMLClassifier(vs, n_components=0.5, random_state=0).fit(Xs, yc)
     assert c.score(Xs, yc) > 0.9 and c.decision_function(Xs).shape == (60, 3)
     assert set(c.predict(Xs)) <= {3, 5, 7}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lowrank_alternation_follows_eigen_form(seed):
+    from ovk_nb.mvml import LowRankMetric, _initial_metric, _Problem, alternate, objective
+    r = np.random.default_rng(seed)
+    X, y = r.normal(size=(40, 5)), r.normal(size=40)
+    kw = dict(lam=10 ** r.uniform(-3, 0), eta=float(r.choice([0.0, 0.3, 1.0, 5.0])), learn_w=bool(seed % 2),
+              a_steps=int(r.integers(1, 4)), max_iter=6, tol=0)
+    m = MVML(VIEWS, RBF(0.5), n_components=int(r.choice([15, 40])), random_state=seed, **kw).fit(X, y)
+    G, B = m.features_.normal_equations(X, y)
+    o = m.features_.offsets
+    P = _Problem(G, B[:, 0], float(y @ y), o, kw["lam"], kw["eta"])
+    ref = alternate(P, _initial_metric("learned", G, o, 1e-12), [0.5, 0.5], True, kw["learn_w"], m._mu(), kw["a_steps"],
+                    6, 0.0)
+    assert isinstance(m.metric_, LowRankMetric) and m.steps_ == ref.steps
+    np.testing.assert_allclose(m.objective_, ref.objective, rtol=1e-5)
+    np.testing.assert_allclose(m.A_, ref.M.dense(), atol=1e-4 * np.abs(ref.M.dense()).max())
+    assert objective(P, m.metric_, m.w_, m.g_) == pytest.approx(m.objective_[-1], rel=1e-9)
