@@ -5,18 +5,20 @@
 # %% ../nbs/1_shared/02_linalg.ipynb #d5476590
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
 from fastcore.basics import patch
+from threadpoolctl import ThreadpoolController
 
 from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, check_gram_finite, sq_distances
 
 # %% auto #0
 __all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
            'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel',
-           'nystrom_fit', 'BlockNystrom']
+           'nystrom_fit', 'BlockNystrom', 'blas_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -466,3 +468,15 @@ class BlockNystrom:
             G += Z.T @ Z
             B += Z.T @ Y[sl]
         return (G + G.T) / 2, B
+
+# %% ../nbs/1_shared/02_linalg.ipynb #462dca3c
+_CONTROLLER = []
+
+
+def blas_threads(limit: int | None):
+    "Context manager: at most `limit` BLAS threads inside (None: leave BLAS alone). One cached ThreadpoolController."
+    if limit is None:
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=int(limit), user_api="blas")

@@ -13,6 +13,7 @@ import numpy as np
 from fastcore.basics import patch
 from sklearn.base import BaseEstimator
 
+from .linalg import blas_threads
 from .validation import (Interval, Options, Predicate, check_fitted, check_input, check_matrix, check_X, check_X_Y,
                                fit_context, validate_estimator_params, validate_params)
 
@@ -88,6 +89,7 @@ class StreamLearner(BaseEstimator):
     -> `_targets` -> `_run`), `fit`, river's learn_one / predict_one / learn_many / predict_many and per-step records."""
     _frozen = ()               # hyper-parameters fixed at the first call (they shape the stream)
     _step_records = ()         # arrays with one row per step from step `_rec0` on, grown geometrically, pickled
+    _threads = 1               # BLAS threads inside a pass (None: leave BLAS alone): many small products, see below
     _rec0 = 0                  # the stream step of the records' first row (> 0 once `history` has dropped old steps)
     _parameter_constraints = {"history": [None, Interval(numbers.Integral, 0, None)]}
 
@@ -370,7 +372,8 @@ def partial_fit(self: StreamLearner, X, Y, **setup):
         self.n_features_in_ = X.shape[1]
         self._rec0 = 0
         self._init_stream(X.shape[1], d)
-    self._run(X, self._targets(X, Y))
+    with blas_threads(self._threads):       # small products: one thread (the decision above `_run`)
+        self._run(X, self._targets(X, Y))
     self.cumulative_error_ = self._err_sum / self.n_seen_
     if not np.isfinite(self.cumulative_error_):
         warnings.warn(f"{type(self).__name__} diverged (non-finite online error): eta_t ||K(x, x)|| is too large "
