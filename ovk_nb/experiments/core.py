@@ -8,15 +8,18 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['REGISTRY', 'Experiment', 'experiment', 'in_test', 'rows_to_markdown', 'rows_to_csv', 'Run', 'single_threaded']
+__all__ = ['REGISTRY', 'VERDICT_KINDS', 'Experiment', 'experiment', 'in_test', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind',
+           'section_anchor', 'evidence_link', 'Run', 'single_threaded']
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #51f3be76
 @dataclass
@@ -26,15 +29,17 @@ class Experiment:
     title: str
     paper: str | None = None
     module: str = ""
+    section: str | None = None        # the notebook heading above the experiment: where the report links to
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(name: str, title: str, paper: str | None = None):
-    "Decorator registering `func(run)` as the experiment `name` of `ovk-nb reproduce`."
+def experiment(name: str, title: str, paper: str | None = None, section: str | None = None):
+    """Decorator registering `func(run)` as the experiment `name` of `ovk-nb reproduce`; `section` is the heading of its
+    notebook that holds the evidence (the report's links point there)."""
     def deco(func):
-        REGISTRY[name] = Experiment(name, func, title, paper, func.__module__)
+        REGISTRY[name] = Experiment(name, func, title, paper, func.__module__, section)
         return func
     return deco
 
@@ -50,11 +55,16 @@ def _fmt(v):
     return "" if v is None else str(v)
 
 
+def _cell(v) -> str:
+    "A Markdown cell: `_fmt`, with '|' escaped so that a header such as ||delta||_r does not split the table."
+    return _fmt(v).replace("|", "\\|")
+
+
 def rows_to_markdown(rows: list[dict]) -> str:
     "A Markdown table from a list of dicts (columns in first-seen order)."
     cols = list(dict.fromkeys(k for r in rows for k in r))
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    lines = ["| " + " | ".join(map(_cell, cols)) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -66,6 +76,32 @@ def rows_to_csv(rows: list[dict]) -> str:
     for r in rows:
         w.writerow({c: r.get(c, "") for c in cols})
     return buf.getvalue()
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #9731a02e
+VERDICT_KINDS = ("reproduced", "differs", "not reproducible", "figure only", "own check")
+
+
+def verdict_kind(verdict: str | None) -> str:
+    "The kind a verdict starts with (one of `VERDICT_KINDS`), or 'not judged' for None / ''."
+    if not verdict:
+        return "not judged"
+    v = verdict.strip().lower()
+    for k in VERDICT_KINDS:
+        if v.startswith(k):
+            return k
+    raise ValueError(f"a verdict starts with one of {VERDICT_KINDS}; got {verdict!r}")
+
+
+def section_anchor(heading: str) -> str:
+    "The anchor the docs builder gives a heading: lower case, spaces to '-', only word characters, '.' and '-'."
+    s = re.sub(r"<[^>]+>", "", heading).strip().lower()
+    return re.sub(r"[^\w.\- ]", "", s).replace(" ", "-")
+
+
+def evidence_link(module: str, section: str | None = None) -> str:
+    "`3_reproduction/paperNNN.html#anchor`: the docs page of an experiment module and the anchor of `section`."
+    page = f"3_reproduction/{module.rsplit('.', 1)[-1]}.html"
+    return page + (f"#{section_anchor(section)}" if section else "")
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #b2edf3a8
 @dataclass
@@ -80,6 +116,7 @@ class Run:
     figures: list = field(default_factory=list)
     comparisons: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    rows: dict = field(default_factory=dict)      # table name -> its rows (the HTML report builds its tables from them)
 
     @classmethod
     def inline(cls, quick: bool | None = None, seed: int = 0):
@@ -101,34 +138,53 @@ class Run:
                 tot = f"/{total}" if total else ""
                 print(f"  [{self.name}] {desc} {i}{tot} ({now - t0:.1f}s)", file=sys.stderr, flush=True)
 
-    def table(self, name: str, rows: list[dict], caption: str = ""):
-        md = rows_to_markdown(rows)
-        self.tables.append((name, caption, md))
-        if self.out is not None:
-            (self.out / f"{name}.csv").write_text(rows_to_csv(rows))
-            (self.out / f"{name}.md").write_text((f"{caption}\n\n" if caption else "") + md + "\n")
-        if self.show:
-            _display_markdown((f"**{caption}**\n\n" if caption else "") + md)
-        return md
+# %% ../../nbs/3_reproduction/00_core.ipynb #320825b2
+@patch
+def table(self: Run, name: str, rows: list[dict], caption: str = ""):
+    "Keep a table (a list of dicts); written as CSV and Markdown, displayed in a notebook."
+    md = rows_to_markdown(rows)
+    self.tables.append((name, caption, md)); self.rows[name] = [dict(r) for r in rows]
+    if self.out is not None:
+        (self.out / f"{name}.csv").write_text(rows_to_csv(rows))
+        (self.out / f"{name}.md").write_text((f"{caption}\n\n" if caption else "") + md + "\n")
+    if self.show:
+        _display_markdown((f"**{caption}**\n\n" if caption else "") + md)
+    return md
 
-    def figure(self, name: str, fig, caption: str = ""):
-        import matplotlib.pyplot as plt
-        self.figures.append((name, caption))
-        if self.out is not None:
-            fig.savefig(self.out / f"{name}.png", dpi=110, bbox_inches="tight")
-        if self.show:
-            _display_figure(fig)
-        plt.close(fig)
 
-    def compare(self, what: str, ours: float, paper: float | None = None, note: str = ""):
-        "A summary line: our number beside the paper's (None where the paper gives none)."
-        self.comparisons.append({"experiment": self.name, "quantity": what, "ours": float(ours),
-                                 "paper": None if paper is None else float(paper), "note": note})
+@patch
+def figure(self: Run, name: str, fig, caption: str = ""):
+    "Keep a figure: saved as PNG (legible at 110 dpi), displayed in a notebook."
+    import matplotlib.pyplot as plt
+    self.figures.append((name, caption))
+    if self.out is not None:
+        fig.savefig(self.out / f"{name}.png", dpi=110, bbox_inches="tight")
+    if self.show:
+        _display_figure(fig)
+    plt.close(fig)
 
-    def note(self, text: str):
-        self.notes.append(text)
-        if self.show:
-            _display_markdown(text)
+
+@patch
+def compare(self: Run, what: str, ours: float, paper: float | None = None, note: str = "", verdict: str | None = None,
+            incomparable: str = "", section: str | None = None):
+    """A summary line: our number, the paper's where it is comparable (else `incomparable` says why), and the verdict
+    (see `VERDICT_KINDS`); `section`: the notebook heading with the evidence (default: the experiment's)."""
+    verdict_kind(verdict)                                    # refuses a verdict of no known kind
+    if incomparable and paper is not None:
+        raise ValueError("give the paper's number only where it is comparable (paper=None with `incomparable`)")
+    self.comparisons.append({"experiment": self.name, "quantity": what, "ours": float(ours),
+                             "paper": None if paper is None else float(paper), "note": note,
+                             "verdict": verdict or "", "incomparable": incomparable, "section": section or ""})
+    if self.show and verdict:
+        _display_markdown(f"*{what}*: ours {_fmt(float(ours))}, paper {_fmt(paper) if paper is not None else incomparable or '-'}"
+                          f" -- **{verdict}**")
+
+
+@patch
+def note(self: Run, text: str):
+    self.notes.append(text)
+    if self.show:
+        _display_markdown(text)
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #138559ec
 def _display_markdown(text):
