@@ -18,7 +18,7 @@ from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, ch
 # %% auto #0
 __all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
            'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel',
-           'nystrom_fit', 'BlockNystrom', 'blas_threads']
+           'NystromSystem', 'nystrom_fit', 'BlockNystrom', 'blas_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -391,52 +391,62 @@ class NystromModel:
         return np.concatenate(outs) if outs else np.zeros((0, d))
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b2628940
-def _nystrom_separable(parts, X, Y, lam, landmarks, chunk):
-    "(6): one feature map and Omega = Z^T C T^T from an EigenFactor of Z^T Z."
-    feats = NystromFeatures(parts.scalars[0], landmarks)
-    E, V, Vinv = parts.eig
-    G, B = np.zeros((feats.rank, feats.rank)), np.zeros((feats.rank, Y.shape[1]))
-    Yh = Y @ Vinv.T
-    for sl in _chunks(len(X), chunk):
-        Z = feats(X[sl])
-        G += Z.T @ Z
-        B += Z.T @ Yh[sl]
-    gG, QG = eigh_psd(G)
-    return NystromModel([feats], [(0, EigenFactor(gG, QG, E[0], V, Vinv, QG.T @ B).smoothed(lam), None)])
+class NystromSystem:
+    """Normal equations of the Nystrom ridge fit on `landmarks` as a sum over rows: `terms(X, Y)` one chunk's (A, b),
+    `solve(A, b, lam)` the NystromModel. (6) for one separable part with its eigenbasis, (7) otherwise."""
+    def __init__(self, parts: KernelParts, landmarks):
+        self.parts, self.d = parts, parts.d
+        self.separable = parts.nc == 1 and parts.eig is not None
+        if self.separable:
+            self.feats = [NystromFeatures(parts.scalars[0], landmarks)]
+            self.size = self.feats[0].rank
+            return
+        self.feats = [NystromFeatures(k, landmarks) for k in parts.scalars]
+        self.Ss = []
+        for T in parts.T:
+            ev, Q = eigh_psd(symmetric_operator(T, parts.w))
+            self.Ss.append((Q * np.sqrt(ev)) @ Q.T)
+        self.offs = np.concatenate([[0], np.cumsum([self.feats[j].rank * self.d for j in parts.sidx])])
+        self.size = int(self.offs[-1])
+
+    def terms(self, X, Y):
+        "One chunk's share of the normal equations: (Z^T Z, Z^T Y V^{-T}) for (6), (Phi^T Phi, Phi^T y) for (7)."
+        if self.separable:
+            Z = self.feats[0](X)
+            return Z.T @ Z, Z.T @ (Y @ self.parts.eig[2].T)
+        P, offs, Ys = self.parts, self.offs, Y * self.parts.s
+        A, b = np.zeros((self.size, self.size)), np.zeros(self.size)
+        Zs = [f(X) for f in self.feats]
+        for c, j in enumerate(P.sidx):
+            b[offs[c]:offs[c + 1]] = (Zs[j].T @ Ys @ self.Ss[c]).reshape(-1)
+            for c2 in range(c, P.nc):
+                blk = np.kron(Zs[j].T @ Zs[P.sidx[c2]], self.Ss[c] @ self.Ss[c2])
+                A[offs[c]:offs[c + 1], offs[c2]:offs[c2 + 1]] = blk
+                if c2 != c:
+                    A[offs[c2]:offs[c2 + 1], offs[c]:offs[c + 1]] = blk.T
+        return A, b
+
+    def solve(self, A, b, lam) -> NystromModel:
+        "The model from the summed normal equations (A is overwritten): (6) by an EigenFactor of Z^T Z, (7) by Cholesky."
+        if self.separable:
+            E, V, Vinv = self.parts.eig
+            gG, QG = eigh_psd(A)
+            return NystromModel(self.feats, [(0, EigenFactor(gG, QG, E[0], V, Vinv, QG.T @ b).smoothed(lam), None)])
+        A[np.diag_indices_from(A)] += lam
+        beta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True), b)
+        offs = self.offs
+        blocks = [(j, beta[offs[c]:offs[c + 1]].reshape(-1, self.d), self.Ss[c]) for c, j in enumerate(self.parts.sidx)]
+        return NystromModel(self.feats, blocks, self.parts.s)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
-def _primal_system(parts, feats, Ss, X, Ys, chunk):
-    "The matrix Phi^T Phi and vector Phi^T y of (7), and the block offsets."
-    d = Ys.shape[1]
-    offs = np.concatenate([[0], np.cumsum([feats[j].rank * d for j in parts.sidx])])
-    A, b = np.zeros((offs[-1], offs[-1])), np.zeros(offs[-1])
-    for sl in _chunks(len(X), chunk):
-        Zs = [f(X[sl]) for f in feats]
-        for c, j in enumerate(parts.sidx):
-            b[offs[c]:offs[c + 1]] += (Zs[j].T @ Ys[sl] @ Ss[c]).reshape(-1)
-            for c2 in range(c, parts.nc):
-                blk = np.kron(Zs[j].T @ Zs[parts.sidx[c2]], Ss[c] @ Ss[c2])
-                A[offs[c]:offs[c + 1], offs[c2]:offs[c2 + 1]] += blk
-                if c2 != c:
-                    A[offs[c2]:offs[c2 + 1], offs[c]:offs[c + 1]] += blk.T
-    return A, b, offs
-
-
 def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> NystromModel:
-    "Ridge (1) with every scalar Gram replaced by its Nystrom approximation on `landmarks`: (6) or (7)."
-    if parts.nc == 1 and parts.eig is not None:
-        return _nystrom_separable(parts, X, Y, lam, landmarks, chunk)
-    s = parts.s
-    feats = [NystromFeatures(k, landmarks) for k in parts.scalars]
-    Ss = []
-    for T in parts.T:
-        ev, Q = eigh_psd(symmetric_operator(T, parts.w))
-        Ss.append((Q * np.sqrt(ev)) @ Q.T)
-    A, b, offs = _primal_system(parts, feats, Ss, X, Y * s, chunk)
-    A[np.diag_indices_from(A)] += lam
-    beta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True), b)
-    blocks = [(j, beta[offs[c]:offs[c + 1]].reshape(-1, Y.shape[1]), Ss[c]) for c, j in enumerate(parts.sidx)]
-    return NystromModel(feats, blocks, s)
+    "Ridge (1) with every scalar Gram replaced by its Nystrom approximation on `landmarks`: (6) or (7), summed over chunks."
+    system = NystromSystem(parts, landmarks)
+    A = b = None
+    for sl in _chunks(len(X), chunk):
+        a_, b_ = system.terms(X[sl], Y[sl])
+        A, b = (a_, b_) if A is None else (A + a_, b + b_)
+    return system.solve(A, b, lam)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #420a3f4a
 class BlockNystrom:
