@@ -16,7 +16,7 @@ PKG = ROOT / "ovk_nb"
 FLOORS = {
     1: ["validation", "kernels", "linalg", "weights", "metrics", "decoding", "streaming", "datasets"],
     2: ["ridge", "onorma", "monorma", "movkl", "kde", "oskaar", "salami", "mvml"],
-    3: ["experiments.core", "experiments.paper000", "experiments.paper001", "experiments.paper002", "experiments.paper004",
+    3: ["experiments.core", "experiments.paper000", "experiments.paper001", "experiments.paper002", "experiments.paper003", "experiments.paper004",
         "reproduce", "docs", "cli"],
 }
 # The one declared sideways arrow on floor 2: SALAMI (paper 002, Algorithm 3) is by definition an aggregate of OSKAAR
