@@ -183,6 +183,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1). A fit that fails leaves the
         estimator as it was (`fit_context`)."""
+        if _is_dask(X):                    # n too large for one machine: Nystrom on the Dask workers
+            return _fit_dask(self, X, Y)
         X, Y, y1d = _check_XY(self.kernel, X, Y)
         parts = KernelParts(self.kernel)
         solver = _choose_solver(parts, self.solver, len(X))
@@ -194,13 +196,55 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        "f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y."
+        "f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y; a Dask array for a Dask X."
+        if _is_dask(X):
+            return _predict_dask(self, X)
         X = check_X(self, X)
         F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel, X, self.X_fit_, self.coef_)
         return F[:, 0] if self._y1d else F
 
     def __sklearn_clone__(self):
         return _clone(self)
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #219bff2e
+def _is_dask(X) -> bool:
+    "A Dask array, recognised without importing dask (ovk_nb.distributed is imported only when one is given)."
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+def _fit_dask(est, X, Y):
+    "OVKRidge.fit on a Dask array X (Y Dask or numpy): Nystrom, normal equations summed on the workers."
+    from ovk_nb.distributed import as_row_blocks, dask_nystrom_fit     # imports dask: only when the user gives Dask data
+    y1d = np.ndim(Y) == 1
+    X, Y = as_row_blocks(X, Y)
+    d = est.kernel.output_dim
+    if Y.shape[1] != d:
+        raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {d}")
+    parts = KernelParts(est.kernel)
+    if est.solver not in ("auto", "nystrom"):
+        raise ValueError(f"a Dask array X needs solver='nystrom' (or 'auto'), got solver={est.solver!r}: the other solvers "
+                         "need the n x n Gram on one machine")
+    _choose_solver(parts, "nystrom", X.shape[0])
+    n, p = X.shape[0], min(int(est.n_components), X.shape[0])
+    idx = np.sort(np.random.default_rng(est.random_state).choice(n, p, replace=False))
+    est.landmarks_ = np.asarray(X[idx].compute(), dtype=float)
+    est._nystrom = dask_nystrom_fit(parts, X, Y, float(est.lam), est.landmarks_)
+    est.n_components_ = [f.rank for f in est._nystrom.feats]
+    est.n_iter_, est.coef_, est._eig_cache, est.solver_ = 1, None, None, "nystrom"
+    est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
+    return est
+
+
+def _predict_dask(est, X):
+    "OVKRidge.predict on a Dask array: blockwise on the workers, a Dask array back."
+    from ovk_nb.distributed import dask_predict
+    check_fitted(est, "n_features_in_")
+    if X.ndim != 2 or X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X must be 2-D with {est.n_features_in_} features, got shape {X.shape}")
+    if est.solver_ != "nystrom":
+        raise ValueError("predictions on a Dask array need a model fitted with solver='nystrom'")
+    F = dask_predict(est._nystrom, X)
+    return F[:, 0] if est._y1d else F
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
 def _fitted_eigen(est):
