@@ -6,15 +6,19 @@
 from __future__ import annotations
 
 import html
+import re
 import time
 import traceback
 from pathlib import Path
 
-from .experiments import paper000, paper001, paper002, paper004  # noqa: F401  (importing them registers their experiments, in this order)
-from .experiments.core import REGISTRY, Experiment, Run, rows_to_csv, rows_to_markdown
+import numpy as np
+
+from .experiments import paper000, paper001, paper002, paper003, paper004  # noqa: F401  (importing them registers their experiments, in this order)
+from .experiments.core import (REGISTRY, VERDICT_KINDS, Experiment, Run, _fmt, evidence_link, rows_to_csv,
+                                     rows_to_markdown, verdict_kind)
 
 # %% auto #0
-__all__ = ['load_experiments', 'run_experiments', 'summary_rows', 'write_report', 'markdown_to_html']
+__all__ = ['PAPERS', 'load_experiments', 'run_experiments', 'docs_base', 'summary_rows', 'write_report']
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #b32990f9
 def load_experiments() -> dict[str, Experiment]:
@@ -49,65 +53,198 @@ def run_experiments(names=None, quick: bool = False, out="reports", seed: int = 
     write_report(runs, failures, out, quick)
     return runs, failures
 
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #26bf990b
+PAPERS = {"000": "ONORMA and MONORMA: online learning with operator-valued kernels",
+          "001": "MovKL: multiple operator-valued kernel learning",
+          "002": "OSKAAR and SALAMI: online structured prediction with implicit losses",
+          "003": "MVML: multi-view metric learning",
+          "004": "Operator-valued kernel density estimation"}
+
+
+def docs_base(out) -> str:
+    "Where the report's evidence links start: the docs folder relative to `out` (from settings.ini), else `doc_host`."
+    import configparser
+    import os
+    for root in [Path(__file__).resolve().parent.parent] if "__file__" in globals() else []:
+        ini = root / "settings.ini"
+        if ini.exists():
+            cfg = configparser.ConfigParser(); cfg.read(ini)
+            s = cfg["DEFAULT"]
+            if s.get("doc_path"):
+                return Path(os.path.relpath(root / s["doc_path"], Path(out).resolve())).as_posix() + "/"
+            return s.get("doc_host", "").rstrip("/") + "/"
+    return ""
+
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #89c2ea21
 def summary_rows(runs) -> list[dict]:
-    return [c for _, r in runs for c in r.comparisons]
+    "Every summary line, with its verdict's kind and the link to its evidence (relative to the docs site)."
+    out = []
+    for exp, r in runs:
+        for c in r.comparisons:
+            c = {"verdict": "", "incomparable": "", "section": "", **c}
+            out.append({**c, "kind": verdict_kind(c["verdict"]),
+                        "evidence": evidence_link(exp.module, c["section"] or exp.section)})
+    return out
 
 
-def write_report(runs, failures, out: Path, quick: bool):
-    "Write index.md, index.html and summary.csv into `out`."
-    parts = [f"# ovk_nb reproduction report{' (quick)' if quick else ''}", ""]
-    summ = summary_rows(runs)
-    if summ:
-        parts += ["## Summary: our numbers beside the papers'", "", rows_to_markdown(summ), ""]
-        (out / "summary.csv").write_text(rows_to_csv(summ))
+def _paper_cell(c) -> str:
+    "The paper's number, or why there is none to set beside ours."
+    if c["paper"] is not None:
+        return _fmt(c["paper"])
+    if c["incomparable"]:
+        return "not comparable: " + c["incomparable"]
+    return "figure only" if c["kind"] == "figure only" else "no number in the paper"
+
+
+def _by_paper(runs) -> dict:
+    "{paper: [(experiment, run), ...]} in report order."
+    groups = {}
     for exp, run in runs:
-        parts += [f"## {exp.name}: {exp.title}", ""]
-        if exp.paper: parts += [f"Paper {exp.paper}. Time: {getattr(run, 'seconds', 0):.1f}s.", ""]
+        groups.setdefault(exp.paper or "-", []).append((exp, run))
+    return groups
+
+
+def _pairs(run) -> list:
+    "(table name or None, figure (name, caption) or None): a figure beside the table of its name, the others in order."
+    tables = [t[0] for t in run.tables]
+    figs = list(run.figures)
+    pairs = []
+    for t in tables:
+        f = next((f for f in figs if f[0] == t), None)
+        if f is not None:
+            figs.remove(f)
+        pairs.append([t, f])
+    for p in pairs:
+        if p[1] is None and figs:
+            p[1] = figs.pop(0)
+    return pairs + [[None, f] for f in figs]
+
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #2f9c99d1
+def _report_markdown(runs, failures, quick, base) -> str:
+    "The report as Markdown (index.md): contents by paper, the verdicts at a glance, one section per experiment."
+    summ = summary_rows(runs)
+    parts = [f"# ovk_nb reproduction report{' (quick)' if quick else ''}", "", "## Contents", ""]
+    for paper, items in _by_paper(runs).items():
+        parts.append(f"- Paper {paper}: {PAPERS.get(paper, '')}")
+        parts += [f"  - [{e.name}: {e.title}](#{e.name})" for e, _ in items]
+    parts += ["", "## At a glance", ""]
+    for paper, items in _by_paper(runs).items():
+        names = {e.name for e, _ in items}
+        rows = [{"result": c["experiment"], "quantity": c["quantity"], "ours": c["ours"], "paper": _paper_cell(c),
+                 "verdict": c["verdict"] or "not judged", "evidence": base + c["evidence"]}
+                for c in summ if c["experiment"] in names]
+        if rows:
+            parts += [f"### Paper {paper}", "", rows_to_markdown(rows), ""]
+    for exp, run in runs:
+        parts += [f"## {exp.name}: {exp.title}", "", f"Paper {exp.paper}. Time: {getattr(run, 'seconds', 0):.1f}s. "
+                  f"Evidence: {base + evidence_link(exp.module, exp.section)}", ""]
         if exp.name in failures:
             parts += ["**FAILED**", "", "```", failures[exp.name].strip(), "```", ""]
-        for t in run.notes: parts += [t, ""]
-        for name, caption, md in run.tables:
-            parts += [f"**{caption or name}**", "", md, ""]
-        for name, caption in run.figures:
-            parts += [f"![{caption or name}]({exp.name}/{name}.png)", "", f"*{caption or name}*", ""]
-    md = "\n".join(parts)
-    (out / "index.md").write_text(md)
-    (out / "index.html").write_text(markdown_to_html(md, "ovk_nb reproduction report"))
-    return md
+        parts += [p for t in run.notes for p in (t, "")]
+        md = {name: (caption, m) for name, caption, m in run.tables}
+        for t, f in _pairs(run):
+            if t is not None:
+                parts += [f"**{md[t][0] or t}**", "", md[t][1], ""]
+            if f is not None:
+                parts += [f"![{f[1] or f[0]}]({exp.name}/{f[0]}.png)", "", f"*{f[1] or f[0]}*", ""]
+    return "\n".join(parts)
 
-# %% ../nbs/3_reproduction/06_reproduce.ipynb #b101aa32
-def markdown_to_html(md: str, title: str) -> str:
-    "HTML for the Markdown subset written by `write_report`."
-    out, lines, i = [], md.splitlines(), 0
-    while i < len(lines):
-        ln = lines[i]
-        if ln.startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"): j += 1
-            out.append("<pre>" + html.escape("\n".join(lines[i + 1:j])) + "</pre>"); i = j + 1; continue
-        if ln.startswith("|"):
-            j = i
-            while j < len(lines) and lines[j].startswith("|"): j += 1
-            rows = [r.strip().strip("|").split("|") for r in lines[i:j] if not set(r) <= set("|-: ")]
-            head, body = rows[0], rows[1:]
-            out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c.strip())}</th>" for c in head) + "</tr></thead><tbody>"
-                       + "".join("<tr>" + "".join(f"<td>{html.escape(c.strip())}</td>" for c in r) + "</tr>" for r in body)
-                       + "</tbody></table>"); i = j; continue
-        if ln.startswith("#"):
-            lvl = len(ln) - len(ln.lstrip("#"))
-            out.append(f"<h{lvl}>{html.escape(ln[lvl:].strip())}</h{lvl}>")
-        elif ln.startswith("!["):
-            alt, src = ln[2:].split("](", 1)
-            out.append(f'<figure><img src="{html.escape(src.rstrip(")"))}" alt="{html.escape(alt)}" style="max-width:100%"></figure>')
-        elif ln.strip():
-            t = html.escape(ln)
-            if t.startswith("**") and t.endswith("**"): t = f"<strong>{t[2:-2]}</strong>"
-            elif t.startswith("*") and t.endswith("*"): t = f"<em>{t[1:-1]}</em>"
-            out.append(f"<p>{t}</p>")
-        i += 1
-    style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em}"
-             "pre{background:#f6f6f6;padding:1em;overflow:auto}")
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #ee80fa11
+_STYLE = """body{font-family:system-ui,sans-serif;max-width:92em;margin:1.5em auto;padding:0 1.2em;line-height:1.45;color:#222}
+nav.toc{background:#f5f7fb;border:1px solid #dde3ee;padding:.6em 1.2em;border-radius:6px}nav.toc ul{margin:.2em 0}
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}
+th{background:#f0f0f0}.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1.2em;align-items:start;margin:1em 0}
+.pair>div{overflow-x:auto}.pair img{max-width:100%;border:1px solid #eee}figure{margin:0}figcaption{font-size:.85em;color:#555}
+@media (max-width:1100px){.pair{grid-template-columns:1fr}}pre{background:#f6f6f6;padding:1em;overflow:auto}
+.v{padding:.05em .4em;border-radius:3px}.v-reproduced{background:#d8f0d8}.v-differs{background:#fbeccb}
+.v-not-reproducible{background:#f6d2d2}.v-figure-only{background:#dfe8f6}.v-own-check{background:#ececec}.v-not-judged{background:#fff;border:1px dashed #aaa}
+td.num{text-align:right;white-space:nowrap}.meta{color:#555;font-size:.9em}"""
+
+
+def _inline(text: str) -> str:
+    "Escaped text with the inline Markdown we write: **bold**, *italic*, `code`."
+    t = html.escape(str(text))
+    t = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", t)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<em>\1</em>", t)
+
+
+def _html_table(rows: list[dict], links=()) -> str:
+    "An HTML table from rows (no `None`: empty cells); columns in `links` hold (text, href) pairs."
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    def cell(c, v):
+        if c in links and v:
+            return f'<td><a href="{html.escape(v[1])}">{html.escape(v[0])}</a></td>'
+        if isinstance(v, tuple):                       # (css class, text)
+            return f'<td><span class="v v-{v[0]}">{html.escape(v[1])}</span></td>'
+        num = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        return f'<td class="num">{html.escape(_fmt(v))}</td>' if num else f"<td>{_inline(_fmt(v))}</td>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(cell(c, r.get(c)) for c in cols) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _glance_rows(summ, names, base) -> list[dict]:
+    "The at-a-glance lines of the experiments `names`."
+    return [{"result": (c["experiment"], f"#{c['experiment']}"), "quantity": c["quantity"], "ours": c["ours"],
+             "paper": _paper_cell(c), "verdict": (c["kind"].replace(" ", "-"), c["verdict"] or "not judged"),
+             "evidence": ("notebook", base + c["evidence"])} for c in summ if c["experiment"] in names]
+
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #4e63e293
+def _experiment_html(exp, run, failures, base) -> list[str]:
+    "One experiment's section: title, time and evidence link, notes, then each table beside its figure."
+    link = base + evidence_link(exp.module, exp.section)
+    out = [f'<h3 id="{html.escape(exp.name)}">{html.escape(exp.name)}: {html.escape(exp.title)}</h3>',
+           f'<p class="meta">Paper {html.escape(str(exp.paper))}; {getattr(run, "seconds", 0):.1f}s; '
+           f'evidence and derivations: <a href="{html.escape(link)}">the notebook section</a>.</p>']
+    if exp.name in failures:
+        out.append("<p><strong>FAILED</strong></p><pre>" + html.escape(failures[exp.name].strip()) + "</pre>")
+    out += [f"<p>{_inline(t)}</p>" for t in run.notes]
+    captions = {name: caption for name, caption, _ in run.tables}
+    for t, f in _pairs(run):
+        left = right = ""
+        if t is not None:
+            rows = run.rows.get(t)
+            body = _html_table(rows) if rows else f"<pre>{html.escape(dict((n, m) for n, _, m in run.tables)[t])}</pre>"
+            left = f"<div><p><strong>{_inline(captions[t] or t)}</strong></p>{body}</div>"
+        if f is not None:
+            src = html.escape(f"{exp.name}/{f[0]}.png")
+            right = (f'<div><figure><a href="{src}"><img src="{src}" alt="{html.escape(f[1] or f[0])}"></a>'
+                     f"<figcaption>{_inline(f[1] or f[0])}</figcaption></figure></div>")
+        out.append(f'<div class="pair">{left}{right}</div>' if left and right else (left or right))
+    return out
+
+
+def _report_html(runs, failures, quick, base) -> str:
+    "The HTML report: contents by paper, the verdicts at a glance by paper, one section per experiment."
+    summ, groups = summary_rows(runs), _by_paper(runs)
+    title = f"ovk_nb reproduction report{' (quick sizes)' if quick else ''}"
+    out = [f"<h1>{html.escape(title)}</h1>", '<nav class="toc"><strong>Contents</strong><ul><li><a href="#at-a-glance">'
+           "At a glance: every paper result, ours, the paper's, the verdict</a></li>"]
+    for paper, items in groups.items():
+        out.append(f'<li><a href="#paper-{paper}">Paper {paper}: {html.escape(PAPERS.get(paper, ""))}</a><ul>'
+                   + "".join(f'<li><a href="#{e.name}">{html.escape(e.title)}</a></li>' for e, _ in items) + "</ul></li>")
+    out += ["</ul></nav>", '<h2 id="at-a-glance">At a glance</h2>',
+            "<p>Verdicts: " + " ".join(f'<span class="v v-{k.replace(" ", "-")}">{k}</span>' for k in VERDICT_KINDS)
+            + ". The paper's number is shown only where it is comparable.</p>"]
+    for paper, items in groups.items():
+        rows = _glance_rows(summ, {e.name for e, _ in items}, base)
+        out.append(f"<h3>Paper {paper}</h3>" + (_html_table(rows, links=("result", "evidence")) if rows else ""))
+    for paper, items in groups.items():
+        out.append(f'<h2 id="paper-{paper}">Paper {paper}: {html.escape(PAPERS.get(paper, ""))}</h2>')
+        for exp, run in items:
+            out += _experiment_html(exp, run, failures, base)
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+            f"<style>{_STYLE}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #ded35b51
+def write_report(runs, failures, out: Path, quick: bool, base: str | None = None):
+    "Write index.md, index.html and summary.csv into `out`; `base`: where the evidence links start (`docs_base`)."
+    base = docs_base(out) if base is None else base
+    summ = summary_rows(runs)
+    if summ:
+        (out / "summary.csv").write_text(rows_to_csv(summ))
+    md = _report_markdown(runs, failures, quick, base)
+    (out / "index.md").write_text(md)
+    (out / "index.html").write_text(_report_html(runs, failures, quick, base))
+    return md
