@@ -1,0 +1,139 @@
+"""Scaling curves, as installed (BLAS with its default threads): time and peak memory of each estimator against n, with
+the exponent fitted on log-log axes (time ~ n^a, memory ~ n^b over the measured sizes).
+
+    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; a few minutes on 2 cores
+
+Peak memory is the peak of Python-traced allocations (tracemalloc: numpy's arrays included) during one fit (+ predict
+where said), measured in a separate run from the time (tracing slows the run down).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_movkl import data as movkl_data, nine_kernels  # noqa: E402
+
+from ovk_nb.decoding import Hamming  # noqa: E402
+from ovk_nb.experiments.core import rows_to_csv, rows_to_markdown  # noqa: E402
+from ovk_nb.kde import OVKDE  # noqa: E402
+from ovk_nb.kernels import RBF, gaussian_times_J  # noqa: E402
+from ovk_nb.movkl import MovKL  # noqa: E402
+from ovk_nb.onorma import ONORMA  # noqa: E402
+from ovk_nb.oskaar import OSKAAR  # noqa: E402
+from ovk_nb.ridge import OVKRidge  # noqa: E402
+from ovk_nb.salami import SALAMI  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results"
+
+
+def regression(n, p=10, d=5, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.random((n, p)) / np.sqrt(p)
+    return X, np.sin(3 * X[:, :d]) + 0.1 * r.normal(size=(n, d))
+
+
+def labels(n, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(n, 100)) / 10
+    return X, (X[:, :14] + 0.05 * r.normal(size=(n, 14)) > 0).astype(int)
+
+
+def ridge(solver):
+    def run(n):
+        X, Y = regression(n)
+        OVKRidge(gaussian_times_J(5, gamma=1.0), lam=0.1, solver=solver, n_components=300, random_state=0).fit(X, Y).predict(X[:200])
+    return run
+
+
+def onorma(tr):
+    def run(n):
+        X, Y = regression(n)
+        ONORMA(gaussian_times_J(5, gamma=1.0), lam=0.01, eta=1.0, truncation=tr).fit(X, Y)
+    return run
+
+
+def movkl(n):
+    X, Y, t = movkl_data(n, 20, seed=5)
+    MovKL(nine_kernels(X, t)[0], lam=0.1, r=2.0).fit(X, Y)
+
+
+def ovkde(n):
+    X, Y = regression(n)
+    OVKDE(RBF(1.0), RBF(1.0), "conditional_covariance", lam=0.1).fit(X, Y).decision_scores(X[:100])
+
+
+def oskaar(n):
+    X, Y = labels(n)
+    OSKAAR(RBF(0.5), lam=0.5, decoder=Hamming()).fit(X, Y)
+
+
+def salami(n):
+    X, Y = labels(n)
+    SALAMI(RBF(0.5), lam=0.5, decoder=Hamming()).fit(X, Y)
+
+
+CASES = [  # (name, run(n), sizes)
+    ("OVKRidge auto (grouped Cholesky), fit + predict 200", ridge("auto"), [500, 1000, 2000, 4000]),
+    ("OVKRidge cg, fit + predict 200", ridge("cg"), [500, 1000, 2000, 4000]),
+    ("OVKRidge nystrom (p = 300), fit + predict 200", ridge("nystrom"), [10000, 30000, 100000, 200000]),
+    ("ONORMA, no truncation", onorma(None), [1000, 2000, 4000, 8000]),
+    ("ONORMA, truncation 1000", onorma(1000), [10000, 30000, 100000, 200000]),
+    ("MovKL, 9 kernels, 20 outputs", movkl, [100, 200, 400, 800]),
+    ("OVKDE conditional covariance, fit + score 100", ovkde, [250, 500, 1000, 2000]),
+    ("OSKAAR, 14 labels", oskaar, [500, 1000, 2000, 4000]),
+    ("SALAMI, 14 labels", salami, [250, 500, 1000, 2000]),
+]
+
+
+def measure(run, n):
+    run(min(n, 200))                                    # warm-up: imports, first-call caches
+    t0 = time.perf_counter(); run(n); sec = time.perf_counter() - t0
+    tracemalloc.start(); run(n); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
+    return sec, peak / 2 ** 20
+
+
+def main(quick=False):
+    OUT.mkdir(exist_ok=True)
+    rows, curves = [], []
+    for name, run, sizes in CASES:
+        sizes = sizes[:3] if quick else sizes
+        secs, mems = [], []
+        for n in sizes:
+            s, m = measure(run, n)
+            secs.append(s); mems.append(m)
+            print(f"{name}: n = {n}: {s:.3g} s, {m:.1f} MiB", flush=True)
+        a = np.polyfit(np.log(sizes), np.log(secs), 1)[0]
+        b = np.polyfit(np.log(sizes), np.log(mems), 1)[0]
+        curves.append((name, sizes, secs, mems, a, b))
+        for n, s, m in zip(sizes, secs, mems):
+            rows.append({"estimator": name, "n": n, "seconds": s, "peak MiB": m, "time exponent": a, "memory exponent": b})
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for name, sizes, secs, mems, a, b in curves:
+        l, = axes[0].loglog(sizes, secs, "o-", label=f"{name}  (n^{a:.2f})")
+        axes[1].loglog(sizes, mems, "o-", color=l.get_color(), label=f"n^{b:.2f}")
+    axes[0].set(xlabel="n", ylabel="seconds (as installed)", title="time")
+    axes[1].set(xlabel="n", ylabel="peak traced MiB", title="peak memory")
+    axes[0].legend(fontsize=7); axes[1].legend(fontsize=7)
+    fig.tight_layout(); fig.savefig(OUT / "scaling.png", dpi=110)
+    load = os.getloadavg()
+    head = (f"# Scaling curves\n\nAs installed (BLAS default threads), one run per size after a warm-up; exponents fitted on log-log "
+            f"axes. Machine: {os.cpu_count()} cores, load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+            f"(shared: times are noisy). Plot: `scaling.png`.\n\n")
+    summary = [{"estimator": c[0], "sizes": ", ".join(map(str, c[1])), "time exponent": c[4], "memory exponent": c[5],
+                "largest n (s)": c[2][-1], "largest n peak MiB": c[3][-1]} for c in curves]
+    (OUT / "scaling.md").write_text(head + rows_to_markdown(summary) + "\n\n## All sizes\n\n" + rows_to_markdown(rows) + "\n")
+    (OUT / "scaling.csv").write_text(rows_to_csv(rows))
+    print(head + rows_to_markdown(summary))
+
+
+if __name__ == "__main__":
+    sys.exit(main(quick="--quick" in sys.argv))
