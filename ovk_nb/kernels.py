@@ -14,15 +14,92 @@ from scipy.spatial.distance import cdist
 from .validation import check_matrix, check_positive, check_psd, sym_in_weights
 
 # %% auto #0
-__all__ = ['ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'OVKernel',
+__all__ = ['Params', 'ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'OVKernel',
            'Separable', 'SumKernel', 'BlockKernel', 'paper000_J', 'gaussian_times_J', 'linear_quadratic',
-           'grid_weights', 'OutputOperator', 'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator',
-           'truncate_operator', 'ColumnKernel', 'ScaledKernel']
+           'grid_weights', 'OutputOperator', 'gaussian_profile', 'IdentityOperator', 'MultiplicationOperator',
+           'IntegralOperator', 'truncate_operator', 'ColumnKernel', 'ScaledKernel']
+
+# %% ../nbs/1_shared/01_kernels.ipynb #5a1c0e02
+_PARAM_NAMES: dict = {}
+
+
+def _param_names(cls) -> list:
+    "The constructor's argument names of `cls` (cached per class)."
+    if cls not in _PARAM_NAMES:
+        init = cls.__init__
+        ps = [] if init is object.__init__ else list(inspect.signature(init).parameters.values())[1:]
+        _PARAM_NAMES[cls] = [p.name for p in ps if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return _PARAM_NAMES[cls]
+
+
+def _same(a, b) -> bool:
+    "Equality of two parameter values that may be arrays."
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+class Params:
+    "scikit-learn's parameter protocol for kernels and operators: `get_params`, `set_params` (nested `a__b`), `clone`."
+    _stored_as: dict = {}         # argument -> the attribute that holds it as given, where the public name is derived
+
+    def _attr(self, name): return self._stored_as.get(name, name)
+
+    def get_params(self, deep=True) -> dict:
+        "The constructor's arguments as given; with `deep`, also those of nested kernels as `name__sub`."
+        out = {}
+        for name in _param_names(type(self)):
+            value = out[name] = getattr(self, self._attr(name))
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params(deep=True).items())
+        return out
+
+    def set_params(self, **params):
+        "Set arguments by name, nested ones as `name__sub` (e.g. `scalar_kernel__gamma=0.5`); returns self."
+        names, nested = _param_names(type(self)), {}
+        for key, value in params.items():
+            name, sep, sub = key.partition("__")
+            if name not in names:
+                raise ValueError(f"Invalid parameter {name!r} for {type(self).__name__}. Valid parameters are: {names}.")
+            if sep:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, self._attr(name), value)
+        for name, sub in nested.items():
+            getattr(self, self._attr(name)).set_params(**sub)
+        # a kernel that derives state in its constructor (ovk_nb.mvml.MultiViewKernel) rebuilds it from the new arguments
+        type(self).__init__(self, **self.get_params(deep=False))
+        return self
+
+    def _cached(self, name, compute):
+        "compute() once per identity of the (deep) parameters: recomputed after set_params or a new object assigned."
+        key = tuple(self.get_params(deep=True).values())
+        c = self.__dict__.get("_cache")
+        if c is None or len(c[0]) != len(key) or any(a is not b for a, b in zip(c[0], key)):
+            c = self.__dict__["_cache"] = (key, {})
+        if name not in c[1]:
+            c[1][name] = compute()
+        return c[1][name]
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_cache"}
+
+    def __repr__(self):
+        def show(v):      # a grid of 200 points or a 50 x 50 matrix reads as its shape
+            return f"array(shape={v.shape})" if isinstance(v, np.ndarray) and v.size > 16 else repr(v)
+        args = ", ".join(f"{k}={show(v)}" for k, v in self.get_params(deep=False).items())
+        return f"{type(self).__name__}({args})"
 
 # %% ../nbs/1_shared/01_kernels.ipynb #8674ff87
-class ScalarKernel:
-    "Base class: `k(X, Y=None)` -> (n, m) Gram matrix; `diag(X)` -> (n,)."
+class ScalarKernel(Params):
+    "Base class: `k(X, Y=None)` -> (n, m) Gram matrix; `diag(X)` -> (n,). Hyper-parameters are checked by `validate()`."
     def __call__(self, X, Y=None):
+        self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
         if X.shape[1] != Y.shape[1]:
@@ -32,21 +109,20 @@ class ScalarKernel:
         return check_gram_finite(G, self, X, Y)
 
     def diag(self, X):
+        self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         return self._diag(X)
+
+    def validate(self):
+        "Raise ValueError naming the hyper-parameter that is out of range; returns self (called at every use)."
+        return self
 
     def _diag(self, X):
         return np.array([self._gram(x[None], x[None])[0, 0] for x in X])
 
-    def get_params(self, deep=True):
-        return dict(self.__dict__)
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
     def __eq__(self, other):
-        return type(self) is type(other) and self.get_params() == other.get_params()
+        a, b = self.get_params(deep=False), other.get_params(deep=False) if type(self) is type(other) else None
+        return b is not None and all(_same(a[k], b[k]) for k in a)
 
     __hash__ = None
 
@@ -96,9 +172,13 @@ class Linear(ScalarKernel):
 class Polynomial(ScalarKernel):
     "k(x, y) = (gamma <x, y> + coef0) ** degree"
     def __init__(self, degree: int = 2, coef0: float = 1.0, gamma: float = 1.0):
-        if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
-            raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
-        self.degree, self.coef0, self.gamma = int(degree), check_positive(coef0, "coef0", strict=False), check_positive(gamma, "gamma")
+        self.degree, self.coef0, self.gamma = degree, coef0, gamma
+    def validate(self):
+        d = self.degree
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
+            raise ValueError(f"degree must be an integer >= 1, got {d!r}")
+        check_positive(self.coef0, "coef0", strict=False); check_positive(self.gamma, "gamma")
+        return self
     def _gram(self, X, Y): return (self.gamma * (X @ Y.T) + self.coef0) ** self.degree
     def _diag(self, X): return (self.gamma * (X * X).sum(1) + self.coef0) ** self.degree
 
@@ -106,7 +186,9 @@ class Polynomial(ScalarKernel):
 class RBF(ScalarKernel):
     "Gaussian kernel k(x, y) = exp(-gamma ||x - y||^2)"
     def __init__(self, gamma: float = 1.0):
-        self.gamma = check_positive(gamma, "gamma")
+        self.gamma = gamma
+    def validate(self):
+        check_positive(self.gamma, "gamma"); return self
     def _gram(self, X, Y):
         K = _sqdist(X, Y); K *= -self.gamma
         return np.exp(K, out=K)
@@ -116,14 +198,16 @@ class RBF(ScalarKernel):
 class Laplacian(ScalarKernel):
     "k(x, y) = exp(-gamma ||x - y||_1) (the L1 distance, as scikit-learn's `laplacian_kernel`)"
     def __init__(self, gamma: float = 1.0):
-        self.gamma = check_positive(gamma, "gamma")
+        self.gamma = gamma
+    def validate(self):
+        check_positive(self.gamma, "gamma"); return self
     def _gram(self, X, Y):
         K = cdist(X, Y, "cityblock"); K *= -self.gamma
         return np.exp(K, out=K)
     def _diag(self, X): return np.ones(len(X))
 
 # %% ../nbs/1_shared/01_kernels.ipynb #f9ea1294
-class OVKernel:
+class OVKernel(Params):
     "Base class of operator-valued kernels K(x, x') in L(R^d)."
     output_dim: int
 
@@ -135,6 +219,7 @@ class OVKernel:
 
     def gram(self, X, Y=None):
         "Dense (n d, m d) block Gram matrix; block (i, j) = K(x_i, y_j). For references and tests only."
+        self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -142,6 +227,7 @@ class OVKernel:
 
     def diag(self, X):
         "Diagonal blocks K(x_i, x_i), shape (n, d, d)."
+        self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         with np.errstate(over="ignore", invalid="ignore"):
             return check_gram_finite(self._diag(X), self, X)
@@ -150,7 +236,12 @@ class OVKernel:
         "The d x d operator K(x, y) for two single points."
         return self.gram(np.atleast_2d(x), np.atleast_2d(y))
 
+    def validate(self):
+        "Raise ValueError naming the argument that is out of range (this kernel's or a nested one's); returns self."
+        return self
+
     def _check_apply(self, X, Y, C):
+        self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         Y = check_matrix(Y, "Y", allow_1d=True)
         C = check_matrix(C, "C", allow_1d=self.output_dim == 1)
@@ -162,21 +253,18 @@ class OVKernel:
     def is_weighted(self):
         return getattr(self, "weights", None) is not None
 
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-    def get_params(self, deep=True):
-        "The constructor's arguments (so that sklearn.base.clone can rebuild the kernel)."
-        sig = inspect.signature(type(self).__init__)
-        return {k: getattr(self, k) for k in sig.parameters if k != "self"}
-
 # %% ../nbs/1_shared/01_kernels.ipynb #9abe1cd4
 class Separable(OVKernel):
-    "K(x, x') = k(x, x') T with T symmetric PSD (or self-adjoint PSD for quadrature `weights`)."
+    """K(x, x') = k(x, x') T with T symmetric PSD (or self-adjoint PSD for quadrature `weights`). `T` may be a matrix or
+    an `OutputOperator` (which brings its weights); `K.T` and `K.weights` read the matrix and the weights in use."""
+    _stored_as = {"T": "_T", "weights": "_weights"}
+
     def __init__(self, scalar_kernel: ScalarKernel, T, weights=None):
-        if not isinstance(scalar_kernel, ScalarKernel):
-            raise ValueError(f"scalar_kernel must be a ScalarKernel, got {type(scalar_kernel).__name__}")
+        self.scalar_kernel, self._T, self._weights = scalar_kernel, T, weights
+
+    def _output(self):
+        "(T matrix, weights or None), checked: square, self-adjoint for the weights, PSD."
+        T, weights = self._T, self._weights
         if hasattr(T, "matrix") and hasattr(T, "weights"):   # an OutputOperator (defined below)
             weights = T.weights if weights is None else weights
             T = T.matrix
@@ -185,9 +273,21 @@ class Separable(OVKernel):
             weights = check_matrix(weights, "weights", ndim=1)
             if len(weights) != np.shape(T)[0] or (weights <= 0).any():
                 raise ValueError(f"weights must be {np.shape(T)[0]} positive quadrature weights")
-        self.scalar_kernel, self.T, self.weights = scalar_kernel, check_psd(T, "T", weights), weights
-        self.output_dim = self.T.shape[0]
-        self._eig = self._T_eig()     # computed once, here: fit must never change a kernel the user passed in
+        return check_psd(T, "T", weights), weights
+
+    def validate(self):
+        if not isinstance(self.scalar_kernel, ScalarKernel):
+            raise ValueError(f"scalar_kernel must be a ScalarKernel, got {type(self.scalar_kernel).__name__}")
+        self.scalar_kernel.validate()
+        self._cached("output", self._output)
+        return self
+
+    @property
+    def T(self): return self.validate()._cached("output", self._output)[0]
+    @property
+    def weights(self): return self.validate()._cached("output", self._output)[1]
+    @property
+    def output_dim(self): return self.T.shape[0]
 
     def _apply(self, X, Y, C):
         return self.scalar_kernel._gram(X, Y) @ (C @ self.T.T)
@@ -201,7 +301,8 @@ class Separable(OVKernel):
     def T_eig(self):
         """Eigendecomposition T = V diag(e) V^{-1}: returns (e, V, Vinv), e >= 0 ascending.
         Without weights V is orthogonal and Vinv = V.T."""
-        return self._eig
+        self.validate()
+        return self._cached("eig", self._T_eig)
 
     def _T_eig(self):
         if self.weights is None:
@@ -213,26 +314,40 @@ class Separable(OVKernel):
 
 # %% ../nbs/1_shared/01_kernels.ipynb #aeeb21f3
 class SumKernel(OVKernel):
-    "K = sum_k weights[k] * kernels[k]; weights >= 0 (default all 1)."
+    """K = sum_k weights[k] * kernels[k]; weights >= 0 (default all 1). `K.weights_` reads the combination weights in use,
+    `K.weights` the components' shared quadrature weights (or None)."""
+    _stored_as = {"weights": "_weights"}
+
     def __init__(self, kernels, weights=None):
-        kernels = kernels if isinstance(kernels, list) else list(kernels)
-        if not kernels or not all(isinstance(k, OVKernel) for k in kernels):
+        self.kernels, self._weights = kernels, weights
+
+    def validate(self):
+        self._resolved(); return self
+
+    def _resolved(self):
+        "(combination weights, quadrature weights or None, output_dim), checked."
+        kernels = self.kernels
+        if isinstance(kernels, OVKernel) or not isinstance(kernels, (list, tuple)) or not kernels \
+                or not all(isinstance(k, OVKernel) for k in kernels):
             raise ValueError("kernels must be a non-empty list of OVKernel instances")
-        dims = {k.output_dim for k in kernels}
+        dims = {k.validate().output_dim for k in kernels}
         if len(dims) != 1:
             raise ValueError(f"kernels must share one output_dim, got {sorted(dims)}")
+        weights = self._weights
         w = np.ones(len(kernels)) if weights is None else check_matrix(weights, "weights", ndim=1)
         if len(w) != len(kernels) or (w < 0).any():
             raise ValueError(f"weights must be {len(kernels)} non-negative numbers, got {weights!r}")
         wts = [getattr(k, "weights", None) for k in kernels]
         if any(x is not None for x in wts) and not all(x is not None and np.allclose(x, wts[0]) for x in wts):
             raise ValueError("kernels must all use the same quadrature weights")
-        self.kernels, self.weights_ = kernels, w
-        self.weights = wts[0]
-        self.output_dim = dims.pop()
+        return w, wts[0], dims.pop()
 
-    def get_params(self, deep=True):
-        return {"kernels": self.kernels, "weights": self.weights_}
+    @property
+    def weights_(self): return self._resolved()[0]
+    @property
+    def weights(self): return self._resolved()[1]
+    @property
+    def output_dim(self): return self._resolved()[2]
 
     def _apply(self, X, Y, C):
         out = np.zeros((len(X), self.output_dim))
@@ -254,10 +369,17 @@ class SumKernel(OVKernel):
 class BlockKernel(OVKernel):
     "K(x, x') given as a Python function returning a (d, d) array. Slow; for prototypes and tests."
     def __init__(self, func, output_dim: int):
-        self.func, self.output_dim = func, int(output_dim)
+        self.func, self.output_dim = func, output_dim
+
+    def validate(self):
+        d = self.output_dim
+        if isinstance(d, bool) or not isinstance(d, numbers.Real) or d < 1 or d != int(d) or not callable(self.func):
+            raise ValueError(f"BlockKernel needs a function func(x, y) -> (d, d) array and an integer output_dim >= 1, "
+                             f"got {self.func!r} and {d!r}")
+        return self
 
     def _gram(self, X, Y):
-        d = self.output_dim
+        d = int(self.output_dim)
         G = np.empty((len(X) * d, len(Y) * d))
         for i, x in enumerate(X):
             for j, y in enumerate(Y):
@@ -265,7 +387,7 @@ class BlockKernel(OVKernel):
         return G
 
     def _apply(self, X, Y, C):
-        return (self._gram(X, Y) @ C.reshape(-1)).reshape(len(X), self.output_dim)
+        return (self._gram(X, Y) @ C.reshape(-1)).reshape(len(X), int(self.output_dim))
 
     def _diag(self, X):
         return np.stack([np.asarray(self.func(x, x), dtype=float) for x in X])
@@ -304,23 +426,35 @@ def grid_weights(t, rule: str = "trapezoid") -> np.ndarray:
     raise ValueError(f"rule must be 'trapezoid' or 'uniform', got {rule!r}")
 
 # %% ../nbs/1_shared/01_kernels.ipynb #d8f2ea78
-class OutputOperator:
-    "A PSD operator on curves sampled on a grid `t`: `matrix` acts on sampled values, `weights` give the inner product."
+class OutputOperator(Params):
+    """A PSD operator on curves sampled on a grid `t`: `matrix` acts on sampled values, `weights` give the inner product.
+    Checked (and its eigendecomposition computed) on first use, once per set of arguments."""
     def __init__(self, t, matrix, weights):
-        self.t = check_matrix(t, "t", ndim=1)
-        self.weights = np.asarray(weights, dtype=float)
-        self.matrix = check_psd(matrix, "matrix", self.weights)
-        s = np.sqrt(self.weights)                 # the eigendecomposition, once: fit never changes an operator
-        e, U = np.linalg.eigh(sym_in_weights(self.matrix, self.weights))
+        self.t, self.matrix, self.weights = t, matrix, weights
+
+    def _parts(self):
+        "(t, matrix, weights) before the checks; the operators below build them from their own arguments."
+        return self.t, self.matrix, self.weights
+
+    def _checked(self):
+        t, matrix, weights = self._parts()
+        t = check_matrix(t, "t", ndim=1)
+        weights = np.asarray(weights, dtype=float)
+        matrix = check_psd(matrix, "matrix", weights)
+        s = np.sqrt(weights)
+        e, U = np.linalg.eigh(sym_in_weights(matrix, weights))
         e, U = np.clip(e[::-1], 0, None), U[:, ::-1]
-        self._eig = (e, U / s[:, None], U.T * s[None, :])
+        return t, matrix, weights, (e, U / s[:, None], U.T * s[None, :])
+
+    def validate(self):
+        self._cached("checked", self._checked); return self
 
     @property
-    def d(self): return len(self.t)
+    def d(self): return len(self._cached("checked", self._checked)[0])
 
     def eig(self, n_components=None):
         "(e, V, Vinv) with e descending; V's columns are W-orthonormal eigenvectors; truncated to n_components."
-        e, V, Vinv = self._eig
+        e, V, Vinv = self._cached("checked", self._checked)[3]
         if n_components is None: return e, V, Vinv
         r = _check_components(n_components, self.d)
         return e[:r], V[:, :r], Vinv[:r]
@@ -333,10 +467,7 @@ class OutputOperator:
 
     def __call__(self, Y):
         "Apply the operator to curves stored as rows of Y (shape (n, d))."
-        return np.asarray(Y, dtype=float) @ self.matrix.T
-
-    def __repr__(self):
-        return f"{type(self).__name__}(d={self.d})"
+        return np.asarray(Y, dtype=float) @ self._cached("checked", self._checked)[1].T
 
 # %% ../nbs/1_shared/01_kernels.ipynb #61d727ae
 def _check_components(r, d):
@@ -345,31 +476,59 @@ def _check_components(r, d):
     return int(r)
 
 
-class IdentityOperator(OutputOperator):
+def gaussian_profile(t):
+    "exp(-t^2): paper 001's multiplication function."
+    return np.exp(-np.asarray(t, dtype=float) ** 2)
+
+
+class _GridOperator(OutputOperator):
+    "An operator built on the grid `t` with quadrature `weights` ('trapezoid', 'uniform' or an array)."
+    _stored_as = {"weights": "_weights"}
+
+    def _grid(self):
+        t = np.asarray(self.t, dtype=float)
+        w = self._weights
+        return t, (grid_weights(t, w) if isinstance(w, str) else np.asarray(w, dtype=float))
+
+    @property
+    def weights(self): return self._cached("checked", self._checked)[2]
+    @property
+    def matrix(self): return self._cached("checked", self._checked)[1]
+
+
+class IdentityOperator(_GridOperator):
+    "(T y)(t) = y(t)"
     def __init__(self, t, weights="trapezoid"):
-        t = np.asarray(t, dtype=float)
-        w = grid_weights(t, weights) if isinstance(weights, str) else weights
-        super().__init__(t, np.eye(len(t)), w)
+        self.t, self._weights = t, weights
+
+    def _parts(self):
+        t, w = self._grid()
+        return t, np.eye(len(t)), w
 
 
-class MultiplicationOperator(OutputOperator):
+class MultiplicationOperator(_GridOperator):
     "(T y)(t) = func(t) y(t), func >= 0 (paper 001 uses exp(-t^2))."
-    def __init__(self, t, func=lambda t: np.exp(-t ** 2), weights="trapezoid"):
-        t = np.asarray(t, dtype=float)
-        m = np.asarray(func(t), dtype=float)
+    def __init__(self, t, func=gaussian_profile, weights="trapezoid"):
+        self.t, self.func, self._weights = t, func, weights
+
+    def _parts(self):
+        t, w = self._grid()
+        m = np.asarray(self.func(t), dtype=float)
         if (m < 0).any():
             raise ValueError("func must be non-negative on the grid for the operator to be PSD")
-        w = grid_weights(t, weights) if isinstance(weights, str) else weights
-        super().__init__(t, np.diag(m), w)
+        return t, np.diag(m), w
 
 
-class IntegralOperator(OutputOperator):
+class IntegralOperator(_GridOperator):
     "(T y)(t) = int kappa(t, s) y(s) ds with quadrature; kappa(t, s) = exp(-|t - s|) by default."
     def __init__(self, t, kappa=None, weights="trapezoid"):
-        t = np.asarray(t, dtype=float)
-        w = grid_weights(t, weights) if isinstance(weights, str) else np.asarray(weights, dtype=float)
+        self.t, self.kappa, self._weights = t, kappa, weights
+
+    def _parts(self):
+        t, w = self._grid()
+        kappa = self.kappa
         Kt = np.exp(-np.abs(t[:, None] - t[None, :])) if kappa is None else np.asarray(kappa(t[:, None], t[None, :]), float)
-        super().__init__(t, Kt * w[None, :], w)
+        return t, Kt * w[None, :], w
 
 # %% ../nbs/1_shared/01_kernels.ipynb #86d5f389
 def truncate_operator(op: OutputOperator, n_components: int | None) -> OutputOperator:
@@ -382,20 +541,33 @@ def truncate_operator(op: OutputOperator, n_components: int | None) -> OutputOpe
     return OutputOperator(op.t, (V * e) @ Vinv, op.weights)
 
 # %% ../nbs/1_shared/01_kernels.ipynb #09ff7f60
+def _check_scalar(kernel, name="kernel"):
+    if not isinstance(kernel, ScalarKernel):
+        raise ValueError(f"{name} must be a ScalarKernel, got {type(kernel).__name__}")
+    return kernel.validate()
+
+
 class ColumnKernel(ScalarKernel):
     "A scalar kernel on a subset of the input columns, e.g. one time window of a multichannel input curve."
     def __init__(self, kernel: ScalarKernel, columns):
-        if not isinstance(kernel, ScalarKernel):
-            raise ValueError(f"kernel must be a ScalarKernel, got {type(kernel).__name__}")
-        cols = np.asarray(columns)
+        self.kernel, self.columns = kernel, columns
+
+    def validate(self):
+        _check_scalar(self.kernel)
+        self._cached("columns", self._columns)
+        return self
+
+    def _columns(self):
+        cols = np.asarray(self.columns)
         if cols.ndim != 1 or cols.size == 0 or not np.issubdtype(cols.dtype, np.integer) or (cols < 0).any():
             raise ValueError("columns must be a non-empty 1-D list of non-negative integers")
-        self.kernel, self.columns = kernel, tuple(int(c) for c in cols)
+        return [int(c) for c in cols]
 
     def _idx(self, X):
-        if max(self.columns) >= X.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} columns but the kernel uses column {max(self.columns)}")
-        return list(self.columns)
+        cols = self._cached("columns", self._columns)
+        if max(cols) >= X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} columns but the kernel uses column {max(cols)}")
+        return cols
 
     def _gram(self, X, Y): return self.kernel._gram(X[:, self._idx(X)], Y[:, self._idx(Y)])
     def _diag(self, X): return self.kernel._diag(X[:, self._idx(X)])
@@ -404,9 +576,10 @@ class ColumnKernel(ScalarKernel):
 class ScaledKernel(ScalarKernel):
     "c * k: a scalar kernel times a positive constant (MKL experiments normalise kernels to unit mean diagonal)."
     def __init__(self, kernel: ScalarKernel, scale: float = 1.0):
-        if not isinstance(kernel, ScalarKernel):
-            raise ValueError(f"kernel must be a ScalarKernel, got {type(kernel).__name__}")
-        self.kernel, self.scale = kernel, check_positive(scale, "scale")
+        self.kernel, self.scale = kernel, scale
+
+    def validate(self):
+        _check_scalar(self.kernel); check_positive(self.scale, "scale"); return self
 
     def _gram(self, X, Y): return self.scale * self.kernel._gram(X, Y)
     def _diag(self, X): return self.scale * self.kernel._diag(X)

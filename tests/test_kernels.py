@@ -1,4 +1,5 @@
 """Kernels: Gram symmetric PSD and `apply` == `gram @ vec(C)` for every kernel kind (hypothesis), bad inputs."""
+import inspect
 import pickle
 
 import numpy as np
@@ -6,9 +7,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ovk_nb.kernels import (RBF, BlockKernel, IdentityOperator, IntegralOperator, Laplacian, Linear,
-                            MultiplicationOperator, Polynomial, Separable, SumKernel, check_psd,
-                            gaussian_times_J, linear_quadratic, paper000_J)
+from ovk_nb.kernels import (RBF, BlockKernel, ColumnKernel, IdentityOperator, IntegralOperator, Laplacian, Linear,
+                            MultiplicationOperator, OutputOperator, Polynomial, ScaledKernel, Separable, SumKernel,
+                            check_psd, gaussian_times_J, grid_weights, linear_quadratic, paper000_J)
 
 finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 
@@ -100,14 +101,17 @@ def test_truncated_pinv_is_a_projection_inverse():
 
 
 def test_bad_inputs_raise_clear_errors():
+    # constructors store their arguments (scikit-learn's clone and set_params need that); a bad one fails at use
     with pytest.raises(ValueError, match="symmetric"):
-        Separable(RBF(), [[1.0, 1.0], [0.0, 1.0]])
+        Separable(RBF(), [[1.0, 1.0], [0.0, 1.0]]).output_dim
     with pytest.raises(ValueError, match="positive semi-definite"):
-        Separable(RBF(), np.diag([1.0, -1.0]))
+        Separable(RBF(), np.diag([1.0, -1.0])).gram(np.ones((1, 2)))
     with pytest.raises(ValueError, match="gamma"):
-        RBF(-1)
+        RBF(-1)(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="gamma"):
+        Separable(RBF(-1), np.eye(2)).output_dim        # what an estimator reads first at fit
     with pytest.raises(ValueError, match="degree"):
-        Polynomial(0)
+        Polynomial(0).diag(np.ones((2, 2)))
     with pytest.raises(ValueError, match="NaN or inf"):
         RBF()(np.array([[np.nan, 1.0]]))
     with pytest.raises(ValueError, match="same number of features"):
@@ -116,13 +120,93 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="C must have shape"):
         K.apply(np.ones((2, 2)), np.ones((4, 2)), np.ones((4, 2)))
     with pytest.raises(ValueError, match="output_dim"):
-        SumKernel([gaussian_times_J(3), gaussian_times_J(2)])
+        SumKernel([gaussian_times_J(3), gaussian_times_J(2)]).output_dim
     with pytest.raises(ValueError, match="mu"):
         linear_quadratic(3, mu=1.5)
     with pytest.raises(ValueError, match="weights"):
-        SumKernel([K, K], [1.0, -1.0])
+        SumKernel([K, K], [1.0, -1.0]).apply(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 3)))
     with pytest.raises(ValueError, match="positive semi-definite"):
         check_psd(-np.eye(2))
+    with pytest.raises(ValueError, match="non-negative"):
+        MultiplicationOperator(np.linspace(0, 1, 4), func=lambda t: t - 0.5).eig()
+    with pytest.raises(ValueError, match="scale"):
+        ScaledKernel(RBF(), scale=0.0)(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="columns"):
+        ColumnKernel(RBF(), [-1])(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="ScalarKernel"):
+        Separable(gaussian_times_J(2), np.eye(2)).output_dim
+
+
+def all_kernels():
+    "One of every kernel and operator kind, each with a hyper-parameter to search."
+    t = np.linspace(0, 1, 6)
+    from ovk_nb.linalg import BlockNystrom
+    from ovk_nb.mvml import MultiViewKernel
+    feats = BlockNystrom([ColumnKernel(RBF(0.5), [0]), ColumnKernel(RBF(0.5), [1])], np.eye(3)[:2])
+    return {
+        "rbf": RBF(0.5), "laplacian": Laplacian(0.3), "linear": Linear(), "polynomial": Polynomial(3, 1.0, 0.5),
+        "column": ColumnKernel(RBF(0.5), [0, 2]), "scaled": ScaledKernel(Laplacian(0.5), 2.0),
+        "separable": Separable(RBF(0.5), paper000_J(3)), "separable_operator": Separable(RBF(0.5), IntegralOperator(t)),
+        "sum": linear_quadratic(3, 0.3), "block": BlockKernel(_block_func, 3),
+        "identity_op": IdentityOperator(t), "multiplication_op": MultiplicationOperator(t),
+        "integral_op": IntegralOperator(t, weights="uniform"),
+        "output_op": OutputOperator(t, IntegralOperator(t).matrix, IntegralOperator(t).weights),
+        "multiview": MultiViewKernel(feats, np.eye(feats.offsets[-1])),
+    }
+
+
+def _block_func(x, y):
+    return np.exp(-((x - y) ** 2).sum()) * paper000_J(3)
+
+
+@pytest.mark.parametrize("name", sorted(all_kernels()))
+def test_kernels_are_scikit_learn_parameters(name):
+    from sklearn.base import clone
+    K = all_kernels()[name]
+    shallow, deep = K.get_params(deep=False), K.get_params(deep=True)
+    assert set(shallow) == set(inspect.signature(type(K)).parameters), name
+    assert set(shallow) <= set(deep) and all(k.split("__")[0] in shallow for k in deep), name
+    K2 = clone(K)                                   # sklearn checks each argument comes back as the object passed
+    assert K2 is not K and type(K2) is type(K), name
+    assert repr(K2) == repr(K) or " object at " in repr(K), name          # BlockNystrom features have no repr of their own
+    for key in deep:                                 # every advertised name can be set, and set_params returns the kernel
+        assert K2.set_params(**{key: deep[key]}) is K2, (name, key)
+    X = np.random.default_rng(0).normal(size=(4, 3))
+    if hasattr(K, "gram"):
+        np.testing.assert_array_equal(K2.gram(X), K.gram(X))
+    elif isinstance(K, OutputOperator):
+        np.testing.assert_array_equal(K2.matrix, K.matrix)
+    else:
+        np.testing.assert_array_equal(K2(X), K(X))
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        K.set_params(no_such_parameter=1)
+
+
+def test_set_params_changes_what_the_kernel_computes():
+    X = np.random.default_rng(1).normal(size=(5, 2))
+    K = Separable(RBF(0.5), paper000_J(2))
+    G = K.gram(X)
+    K.set_params(scalar_kernel__gamma=2.0)
+    np.testing.assert_allclose(K.gram(X), Separable(RBF(2.0), paper000_J(2)).gram(X), rtol=0, atol=0)
+    assert not np.allclose(G, K.gram(X))
+    K.set_params(T=np.eye(3))                        # the derived output matrix and its eigendecomposition follow
+    assert K.output_dim == 3 and np.allclose(K.T_eig()[0], 1.0)
+    t = np.linspace(0, 1, 7)
+    Ko = Separable(RBF(), IntegralOperator(t))
+    w0 = Ko.weights.copy()
+    Ko.set_params(T__weights="uniform")              # nested in the operator: the kernel's weights follow
+    np.testing.assert_allclose(Ko.weights, grid_weights(t, "uniform"))
+    assert not np.allclose(w0, Ko.weights)
+    S = linear_quadratic(2, 0.3).set_params(weights=[1.0, 0.0])
+    np.testing.assert_allclose(S.gram(X), Separable(Linear(), np.ones((2, 2))).gram(X))
+
+
+def test_fit_leaves_kernel_hash_unchanged():
+    "Caches filled at use are not part of a kernel's state as pickle (and so joblib.hash, clone) sees it."
+    K = Separable(RBF(0.5), IntegralOperator(np.linspace(0, 1, 5)))
+    before = pickle.dumps(K)
+    K.gram(np.ones((2, 1))); K.T_eig()
+    assert pickle.dumps(K) == before
 
 
 def test_kernels_pickle():
@@ -146,7 +230,7 @@ def test_estimators_holding_any_kernel_clone():
     from ovk_nb.ridge import OVKRidge
     rng = np.random.default_rng(2)
     for name, K in kernel_kinds(3, rng).items():
-        assert set(K.get_params()) <= set(type(K).__init__.__code__.co_varnames), name
+        assert set(K.get_params(deep=False)) <= set(type(K).__init__.__code__.co_varnames), name
         est = clone(OVKRidge(kernel=K, lam=0.5))
         assert est.lam == 0.5 and type(est.kernel) is type(K), name
         np.testing.assert_array_equal(est.kernel.gram(np.eye(3)), K.gram(np.eye(3)))

@@ -229,10 +229,10 @@ def test_helper_kernels():
     X = rng.normal(size=(6, 5))
     np.testing.assert_allclose(ColumnKernel(RBF(0.3), [1, 3])(X), RBF(0.3)(X[:, [1, 3]]))
     np.testing.assert_allclose(ScaledKernel(Linear(), 2.5)(X), 2.5 * X @ X.T)
-    with pytest.raises(ValueError, match="columns"):
-        ColumnKernel(RBF(), [])
+    with pytest.raises(ValueError, match="columns"):          # kernels check their arguments at use (clone, set_params)
+        ColumnKernel(RBF(), [])(X)
     with pytest.raises(ValueError, match="scale"):
-        ScaledKernel(RBF(), 0.0)
+        ScaledKernel(RBF(), 0.0)(X)
 
 
 def test_lowrank_preconditioner_still_gives_the_exact_solution():
