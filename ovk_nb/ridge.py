@@ -78,7 +78,7 @@ SOLVERS = ("auto", "dense", "eigen", "cholesky", "cg", "nystrom")
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 _RIDGE_CONSTRAINTS = {
-    "kernel": [OVKernel], "lam": [_POSITIVE], "solver": [Options(SOLVERS)], "tol": [_POSITIVE],
+    "kernel": [OVKernel, None], "lam": [_POSITIVE], "solver": [Options(SOLVERS)], "tol": [_POSITIVE],
     "max_iter": [Interval(numbers.Integral, 1, None), None], "preconditioner": [Options(PRECONDITIONERS), None],
     "n_components": [Interval(numbers.Integral, 1, None)], "random_state": ["random_state"],
 }
@@ -86,6 +86,18 @@ _RIDGE_CONSTRAINTS = {
 
 def _check_XY(kernel, X, Y):
     return check_X_Y(X, Y, output_dim=kernel.output_dim, min_samples=1, why="ridge needs data")
+
+
+def _resolve_kernel(kernel, Y):
+    """The kernel to fit with: `kernel`, or by default (None) a Gaussian kernel RBF(1.0) with the identity output matrix of
+    Y's width, so that `OVKRidge().fit(X, Y)` fits as scikit-learn's `KernelRidge().fit(X, y)` does."""
+    if kernel is not None:
+        return kernel
+    try:
+        d = 1 if np.ndim(Y) == 1 else int(np.shape(Y)[1])
+    except (ValueError, IndexError, TypeError):          # a malformed Y: check_X_Y names the problem
+        d = 1
+    return Separable(RBF(1.0), np.eye(d))
 
 
 def _clone(est):
@@ -132,7 +144,7 @@ def _solve(est, solver, parts, X, Y, lam):
     one pass of a non-iterative solver), _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_)."""
     est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 1, None, None, None
     if solver == "dense":
-        est.coef_ = _dense_cholesky(est.kernel, X, Y, lam)
+        est.coef_ = _dense_cholesky(est.kernel_, X, Y, lam)
     elif solver == "eigen":
         est._eig_cache = _eigen_factor(parts, X, Y)
         est.coef_ = est._eig_cache.coef(lam)
@@ -161,7 +173,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression with an operator-valued kernel: minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2,
     i.e. solves (K + lam I) vec(C) = vec(Y) and predicts f(x) = sum_i K(x, x_i) c_i.
 
-    kernel: an OVKernel (Separable, SumKernel, BlockKernel, ...).
+    kernel: an OVKernel (Separable, SumKernel, BlockKernel, ...); None (default): Separable(RBF(1.0), identity of Y's width),
+        kept as `kernel_` after fit.
     lam: regularisation > 0 (KernelRidge's alpha).
     solver: 'auto' (dense if n d <= 1000, else cholesky if T has <= 8 distinct eigenvalue groups, else eigen for a Separable,
         else cg), 'dense' (Cholesky of the nd x nd Gram), 'eigen' (eigh of the scalar Gram, Separable only; keeps the
@@ -185,8 +198,9 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         estimator as it was (`fit_context`)."""
         if _is_dask(X):                    # n too large for one machine: Nystrom on the Dask workers
             return _fit_dask(self, X, Y)
-        X, Y, y1d = _check_XY(self.kernel, X, Y)
-        parts = KernelParts(self.kernel)
+        self.kernel_ = _resolve_kernel(self.kernel, Y)
+        X, Y, y1d = _check_XY(self.kernel_, X, Y)
+        parts = KernelParts(self.kernel_)
         solver = _choose_solver(parts, self.solver, len(X))
         _solve(self, solver, parts, X, Y, float(self.lam))
         # copies: predict(X) on the caller's training array must not share memory with X_fit_, or numpy turns X @ X_fit_.T
@@ -200,7 +214,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if _is_dask(X):
             return _predict_dask(self, X)
         X = check_X(self, X)
-        F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel, X, self.X_fit_, self.coef_)
+        F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_)
         return F[:, 0] if self._y1d else F
 
     def __sklearn_clone__(self):
@@ -249,7 +263,7 @@ def _predict_dask(est, X):
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
 def _fitted_eigen(est):
     check_fitted(est, "X_fit_")
-    parts = KernelParts(est.kernel)
+    parts = KernelParts(est.kernel_)
     if not _one_part(parts):
         raise ValueError("lam paths and leave-one-out need a Separable kernel")
     if getattr(est, "_eig_cache", None) is None:
@@ -275,7 +289,7 @@ def predict_path(self: OVKRidge, X, lams):
     "Predictions on X for each lam: (len(lams), m, d). O(m n^2) once, then O(m n d) per lam."
     X = check_X(self, X)
     f = _fitted_eigen(self)
-    return f.predict_path(KernelParts(self.kernel).grams(X, self.X_fit_)[0], _check_lams(lams, self.lam))
+    return f.predict_path(KernelParts(self.kernel_).grams(X, self.X_fit_)[0], _check_lams(lams, self.lam))
 
 
 @patch
@@ -377,17 +391,17 @@ def _cv_errors(est, X, Y, lams, separable):
     return np.array(errs)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #831dca6c
-DEFAULT_LAMS = tuple(np.logspace(-6, 1, 15))
+DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 1, 15))     # lams=None: 1e-6 to 10, two per decade
 
 
 class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     "OVKRidge with lam chosen among `lams` by closed-form leave-one-out (cv='loo') or k-fold cross-validation (cv=int or splitter)."
     _parameter_constraints = {
         **{k: _RIDGE_CONSTRAINTS[k] for k in ("kernel", "solver", "tol", "n_components", "random_state")},
-        "lams": ["array-like"], "cv": [Interval(numbers.Integral, 2, None), Options(("loo",)), _SPLITTER],
+        "lams": ["array-like", None], "cv": [Interval(numbers.Integral, 2, None), Options(("loo",)), _SPLITTER],
     }
 
-    def __init__(self, kernel=None, lams=DEFAULT_LAMS, cv=5, solver="auto", tol=1e-10, n_components=300, random_state=None):
+    def __init__(self, kernel=None, lams=None, cv=5, solver="auto", tol=1e-10, n_components=300, random_state=None):
         self.kernel, self.lams, self.cv, self.solver = kernel, lams, cv, solver
         self.tol, self.n_components, self.random_state = tol, n_components, random_state
 
@@ -397,9 +411,10 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     @fit_context
     def fit(self, X, Y):
-        lams = _check_lam_grid(self.lams)
-        X, Y, y1d = _check_XY(self.kernel, X, Y)
-        self.cv_errors_ = _cv_errors(self, X, Y, lams, _one_part(KernelParts(self.kernel)))
+        lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
+        kernel = _resolve_kernel(self.kernel, Y)
+        X, Y, y1d = _check_XY(kernel, X, Y)
+        self.cv_errors_ = _cv_errors(self, X, Y, lams, _one_part(KernelParts(kernel)))
         self.lams_ = lams
         self.mean_cv_errors_ = self.cv_errors_.mean(axis=0)
         self.lam_ = float(lams[int(np.argmin(self.mean_cv_errors_))])
