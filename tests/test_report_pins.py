@@ -12,8 +12,11 @@ PINNED = Path(__file__).parent / "pins" / "quick_summary.csv"
 CHANGED = {
     ("ridge_solvers", "worst relative difference of eigen / cholesky / cg to dense"):
         "a round-off measurement (5.6e-12 before, 2.9e-12 after the solvers moved into ovk_nb.linalg); checked < 1e-10 below",
+    ("ridge_solvers", "worst relative difference of Nystrom (p = n) to dense"):
+        "a round-off measurement that moves between runs (3.2e-12, 3.8e-12, 2.7e-12 seen); checked < 1e-10 below",
 }
-ROUND_OFF_BOUND = {("ridge_solvers", "worst relative difference of eigen / cholesky / cg to dense"): 1e-10}
+ROUND_OFF_BOUND = {("ridge_solvers", "worst relative difference of eigen / cholesky / cg to dense"): 1e-10,
+                   ("ridge_solvers", "worst relative difference of Nystrom (p = n) to dense"): 1e-10}
 
 
 def _rows(path):
