@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
 
+from . import __version__
 from .reproduce import load_experiments, run_experiments
 
 # %% auto #0
@@ -18,12 +20,15 @@ __all__ = ['main']
 # %% ../nbs/3_reproduction/08_cli.ipynb #3a6d6d49
 def _parser():
     p = argparse.ArgumentParser(prog="ovk-nb", description="Operator-valued kernel learning: reproduce papers, build docs.")
+    p.add_argument("--version", action="version", version=f"ovk-nb {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("reproduce", help="rerun the registered experiments and write a report")
     r.add_argument("--quick", action="store_true", help="small sizes: a few minutes on 2 cores")
     r.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments (see --list)")
     r.add_argument("--out", default="reports", help="output folder (default: reports)")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=int, default=0, metavar="N",
+                   help="seed of every experiment's random data, splits and initialisations (default: 0); "
+                        "the same seed gives the same report")
     r.add_argument("--list", action="store_true", help="list the experiments and exit")
     d = sub.add_parser("docs", help="build the documentation site offline (needs the [docs] extra)")
     d.add_argument("--out", default="_docs", help="output folder (default: _docs)")
@@ -36,8 +41,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "reproduce":
         if args.list:
-            for name, e in load_experiments().items():
-                print(f"{name:28s} {e.title}" + (f" (paper {e.paper})" if e.paper else ""))
+            _print_list(load_experiments())
             return 0
         t0 = time.time()
         try:
@@ -55,6 +59,19 @@ def main(argv=None) -> int:
         print(f"Documentation: {index}")
         return 0
     return 2
+
+
+def _print_list(experiments):
+    "The experiments grouped by paper: one heading per paper, then each name and its title without the paper repeated."
+    groups = {}
+    for name, e in experiments.items():
+        groups.setdefault(e.paper or "", []).append((name, e.title))
+    for paper, items in sorted(groups.items(), key=lambda kv: (kv[0] == "", kv[0])):
+        print(f"paper {paper}:" if paper else "other:")
+        for name, title in items:
+            if paper:                                  # "(paper 000)" goes, "(paper 000, Fig. 2)" becomes "(Fig. 2)"
+                title = re.sub(r"\(paper \d+, ", "(", re.sub(r"\s*\(paper \d+\)", "", title)).strip()
+            print(f"  {name:28s} {title}")
 
 
 def _print_summary(runs):
