@@ -54,8 +54,12 @@ def main(argv=None) -> int:
               f"{len(runs) - len(failures)} ok, {len(failures)} failed)")
         return 1 if failures else 0
     if args.cmd == "docs":
-        from ovk_nb.docs import build_docs
-        index = build_docs(out=args.out, nbs=args.nbs, execute=not args.no_exec)
+        from ovk_nb.docs import DocsBuildError, build_docs
+        try:
+            index = build_docs(out=args.out, nbs=args.nbs, execute=not args.no_exec)
+        except DocsBuildError as e:                # a page that fails is a failed build: non-zero exit
+            print(f"ovk-nb: {e}", file=sys.stderr)
+            return 1
         print(f"Documentation: {index}")
         return 0
     return 2

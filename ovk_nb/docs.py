@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['FLOORS', 'MATHJAX_FILE', 'MATHJAX_CONFIG', 'PAGE_TEMPLATE', 'CSS', 'README_HEADER', 'find_nbs', 'page_name',
            'notebooks', 'nb_frontmatter', 'PageResult', 'doc_procs', 'process_nb', 'to_notebooknode', 'mathjax_js',
-           'nav_html', 'render_html', 'build_page', 'DocsBuild', 'build_site', 'build_docs', 'readme_procs',
-           'readme_markdown', 'readme', 'main']
+           'nav_html', 'render_html', 'build_page', 'DocsBuild', 'build_site', 'DocsBuildError', 'build_docs',
+           'readme_procs', 'readme_markdown', 'readme', 'main']
 
 # %% ../nbs/3_reproduction/07_docs.ipynb #c03ec688
 import argparse
@@ -456,11 +456,18 @@ def _write_contents_page(out, pages, site_title):
     node = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(md)], metadata={'title': site_title})
     (Path(out) / 'index.html').write_text(render_html(node, nav_html(pages, 'index.html', site_title)), encoding='utf-8')
 
+class DocsBuildError(RuntimeError):
+    "A page of the site failed: the whole site is written (to look at the failing page), the build is not a success."
+
+
 def build_docs(out='_docs', nbs=None, execute=True, **kwargs) -> Path:
-    "Build the documentation site (`build_site`), print a line per page, return the path of its index.html."
+    """Build the documentation site (`build_site`), print a line per page, return the path of its index.html.
+    A page that fails fails the build: every page is still written, then `DocsBuildError` names the failing pages."""
     b = build_site(out, nbs=nbs, execute=execute, **kwargs)
     print(b.summary())
-    if b.failures(): print(f"{len(b.failures())} page(s) built with errors: {', '.join(b.failures())}", file=sys.stderr)
+    if b.failures():
+        raise DocsBuildError(f"{len(b.failures())} page(s) built with errors: {', '.join(b.failures())} "
+                             f"(see the error banner on each page under {out})")
     return b.index
 
 # %% ../nbs/3_reproduction/07_docs.ipynb #0171bbec
@@ -521,7 +528,11 @@ def main(argv=None) -> int:
     b.add_argument('--no-exec', action='store_true')
     a = p.parse_args(argv)
     if a.cmd == 'readme': return readme(check=a.check)
-    print(f"Documentation: {build_docs(a.out, nbs=a.nbs, execute=not a.no_exec)}")
+    try:
+        print(f"Documentation: {build_docs(a.out, nbs=a.nbs, execute=not a.no_exec)}")
+    except DocsBuildError as e:
+        print(f"docs: {e}", file=sys.stderr)
+        return 1
     return 0
 
 # %% ../nbs/3_reproduction/07_docs.ipynb #55aa121d
