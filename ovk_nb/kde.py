@@ -51,11 +51,11 @@ def _kde_factor(k, L, operator, eps):
     """The EigenFactor of (k kron M + lam I) vec(A^T) = vec(I): G = k = U diag(s) U^T, T = M = V diag(t) V^{-1} for the three
     operators (see the derivation above), Y = I, so Yt = U^T V^{-T} = (V^{-1} U)^T."""
     n = len(L)
-    s, U = eigh_psd(k)
+    s, U = eigh_psd(k, name="input_kernel")                 # a user's kernel: refused by name if not PSD
     if operator == "identity":
         return EigenFactor(s, U, np.ones(n), U, U.T, np.eye(n))
     if operator == "covariance":
-        t, W = eigh_psd(L / n)
+        t, W = eigh_psd(L / n, name="output_kernel")
         return EigenFactor(s, U, t, W, W.T, (W.T @ U).T)
     p = n * eps / (s + n * eps)                              # eigenvalues of P = n eps (k + n eps I)^{-1}
     Ph = (U * np.sqrt(p)) @ U.T                              # P^{1/2}

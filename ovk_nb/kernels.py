@@ -378,19 +378,30 @@ class BlockKernel(OVKernel):
                              f"got {self.func!r} and {d!r}")
         return self
 
+    def _block(self, x, y):
+        "func(x, y) as a (d, d) float array, or a ValueError naming func and the shape expected."
+        d = int(self.output_dim)
+        try:
+            B = np.asarray(self.func(x, y), dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"BlockKernel's func must return a numeric ({d}, {d}) array: {e}") from None
+        if B.shape != (d, d):
+            raise ValueError(f"BlockKernel's func must return a ({d}, {d}) block (output_dim = {d}), got shape {B.shape}")
+        return B
+
     def _gram(self, X, Y):
         d = int(self.output_dim)
         G = np.empty((len(X) * d, len(Y) * d))
         for i, x in enumerate(X):
             for j, y in enumerate(Y):
-                G[i*d:(i+1)*d, j*d:(j+1)*d] = self.func(x, y)
+                G[i*d:(i+1)*d, j*d:(j+1)*d] = self._block(x, y)
         return G
 
     def _apply(self, X, Y, C):
         return (self._gram(X, Y) @ C.reshape(-1)).reshape(len(X), int(self.output_dim))
 
     def _diag(self, X):
-        return np.stack([np.asarray(self.func(x, x), dtype=float) for x in X])
+        return np.stack([self._block(x, x) for x in X])
 
 # %% ../nbs/1_shared/01_kernels.ipynb #9db42932
 def paper000_J(d: int, off_diagonal: float = 0.1) -> np.ndarray:

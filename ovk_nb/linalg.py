@@ -179,11 +179,15 @@ def group_columns(E, rtol: float = 1e-10):
     return [(c, np.array(idx)) for c, idx in groups]
 
 # %% ../nbs/1_shared/02_linalg.ipynb #99068943
-def eigh_psd(A, rcond: float | None = None, overwrite: bool = False):
+def eigh_psd(A, rcond: float | None = None, overwrite: bool = False, name: str | None = None):
     """(s, U) with A = U diag(s) U^T for a symmetric PSD matrix A, s ascending.
-    rcond=None: eigenvalues clipped at 0. rcond=r: eigenpairs with s <= r * max(s) dropped."""
+    rcond=None: eigenvalues clipped at 0. rcond=r: eigenpairs with s <= r * max(s) dropped.
+    name: the matrix is a user's kernel Gram; an eigenvalue below -1e-8 max|s| raises a ValueError naming it."""
     A = np.asarray(A, dtype=float)
     s, U = sla.eigh(A.T, overwrite_a=overwrite, driver="evd", check_finite=False)   # A.T: Fortran view, no copy
+    if name is not None and s.size and s[0] < -1e-8 * max(np.abs(s).max(), 1e-300):
+        raise ValueError(f"{name} is not positive semi-definite on these samples (smallest Gram eigenvalue {s[0]:.3g}, "
+                         f"largest {s[-1]:.3g}): a kernel must be a positive semi-definite function")
     if rcond is None:
         return np.clip(s, 0, None), U
     keep = s > rcond * max(s.max(initial=0), 1e-300)

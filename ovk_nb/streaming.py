@@ -26,7 +26,11 @@ def step_sizes(schedule, eta: float, t) -> np.ndarray:
     "eta_t for the steps `t` (1-based): 'invsqrt' eta/sqrt(t), 'constant' eta, or a callable t -> eta_t."
     t = np.asarray(t, dtype=float)
     if callable(schedule):
-        out = np.array([float(schedule(int(u))) for u in t])
+        try:
+            out = np.array([float(schedule(int(u))) for u in t])
+        except Exception as e:                               # a user's function: say which argument failed, and where
+            raise ValueError(f"schedule(t) must return a step size eta_t > 0; at t={int(t[0])}..{int(t[-1])} it raised "
+                             f"{type(e).__name__}: {e}") from None
     elif schedule == "invsqrt":
         out = eta / np.sqrt(t)
     elif schedule == "constant":

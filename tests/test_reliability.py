@@ -88,3 +88,15 @@ def test_huge_inputs_never_give_silent_nan():
     for scale in (1e154, 1e200):
         m = OVKRidge(gaussian_times_J(2, 0.5), lam=0.1).fit(X * scale, Y)   # RBF: distances overflow to inf, k = 0
         assert np.isfinite(m.coef_).all() and np.isfinite(m.predict(X * scale)).all()
+
+
+def test_user_callables_and_kernels_fail_by_name():
+    "A user's schedule, block function or kernel that misbehaves gets a ValueError naming it, not a bare exception."
+    from ovk_nb.kernels import BlockKernel
+    X, Y = stream(20)
+    with pytest.raises(ValueError, match="schedule"):
+        ONORMA(gaussian_times_J(2, 0.5), schedule=lambda t: 1 / 0).fit(X, Y)
+    with pytest.raises(ValueError, match="BlockKernel's func must return a \\(2, 2\\) block"):
+        OVKRidge(BlockKernel(lambda x, y: np.eye(3), 2), solver="cg").fit(X, Y)
+    with pytest.raises(ValueError, match="input_kernel is not positive semi-definite"):
+        OVKDE(lambda A, B: -np.ones((len(A), len(B))) - np.eye(len(A), len(B)), RBF(0.5)).fit(X, Y)
