@@ -15,8 +15,9 @@ from ..kernels import Linear
 from ..mvml import MVMLClassifier, stack_views
 
 # %% auto #0
-__all__ = ['FIG1_METHODS', 'PAPER_TABLE1', 'MVML_VARIANTS', 'make_sheared_views', 'view_embeddings', 'pooled_separability',
-           'exp_mvml_fig1', 'svm_baselines', 'table1_rows', 'exp_mvml_table1']
+__all__ = ['FIG1_METHODS', 'PAPER_TABLE1', 'MVML_VARIANTS', 'FIG3_ETAS', 'make_sheared_views', 'view_embeddings',
+           'pooled_separability', 'exp_mvml_fig1', 'svm_baselines', 'table1_rows', 'exp_mvml_table1', 'sparsity_path',
+           'exp_mvml_fig3']
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #876e2aec
 def make_sheared_views(n: int = 200, shear: float = 1.5, angle: float = np.pi / 3, noise: float = 0.1, random_state=0):
@@ -171,3 +172,78 @@ def exp_mvml_table1(run: Run):
     paper = [{"dataset (level %)": f"{d} ({lv})", **v} for (d, lv), v in PAPER_TABLE1.items()]
     run.table("table1_paper", paper, "The paper's Table 1 (Flower17, uWaveGesture: not available offline, not reproducible here)")
     return out
+
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #bacaf0aa
+FIG3_ETAS = (0.1, 0.2, 0.3, 0.5, 1.0)
+
+
+def sparsity_path(X, y, views, tr, te, etas, level=0.12, lam=0.01, progress=iter):
+    """MVML-sparse one-vs-all fits along a path of eta: per eta the model, the kept view-pair blocks (n_classes, v, v),
+    the test accuracy and the smallest eigenvalue of the learned metrics."""
+    out = []
+    for eta in progress(etas):
+        m = MVMLClassifier(views, lam=lam, eta=eta, metric="sparse", n_components=level, random_state=0).fit(X[tr], y[tr])
+        out.append({"eta": eta, "model": m, "kept": np.array(m.sparsity_), "accuracy": m.score(X[te], y[te]),
+                    "min_eig": min(float(np.linalg.eigvalsh(M.dense()).min()) for M in m.metrics_)})
+    return out
+
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #bbaf6962
+@experiment("mvml_fig3_sparsity", title="Fig. 3: a learned block-sparsity pattern (MVML-sparse, UCI multiple features, 12% Nystrom)",
+            paper="003")
+@single_threaded
+def exp_mvml_fig3(run: Run):
+    import matplotlib.pyplot as plt
+    from ovk_nb.mvml import group_norms
+    mf = load_mfeat()
+    n_tr = 300 if run.quick else 1000
+    perm = run.rng(0).permutation(len(mf.target))                 # the Table 1 split
+    tr, te = perm[:n_tr], perm[n_tr:n_tr + (300 if run.quick else 1000)]
+    X = _standardize(mf.data, tr)
+    path = sparsity_path(X, mf.target, mf.views, tr, te, (0.2, 0.3, 0.5) if run.quick else FIG3_ETAS,
+                         progress=lambda it: run.progress(it, "eta"))
+    v = len(mf.views)
+    rows = [{"eta": p["eta"], "kept blocks (mean of 10, of 36)": float(p["kept"].sum((1, 2)).mean()),
+             "off-diagonal pairs kept (mean)": float((p["kept"].sum((1, 2)) - v).mean() / 2),
+             "test accuracy %": 100 * p["accuracy"], "min eigenvalue of Ã": p["min_eig"]} for p in path]
+    run.table("fig3_path", rows, f"MVML-sparse on UCI mfeat, 12% Nystrom, {n_tr} training samples: view-pair blocks kept along eta")
+    best = min(range(len(path)), key=lambda i: abs(rows[i]["kept blocks (mean of 10, of 36)"] - (v + v * v) / 2))
+    p = path[best]
+    m, names = p["model"], mf.view_names
+    o = m.features_.offsets
+    counts = p["kept"].sum((1, 2))
+    k0 = int(np.argmin(np.abs(counts - counts.mean())))              # a typical problem: kept blocks nearest the mean
+    A0 = m.metrics_[k0].dense()
+    freq = p["kept"].mean(0)
+    fig, axs = plt.subplots(1, 3, figsize=(15, 4.4))
+    im = axs[0].imshow(np.log10(np.abs(A0) + 1e-12), cmap="magma", vmin=-6)
+    for b in o[1:-1]:
+        axs[0].axhline(b - 0.5, c="w", lw=0.6); axs[0].axvline(b - 0.5, c="w", lw=0.6)
+    mid = (o[:-1] + o[1:]) / 2
+    axs[0].set_xticks(mid, names); axs[0].set_yticks(mid, names)
+    axs[0].set_title(f"log10 |Ã|, digit {m.classes_[k0]} vs rest (eta={p['eta']})", fontsize=10)
+    fig.colorbar(im, ax=axs[0], fraction=0.046)
+    axs[1].imshow(freq, cmap="Blues", vmin=0, vmax=1)
+    for i in range(v):
+        for j in range(v):
+            axs[1].text(j, i, f"{freq[i, j]:.1f}", ha="center", va="center", color="k" if freq[i, j] < 0.6 else "w")
+    axs[1].set_xticks(range(v), names); axs[1].set_yticks(range(v), names)
+    axs[1].set_title(f"share of the 10 problems keeping block (l, m), eta={p['eta']}", fontsize=10)
+    axs[2].semilogx([r["eta"] for r in rows], [r["kept blocks (mean of 10, of 36)"] for r in rows], "o-")
+    axs[2].axhline(v, c="gray", ls=":"); axs[2].axhline(v * v, c="gray", ls=":")
+    axs[2].set_xlabel("eta"); axs[2].set_ylabel("view-pair blocks kept (mean over classes)")
+    axs[2].set_title("the pattern along eta", fontsize=10)
+    fig.tight_layout()
+    run.figure("fig3_sparsity", fig, f"Fig. 3 (UCI mfeat): the learned block-sparse Ã at eta={p['eta']} and the pattern along eta")
+    N = group_norms(A0, o)
+    off = freq - np.eye(v)
+    pairs = sorted(((off[i, j], names[i], names[j]) for i in range(v) for j in range(i + 1, v)), reverse=True)
+    run.note("Off-diagonal view pairs kept most often at eta=%g: %s" % (p["eta"], ", ".join(f"{a}-{b} ({f:.1f})" for f, a, b in pairs[:4])))
+    r = rows[best]
+    run.compare("Fig. 3: view-pair blocks kept (of 36, mean over 10 one-vs-all metrics)", r["kept blocks (mean of 10, of 36)"],
+                incomparable="the paper's Fig. 3 is on Flower17 (7 views, not offline)", note=f"eta={p['eta']}",
+                verdict="reproduced in kind: whole view-pair blocks are zero and the pattern ranks the pairs of views, on "
+                        "UCI mfeat instead of Flower17")
+    run.compare("Fig. 3: smallest eigenvalue of the learned sparse Ã (all etas and classes)", min(x["min_eig"] for x in path),
+                incomparable="the paper observed a PSD Ã without a guarantee",
+                verdict="own check: PSD in every fit (the prox step is followed by the projection on the PSD cone)")
+    return {"rows": rows, "eta": p["eta"], "kept": freq, "block norms": N}
