@@ -90,6 +90,7 @@ def test_api_is_shown_as_show_doc_output(site):
     for name in ["Separable", "SumKernel", "RBF", "Linear"]:
         assert f'<h3 id="{name}">' in html, name          # show_doc heading
     assert 'id="separable"' in html                       # the anchor nbdev's links use
+    assert '<h3 id="Separable.T_eig">' in html and 'id="separable.t_eig"' in html   # public methods get API entries
     text = _text(html)
     assert "def Separable(" in text                       # the signature
     assert "#| export" not in text and "class Separable(" not in text   # exported sources hidden, as nbdev does
@@ -188,3 +189,21 @@ def test_a_failing_page_fails_the_build(tmp_path, capsys):
     assert (tmp_path / "a" / "broken.html").exists()
     with pytest.warns(UserWarning, match="built with errors"):
         assert docs.main(["build", "--out", str(tmp_path / "b"), "--nbs", str(src)]) == 1
+
+
+def test_dead_in_site_links_are_unlinked(tmp_path):
+    "A link to an anchor no page of the site has (a private helper) loses its link, keeps its text; good links stay."
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "p.html").write_text('<h3 id="f">f</h3><a href="#f">f</a> <a href="#_helper"><code>_helper</code></a> '
+                                           '<a href="../b.html#g">g</a> <a href="../b.html#_x">x</a> <a href="https://e.org/#z">z</a>')
+    (tmp_path / "b.html").write_text('<h3 id="g">g</h3>')
+    assert docs.drop_dead_links(tmp_path, ["a/p.html", "b.html"]) == 2
+    assert (tmp_path / "a" / "p.html").read_text() == ('<h3 id="f">f</h3><a href="#f">f</a> <code>_helper</code> '
+                                                      '<a href="../b.html#g">g</a> x <a href="https://e.org/#z">z</a>')
+
+
+def test_pipes_in_table_math_and_code_do_not_split_cells():
+    md = "| op | matrix |\n|---|---|\n| integral | $e^{-|t-s|}$ and `a|b` |"
+    html = docs.render_html(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(md)]), nav="")
+    assert "<td>integral</td>" in html and r"$e^{-\vert t-s\vert }$" in html and "<code>a|b</code>" in html
+    assert "|---|" not in _text(html.split("</style>")[-1])
