@@ -10,6 +10,9 @@ Before/after of the low-rank alternation (same problem, 10 classes): the eigen-f
 
 The peer has no multi-class: it is wrapped in scikit-learn's OneVsRestClassifier (one binary MVML per class, as ours).
 The peer draws its own landmarks (nystrom_param = 0.24); ours use random_state = draw.
+
+  python bench/bench_mvml.py --binary [digit ...]  # the peer on one-vs-all problems alone (a 10-class fit is too slow):
+                                                   # writes bench/results/mvml_binary.csv and its section of mvml.md
 """
 import json
 import subprocess
@@ -22,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 PEER = HERE / ".venv-multimodallearn" / "bin" / "python"
-N_DRAWS, FRAC, LAM, ETA = int(sys.argv[1]) if len(sys.argv) > 1 else 4, 0.24, 0.1, 1.0
+N_DRAWS, FRAC, LAM, ETA = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 4, 0.24, 0.1, 1.0
 
 
 def data(seed=0, n_train=1000):
@@ -44,8 +47,10 @@ def gammas(X, tr, views):
 PEER_CODE = r'''
 import json, sys, time, numpy as np
 from sklearn.multiclass import OneVsRestClassifier
+import multimodal.kernels.mvml as peer
 from multimodal.kernels.mvml import MVML
 from multimodal.datasets.data_sample import MultiModalArray
+peer.check_is_fitted = lambda *args, **kw: None     # its sklearn-tags lookup fails with scikit-learn 1.6 (not the algorithm)
 a = json.loads(sys.stdin.read())
 X, y = np.array(a["X"]), np.array(a["y"])
 tr, te = np.array(a["tr"]), np.array(a["te"])
@@ -66,6 +71,76 @@ for draw in range(a["draws"]):
     out.append({"draw": draw, "accuracy": acc, "fit_s": t, "min_eig_A": min(mins) if mins else None})
 print(json.dumps(out))
 '''
+
+
+PEER_BINARY = r'''
+import json, sys, time, numpy as np
+import multimodal.kernels.mvml as peer
+from multimodal.kernels.mvml import MVML
+from multimodal.datasets.data_sample import MultiModalArray
+peer.check_is_fitted = lambda *args, **kw: None     # its sklearn-tags lookup fails with scikit-learn 1.6 (not the algorithm)
+a = json.loads(sys.stdin.read())
+X, y = np.array(a["X"]), np.array(a["y"])
+tr, te = np.array(a["tr"]), np.array(a["te"])
+starts = np.array([c[0] for c in a["views"]] + [X.shape[1]])
+np.random.seed(a["draw"])
+est = MVML(lmbda=a["lam"], eta=a["eta"], nystrom_param=a["frac"], kernel="rbf",
+           kernel_params=[{"gamma": g} for g in a["gammas"]], learn_A=1, n_loops=6)
+t = time.perf_counter(); est.fit(MultiModalArray(X[tr], starts), y[tr]); t = time.perf_counter() - t
+acc = float(np.mean(est.predict(MultiModalArray(X[te], starts)) == y[te]))
+A = np.asarray(est.A)
+print(json.dumps({"accuracy": acc, "fit_s": t, "min_eig_A": float(np.linalg.eigvalsh((A + A.T) / 2).min()),
+                  "max_eig_A": float(np.linalg.eigvalsh((A + A.T) / 2).max()),
+                  "asym": float(np.linalg.norm(A - A.T) / np.linalg.norm(A)), "warnings": str(est.warning_message)}))
+'''
+
+
+def binary(digits=(0,), etas=(1.0, 10.0), draw=0):
+    """One-vs-all problems (digit vs rest, labels +-1) for both implementations, same split, gammas and level; the peer's
+    accuracy, fit time and its A's extreme eigenvalues (symmetrised) and asymmetry beside ours."""
+    from ovk_nb.kernels import RBF
+    from ovk_nb.mvml import MVMLClassifier
+    X, y10, tr, te, views = data()
+    gs = gammas(X, tr, views)
+    rows = []
+    for dg in digits:
+        y = np.where(y10 == dg, 1, -1)
+        for eta in etas:
+            with threadpool_limits(2):
+                m = MVMLClassifier(views, [RBF(g) for g in gs], lam=LAM, eta=eta, n_components=FRAC, random_state=draw)
+                t = time.perf_counter(); m.fit(X[tr], y[tr]); t = time.perf_counter() - t
+            ev = np.linalg.eigvalsh(m.A_)
+            rows.append({"method": "ovk_nb MVMLClassifier", "problem": f"{dg} vs rest", "eta": eta, "accuracy": m.score(X[te], y[te]),
+                         "fit_s": t, "min_eig_A": float(ev.min()), "max_eig_A": float(ev.max()), "asym": 0.0,
+                         "n_iter": m.n_iter_})
+            print(rows[-1], flush=True)
+            if PEER.exists():
+                payload = json.dumps({"X": X.tolist(), "y": y.tolist(), "tr": tr.tolist(), "te": te.tolist(), "views": views,
+                                      "gammas": gs, "lam": LAM, "eta": eta, "frac": FRAC, "draw": draw})
+                res = subprocess.run([str(PEER), "-c", PEER_BINARY], input=payload, capture_output=True, text=True,
+                                     env={"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
+                if res.returncode:
+                    print(res.stderr[-3000:], file=sys.stderr)
+                else:
+                    rows.append({"method": "scikit-multimodallearn MVML", "problem": f"{dg} vs rest", "eta": eta,
+                                 **json.loads(res.stdout.strip().splitlines()[-1])})
+                    print(rows[-1], flush=True)
+    cols = ["method", "problem", "eta", "accuracy", "fit_s", "min_eig_A", "max_eig_A", "asym", "n_iter", "warnings"]
+    (HERE / "results" / "mvml_binary.csv").write_text(
+        "\n".join([",".join(cols)] + [",".join(f'"{r.get(c, "")}"' if c == "warnings" else str(r.get(c, "")) for c in cols)
+                                      for r in rows]) + "\n")
+    md = [BINARY_MARK, "", f"One-vs-all problems on the same split, gammas and 24 % Nystrom (draw {draw}), lam = {LAM}; the peer "
+          "alone (no OneVsRest wrapper). asym: ||A - A^T||_F / ||A||_F of the peer's A; eigenvalues of (A + A^T) / 2.", "",
+          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    md += ["| " + " | ".join(f"{r.get(c):.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols) + " |"
+           for r in rows]
+    path = HERE / "results" / "mvml.md"
+    old = path.read_text() if path.exists() else __doc__
+    path.write_text(old.split(BINARY_MARK)[0].rstrip("\n") + "\n\n" + "\n".join(md) + "\n")
+    return rows
+
+
+BINARY_MARK = "## One-vs-all problems: the peer's accuracy and the eigenvalues of its A"
 
 
 def ours(X, y, tr, te, views, gs):
@@ -123,9 +198,14 @@ def main():
     (HERE / "results" / "mvml.csv").write_text("\n".join([",".join(cols)] + [",".join(str(r.get(c, "")) for c in cols) for r in rows]) + "\n")
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     md += ["| " + " | ".join(f"{r.get(c):.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols) + " |" for r in rows]
-    (HERE / "results" / "mvml.md").write_text(__doc__ + "\n" + "\n".join(md) + "\n")
+    path = HERE / "results" / "mvml.md"
+    keep = path.read_text().split(BINARY_MARK, 1) if path.exists() else [""]
+    path.write_text(__doc__ + "\n" + "\n".join(md) + "\n" + (f"\n{BINARY_MARK}{keep[1]}" if len(keep) > 1 else ""))
     print("\n".join(md))
 
 
 if __name__ == "__main__":
-    main()
+    if "--binary" in sys.argv:
+        binary(tuple(int(a) for a in sys.argv[sys.argv.index("--binary") + 1:]) or (0,))
+    else:
+        main()
