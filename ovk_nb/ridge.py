@@ -20,12 +20,13 @@ from sklearn.model_selection import KFold
 from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, SumKernel, gaussian_times_J,
                             linear_quadratic, paper000_J)
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
-                           kernel_matvec, nystrom_fit, pcg, separable_preconditioner)
+                           kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context)
 
 # %% auto #0
-__all__ = ['PRECONDITIONERS', 'SOLVERS', 'DEFAULT_LAMS', 'ridge_dense_reference', 'OVKRidge', 'solver_agreement', 'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_ND', 'DEFAULT_LAMS', 'ridge_dense_reference', 'OVKRidge',
+           'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -132,6 +133,14 @@ def _choose_solver(parts: KernelParts, solver, n):
         raise ValueError(f"solver='nystrom' needs a Separable kernel or a SumKernel of Separables, got {type(kernel).__name__}")
     return solver
 
+# %% ../nbs/2_algorithms/00_ridge.ipynb #ddec40f9
+BLAS_THREADS_MIN_ND = 20000      # n d at and above which the factorisations use all cores (measured: see the decision above)
+
+
+def _solve_threads(solver, n, d):
+    "BLAS thread limit for `_solve`: 1 for CG, Nystrom and systems with n d < BLAS_THREADS_MIN_ND; None (all cores) above."
+    return 1 if solver in ("cg", "nystrom") or n * d < BLAS_THREADS_MIN_ND else None
+
 # %% ../nbs/2_algorithms/00_ridge.ipynb #3db6ba5c
 def _eigen_factor(parts: KernelParts, X, Y):
     "The EigenFactor of (3) for a single separable part: eigh of its scalar Gram (overwritten) and its T's eigenbasis."
@@ -202,7 +211,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         X, Y, y1d = _check_XY(self.kernel_, X, Y)
         parts = KernelParts(self.kernel_)
         solver = _choose_solver(parts, self.solver, len(X))
-        _solve(self, solver, parts, X, Y, float(self.lam))
+        with blas_threads(_solve_threads(solver, len(X), parts.d)):     # one thread for small systems, see above
+            _solve(self, solver, parts, X, Y, float(self.lam))
         # copies: predict(X) on the caller's training array must not share memory with X_fit_, or numpy turns X @ X_fit_.T
         # into a symmetric product (syrk) whose rounding differs from the general one used after unpickling
         self.solver_, self.X_fit_, self._Y_fit = solver, X.copy(), Y.copy()

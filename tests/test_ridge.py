@@ -303,3 +303,20 @@ def test_auto_solver_choice():
     m9 = OVKRidge(nine, lam=0.1).fit(X, Y9)
     assert m9.solver_ == "eigen"
     assert rel(m9.coef_, OVKRidge(nine, lam=0.1, solver="cholesky").fit(X, Y9).coef_) < 1e-9
+
+
+def test_solve_threads_rule_and_results():
+    "One BLAS thread for CG, Nystrom and small systems, all cores from n d = BLAS_THREADS_MIN_ND; the limit moves results by rounding only."
+    from threadpoolctl import threadpool_limits
+    from ovk_nb.ridge import BLAS_THREADS_MIN_ND, _solve_threads
+    m = BLAS_THREADS_MIN_ND
+    assert [_solve_threads(s, m // 5 - 1, 5) for s in ("dense", "eigen", "cholesky")] == [1, 1, 1]
+    assert [_solve_threads(s, m // 5, 5) for s in ("dense", "eigen", "cholesky")] == [None, None, None]
+    assert _solve_threads("cg", 10 ** 6, 5) == 1 and _solve_threads("nystrom", 10 ** 6, 5) == 1
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(300, 4)), rng.normal(size=(300, 3))
+    for solver in ("eigen", "cholesky", "cg"):
+        C = OVKRidge(gaussian_times_J(3, 0.3), lam=0.1, solver=solver).fit(X, Y).coef_
+        with threadpool_limits(1):
+            C1 = OVKRidge(gaussian_times_J(3, 0.3), lam=0.1, solver=solver).fit(X, Y).coef_
+        np.testing.assert_allclose(C, C1, rtol=1e-9, atol=1e-12)
