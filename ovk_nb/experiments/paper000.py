@@ -21,7 +21,7 @@ from ..validation import check_matrix
 # %% auto #0
 __all__ = ['unit_ball_scale', 'half_split', 'batch_ridge_cv', 'exp_ridge_solvers', 'exp_ridge_lambda_path',
            'exp_ridge_kernel_param', 'onorma_classification', 'onorma_truncation', 'onorma_theorem1', 'paper000_setups',
-           'monorma_fig1', 'monorma_fig2', 'monorma_table1', 'monorma_weights']
+           'monorma_fig1', 'monorma_fig2', 'onorma_divergence', 'monorma_table1', 'monorma_weights']
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #0e0e6c85
 def unit_ball_scale(X) -> np.ndarray:
@@ -516,6 +516,60 @@ def monorma_fig2(run):
                     min(x["batch test MSE"] for x in r), None, "paper: figure only",
                     "figure only: the paper's figures are images in our copy, so no number is compared, only the shape")
     return rows, lines
+
+# %% ../../nbs/3_reproduction/01_paper000.ipynb #61590eec
+def _divergence_runs(X, Y, d):
+    "One ONORMA pass (eta = 1, lam = 0.01) per case: {label: (running online MSE, eta_t ||K(x_t, x_t)||_op)}."
+    cases = {"mu-kernel (mu = 0.2), raw inputs": (linear_quadratic(d, 0.2), 1.0),
+             "mu-kernel (mu = 0.2), x / sqrt(20)": (linear_quadratic(d, 0.2), 1 / np.sqrt(20)),
+             "Gaussian x J (mu = 1), raw inputs": (gaussian_times_J(d, 1.0), 1.0)}
+    out = {}
+    for label, (K, s) in cases.items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            err = ONORMA(K, lam=0.01, eta=1.0).fit(s * X, Y).errors_
+        norms = np.linalg.norm(K.diag(s * X), 2, axis=(1, 2))       # ||K(x_t, x_t)||_op
+        t = np.arange(1, len(X) + 1)
+        out[label] = (np.cumsum(err) / t, norms / np.sqrt(t))
+    return out
+
+
+def _divergence_figure(runs):
+    import matplotlib.pyplot as plt
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.4))
+    for label, (mse_t, step) in runs.items():
+        t = np.arange(1, len(mse_t) + 1)
+        a0.semilogy(t, mse_t, label=label)
+        a1.semilogy(t, step, label=label)
+    a0.set_xlabel("step t"); a0.set_ylabel("online MSE after t steps"); a0.legend(fontsize=8)
+    a1.axhline(2, color="k", ls=":", label="stability limit 2")
+    a1.set_xlabel("step t"); a1.set_ylabel("eta_t ||K(x_t, x_t)||_op"); a1.legend(fontsize=8)
+    fig.suptitle("ONORMA, eta = 1, lam = 0.01, synthetic-4 (training half)")
+    fig.tight_layout()
+    return fig
+
+# %% ../../nbs/3_reproduction/01_paper000.ipynb #1d6b2077
+@experiment("onorma_divergence", title="Why the mu-kernel keeps x/sqrt(20): ONORMA at eta = 1 on raw inputs (paper 000)",
+            paper="000", section="Why the mu-kernel keeps x/sqrt(20): divergence at eta = 1")
+@single_threaded
+def onorma_divergence(run):
+    from ovk_nb.datasets import make_paper000_synthetic
+    X, Y = make_paper000_synthetic(500, 4, random_state=run.seed, return_X_y=True)
+    X, Y = X[:250], Y[:250]
+    runs = _divergence_runs(X, Y, 4)
+    run.figure("divergence", _divergence_figure(runs), "Online MSE along one pass, and the step size times the kernel's norm "
+               "at each step against the stability limit 2")
+    run.table("divergence", [{"case": k, "online MSE after one pass": v[0][-1], "max eta_t ||K(x_t, x_t)||_op": v[1].max(),
+                              "last step with eta_t ||K|| > 2": int(np.flatnonzero(v[1] > 2).max() + 1) if (v[1] > 2).any() else 0}
+                             for k, v in runs.items()], "One ONORMA pass with the paper's eta = 1 and lam = 0.01")
+    for label, (mse_t, step) in runs.items():
+        raw_mu = label.startswith("mu-kernel") and "raw" in label
+        run.compare(f"{label}: log10 online MSE after one pass (n=250, eta = 1, lam = 0.01)", np.log10(mse_t[-1]), None,
+                    f"largest eta_t ||K(x_t, x_t)||_op {step.max():.3g} (stable below 2)",
+                    "own check: the literal setting diverges, so this kernel keeps x/sqrt(20)" if raw_mu else
+                    "own check: stable at the paper's eta = 1, so no scaling is needed" if "raw" in label else
+                    "own check: the scaling the mu-kernel keeps makes its pass stable",
+                    incomparable="the paper does not say how it scaled its inputs")
+    return runs
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #d598ac03
 def _table1_setups(run):
