@@ -134,7 +134,7 @@ def _choose_solver(parts: KernelParts, solver, n):
     return solver
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ddec40f9
-BLAS_THREADS_MIN_ND = 20000      # n d at and above which the factorisations use all cores (measured: see the decision above)
+BLAS_THREADS_MIN_ND = 40000      # n d at and above which the factorisations use all cores (measured: see the decision above)
 
 
 def _solve_threads(solver, n, d):
