@@ -605,7 +605,7 @@ class _DomScan:
                 if tag == 'body': scan.body = a
                 if 'ovk-banner' in cls.split(): scan.banner = True
                 if tag == 'mjx-merror' or 'data-mjx-error' in a: scan.merror += 1
-                if tag in ('script', 'style', 'code', 'mjx-container') or 'jp-InputArea' in cls.split():
+                if tag in ('head', 'script', 'style', 'code', 'mjx-container') or 'jp-InputArea' in cls.split():
                     skip.append(tag)
                 elif skip and tag == skip[-1]: skip.append(tag)   # nested same tag inside a skipped element
             def handle_endtag(self, tag):
