@@ -147,7 +147,7 @@ def _block_salami(self: SALAMI, Xb, cb, reg):
         p = exp_weights(cum[idx], self.eta_)
         G[k] = p @ R[sl]
         agg += float(dec.surrogate(G[k:k + 1], cb[k:k + 1], reg)[0])
-        cum[idx] += lexp[sl]
+        cum[idx] = self._after_round(cum[idx] + lexp[sl])
         n_live[k], mean_start[k] = len(idx), p @ starts[idx]
     keep = np.nonzero(ends > g + B)[0]
     self._starts, self._cum, self._agg = starts[keep], cum[keep], agg
@@ -155,6 +155,12 @@ def _block_salami(self: SALAMI, Xb, cb, reg):
     r = g - self._rec0
     self._n_live[r:r + B], self._mean_start[r:r + B] = n_live, mean_start
     self._record(G, cb, reg)
+
+# %% ../nbs/2_algorithms/07_salami.ipynb #a6d86f60
+@patch
+def _after_round(self: SALAMI, c):
+    "The live experts' cumulative losses after a round, as the next round's exponential weights see them (unchanged)."
+    return c
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #8d68fc25
 @patch

@@ -16,7 +16,6 @@ from ..kernels import RBF
 from ..oskaar import OSKAAR
 from ..salami import SALAMI
 from ..validation import Interval
-from ..weights import exp_weights
 
 # %% auto #0
 __all__ = ['yeast_stream', 'river_chain_losses', 'exp_yeast_stationary', 'permuted_drift', 'restart_losses', 'exp_yeast_drift',
@@ -310,37 +309,13 @@ class FixedShareSALAMI(SALAMI):
         super().__init__(kernel, lam, decoder, eta, lifetime, history)
         self.share = share
 
-    def _block_salami(self, Xb, cb, reg):
-        "SALAMI's round (`ovk_nb.salami`), plus the fixed-share mix of the live experts' weights after each update."
+    def _after_round(self, c):
+        "SALAMI's hook on the live experts' cumulative losses after a round: mix their weights with the uniform law."
         from scipy.special import logsumexp
-        g, B, dec = self.n_seen_, len(Xb), self.decoder_
-        R, who, when, starts, ends, factors = self._expert_rows(Xb, cb, reg)
-        order = np.lexsort((who, when))
-        R, who, when = R[order], who[order], when[order]
-        lexp = dec.surrogate(R, cb[when], reg)
-        cut = np.searchsorted(when, np.arange(B + 1))
-        E0, agg = len(self._starts), self._agg
-        cum = np.concatenate([self._cum, np.zeros(B)])
-        G, n_live, mean_start = np.zeros((B, R.shape[1])), np.zeros(B, np.int64), np.zeros(B)
-        for k in range(B):
-            sl = slice(cut[k], cut[k + 1])
-            idx = who[sl]
-            cum[E0 + k] = agg
-            p = exp_weights(cum[idx], self.eta_)
-            G[k] = p @ R[sl]
-            agg += float(dec.surrogate(G[k:k + 1], cb[k:k + 1], reg)[0])
-            c = cum[idx] + lexp[sl]
-            lp = -self.eta_ * c
-            lp -= logsumexp(lp)                                                  # log weights after the update
-            lq = np.logaddexp(np.log1p(-self.share) + lp, np.log(self.share / len(c)))   # mixed with the uniform law
-            cum[idx] = c - (lq - lp) / self.eta_                                 # same sum of exp(-eta L)
-            n_live[k], mean_start[k] = len(idx), p @ starts[idx]
-        keep = np.nonzero(ends > g + B)[0]
-        self._starts, self._cum, self._agg = starts[keep], cum[keep], agg
-        self._factors = [factors[e] for e in keep]
-        r = g - self._rec0
-        self._n_live[r:r + B], self._mean_start[r:r + B] = n_live, mean_start
-        self._record(G, cb, reg)
+        lp = -self.eta_ * c
+        lp -= logsumexp(lp)                                                  # log weights after the update
+        lq = np.logaddexp(np.log1p(-self.share) + lp, np.log(self.share / len(c)))   # mixed with the uniform law
+        return c - (lq - lp) / self.eta_                                     # same sum of exp(-eta L)
 
 # %% ../../nbs/3_reproduction/03_paper002.ipynb #b9b47572
 @experiment("yeast_gradual", title="Yeast with gradual drift: SALAMI, fixed-share, sliding windows and restarts", paper="002",
