@@ -15,8 +15,8 @@ from threadpoolctl import threadpool_limits
 from .decoding import CandidateSet, Decoder, ZeroOne
 from .linalg import NystromFeatures
 from .kernels import RBF, ScalarKernel
-from .streaming import StreamLearner
-from .validation import Interval, InstanceOf, check_fitted, fit_context
+from .streaming import StreamLearner, step_record
+from .validation import Interval, InstanceOf, check_fitted
 
 # %% auto #0
 __all__ = ['oskaar_literal', 'KAARFactor', 'OSKAAR']
@@ -122,9 +122,6 @@ class OSKAAR(StreamLearner):
 
     def __init__(self, kernel=None, lam: float = 1.0, decoder=None, budget=None, history=None):
         self.kernel, self.lam, self.decoder, self.budget, self.history = kernel, lam, decoder, budget, history
-
-    partial_fit = fit_context(StreamLearner.partial_fit)
-    fit = fit_context(StreamLearner.fit)
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #fb920e9f
 @patch
@@ -300,14 +297,8 @@ def __getstate__(self: OSKAAR):
     return state
 
 
-def _rec(name, doc):
-    def get(self):
-        return self._kept_steps(name)        # every round, or the last `history` rounds
-    return property(get, doc=doc)
-
-
-for _cls in (OSKAAR,):
-    _cls.losses_ = _rec("_losses", "Task loss Delta(z_t, y_t) of every round.")
-    _cls.surrogate_losses_ = _rec("_surr", "Surrogate loss ||g_t(x_t) - phi(y_t)||^2 of every round (what the theory bounds).")
-    _cls.decisions_ = _rec("_dec", "The decision z_t of every round, as codes (symbols, ids, rank vectors, vectors).")
-    _cls.cumulative_loss_ = property(lambda self: float(self.losses_.sum()), doc="Sum of the task losses so far.")
+OSKAAR.losses_ = step_record("_losses", "Task loss Delta(z_t, y_t) of every round (or the last `history` rounds).")
+OSKAAR.surrogate_losses_ = step_record("_surr", "Surrogate loss ||g_t(x_t) - phi(y_t)||^2 of every round (what the theory bounds).")
+OSKAAR.decisions_ = step_record("_dec", "The decision z_t of every round, as codes (symbols, ids, rank vectors, vectors).")
+OSKAAR.cumulative_loss_ = property(lambda self: self._err_sum, doc="Sum of the task losses so far (a running sum: every round, "
+                                                                     "whatever `history` keeps).")

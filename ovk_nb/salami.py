@@ -13,6 +13,7 @@ from fastcore.basics import patch
 from .decoding import Decoder
 from .kernels import ScalarKernel
 from .oskaar import OSKAAR, KAARFactor
+from .streaming import step_record
 from .validation import Interval, InstanceOf, check_fitted
 from .weights import exp_weights
 
@@ -188,11 +189,5 @@ def active_experts_(self: SALAMI):
     return np.append(self._starts, self.n_seen_)
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #90351879
-def _record(name, doc):
-    def get(self):
-        return self._kept_steps(name)        # every round, or the last `history` rounds
-    return property(get, doc=doc)
-
-
-SALAMI.n_live_ = _record("_n_live", "Number of live experts at every round.")
-SALAMI.mean_start_ = _record("_mean_start", "Weighted mean start time sum_tau p_tau tau of the mixture at every round.")
+SALAMI.n_live_ = step_record("_n_live", "Number of live experts at every round.")
+SALAMI.mean_start_ = step_record("_mean_start", "Weighted mean start time sum_tau p_tau tau of the mixture at every round.")

@@ -15,11 +15,11 @@ from sklearn.base import BaseEstimator
 
 from .linalg import blas_threads
 from .validation import (Interval, Options, Predicate, check_fitted, check_input, check_matrix, check_X, check_X_Y,
-                               fit_context, validate_estimator_params, validate_params)
+                               fit_context, validate_params)
 
 # %% auto #0
 __all__ = ['TRUNCATION', 'step_sizes', 'check_decay', 'check_truncation', 'budget', 'window_start', 'StreamLearner',
-           'KernelStream']
+           'step_record', 'KernelStream']
 
 # %% ../nbs/1_shared/03_streaming.ipynb #0b10a042
 def step_sizes(schedule, eta: float, t) -> np.ndarray:
@@ -127,6 +127,11 @@ def _kept_steps(self: StreamLearner, name):
     check_fitted(self, "n_seen_")
     k, end = getattr(self, "history", None), self.n_seen_ - self._rec0
     return getattr(self, name)[0 if k is None else max(0, end - k):end].copy()
+
+
+def step_record(name: str, doc: str) -> property:
+    "A fitted attribute of a learner on the core: the kept rows of its per-step record `name` (`_kept_steps`)."
+    return property(lambda self: self._kept_steps(name), doc=doc)
 
 
 @patch
@@ -345,8 +350,8 @@ def _same(a, b) -> bool:
 
 @patch
 def _validate_params(self: StreamLearner, first):
-    "Validate every hyper-parameter (`_parameter_constraints`); refuse a frozen one changed; store what the pass reads."
-    params = validate_estimator_params(self)
+    "Refuse a frozen hyper-parameter changed; store what the pass reads (`fit_context` has validated them all on entry)."
+    params = self.get_params(deep=False)
     if first:
         self._fixed = {k: params[k] for k in self._frozen}
     for k in self._frozen:

@@ -208,6 +208,8 @@ def test_history_keeps_the_last_steps_in_bounded_memory(name):
     np.testing.assert_allclose(getattr(short, rec), getattr(full, rec)[-k:], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(short.cumulative_error_ if hasattr(short, "cumulative_error_") else 0.0,
                                full.cumulative_error_ if hasattr(full, "cumulative_error_") else 0.0, rtol=1e-9)
+    if hasattr(full, "cumulative_loss_"):                 # a running sum: every round, whatever history keeps
+        assert short.cumulative_loss_ == pytest.approx(full.cumulative_loss_, rel=1e-12)
     again = pickle.loads(pickle.dumps(short))             # resumes with the kept steps only
     np.testing.assert_array_equal(getattr(again, rec), getattr(short, rec))
     assert len(make(history=0).partial_fit(X, Y, **kw).__getattribute__(rec)) == 0
