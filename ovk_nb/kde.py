@@ -100,24 +100,32 @@ class _KDECore(BaseEstimator):
             return self.L_fit_, self.l_diag_fit_
         return candidate_grams(self.output_kernel, candidates, self.Y_fit_, self.n_samples_fit_)
 
-    def _kx(self, X):
+    def _inputs(self, X):
+        "Test inputs of the fitted estimator, checked once: numeric ones as at fit (`n_features_in_`), others passed on."
         check_fitted(self, "coef_")
-        X = check_X(self, X) if hasattr(self, "n_features_in_") else as_samples(X, "X")
+        return check_X(self, X) if hasattr(self, "n_features_in_") else as_samples(X, "X")
+
+    def _kx(self, X):
+        "k(X_fit, X) for checked test inputs X."
         return checked_gram(self.input_kernel, self.X_fit_, X, "input_kernel", (self.n_samples_fit_, n_items(X, "X")))
+
+    def _scores(self, X, terms):
+        "The criterion for checked inputs X and the candidates' terms (Lc, base)."
+        Lc, base = terms
+        Z = self.coef_ @ self._kx(X)                       # (n, n_test): O(n^2) per test input
+        return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
 
     def decision_scores(self, X, candidates=None) -> np.ndarray:
         "Criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4), shape (n_test, n_candidates); smaller is better."
-        Kx = self._kx(X)                                   # checks fitted first
-        Z = self.coef_ @ Kx                                # (n, n_test): O(n^2) per test input
-        Lc, base = self._candidate_terms(candidates)
-        return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
+        X = self._inputs(X)                                # checks fitted first
+        return self._scores(X, self._candidate_terms(candidates))
 
     def predict(self, X, candidates=None, batch_size: int = 512):
         "For each input, the candidate (default: the training outputs) minimising the criterion."
-        check_fitted(self, "coef_")
-        X = check_X(self, X) if hasattr(self, "n_features_in_") else as_samples(X, "X")
+        X = self._inputs(X)
+        terms = self._candidate_terms(candidates)          # the candidates' Gram once, not once per batch
         cand = self.Y_fit_ if candidates is None else as_samples(candidates, "candidates", vectors=True)
-        out = take_items(cand, argmin_in_batches(lambda Xb: self.decision_scores(Xb, candidates), X, batch_size))
+        out = take_items(cand, argmin_in_batches(lambda Xb: self._scores(Xb, terms), X, batch_size))
         return out[:, 0] if getattr(self, "_y1d", False) and isinstance(out, np.ndarray) and out.ndim == 2 else out
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #a20ab370
@@ -127,7 +135,7 @@ class _KDEBase(_KDECore):
     def predict_embedding(self, X, output_features=None) -> np.ndarray:
         """g(x) in explicit coordinates, shape (n_test, D), when l(y, y') = <phi(y), phi(y')> and row i of `output_features`
         (default: the training outputs) is phi(y_i)."""
-        Kx = self._kx(X)
+        Kx = self._kx(self._inputs(X))
         F = self.Y_fit_ if output_features is None else output_features
         F = check_matrix(F, "output_features", allow_1d=True)
         if len(F) != self.n_samples_fit_:
