@@ -335,7 +335,7 @@ def _check_X(self: StreamLearner, X, first=False):
 @patch
 def _targets(self: KernelStream, X, Y):
     "Default targets: Y (n, d) (1-D when d = 1), finite, one row per row of X."
-    return check_X_Y(X, Y, output_dim=self._C.shape[1], allow_1d_X=False)[1]
+    return check_X_Y(X, Y, output_dim=self._C.shape[1])[1]
 
 # %% ../nbs/1_shared/03_streaming.ipynb #14b3ce5d
 def _same(a, b) -> bool:

@@ -209,11 +209,9 @@ def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why:
         raise (TypeError if isinstance(e, TypeError) else ValueError)(msg if named else f"{name}: {msg}") from None
 
 
-def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = "", allow_1d_X: bool = False):
-    """(X, Y, y_was_1d): finite float X (n, p), Y (n, d), as scikit-learn checks them (a 1-D X is refused unless
-    `allow_1d_X`: reshape it); ValueError or TypeError naming the argument and what was expected."""
-    if allow_1d_X and X is not None and np.asarray(X).ndim == 1:
-        X = np.asarray(X)[:, None]
+def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = ""):
+    """(X, Y, y_was_1d): finite float X (n, p), Y (n, d), as scikit-learn checks them (a 1-D X is refused: reshape it);
+    ValueError or TypeError naming the argument and what was expected."""
     X = check_input(X, "X", min_samples=min_samples, why=why)
     Y = check_input(Y, "Y", ensure_2d=False, min_samples=min_samples, why=why)
     y1d = Y.ndim == 1
@@ -232,10 +230,10 @@ def check_fitted(est, attr: str):
         raise NotFittedError(f"This {type(est).__name__} instance is not fitted yet; call fit first.")
 
 
-def check_X(est, X, n_features: int | None = None, attr: str = "n_features_in_"):
+def check_X(est, X):
     "Test inputs of a fitted estimator: as scikit-learn checks them, with the training inputs' number of features."
-    check_fitted(est, attr)
-    p = getattr(est, attr) if n_features is None else n_features
+    check_fitted(est, "n_features_in_")
+    p = est.n_features_in_
     X = check_input(X, "X")
     if X.shape[1] != p:
         raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting {p} features as input.")
