@@ -5,7 +5,6 @@
 # %% ../nbs/2_algorithms/00_ridge.ipynb #11f90436
 from __future__ import annotations
 
-import copy
 import numbers
 import time
 import warnings
@@ -100,11 +99,6 @@ def _resolve_kernel(kernel, Y):
         d = 1
     return Separable(RBF(1.0), np.eye(d))
 
-
-def _clone(est):
-    """scikit-learn's `clone` for our estimators: kernels are not estimators (they have `get_params` for display only, and
-    `Separable.get_params` includes the derived `output_dim`), so they are deep-copied as plain parameters."""
-    return type(est)(**{k: copy.deepcopy(v) for k, v in est.get_params(deep=False).items()})
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #703cbbe5
 def _one_part(parts):
@@ -226,9 +220,6 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         X = check_X(self, X)
         F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_)
         return F[:, 0] if self._y1d else F
-
-    def __sklearn_clone__(self):
-        return _clone(self)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #219bff2e
 def _is_dask(X) -> bool:
@@ -442,6 +433,3 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def coef_(self):
         check_fitted(self, "best_estimator_")
         return self.best_estimator_.coef_
-
-    def __sklearn_clone__(self):
-        return _clone(self)
