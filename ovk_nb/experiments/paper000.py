@@ -19,9 +19,7 @@ from ..ridge import OVKRidge, OVKRidgeCV, solver_agreement
 from ..validation import check_matrix
 
 # %% auto #0
-__all__ = ['unit_ball_scale', 'half_split', 'batch_ridge_cv', 'exp_ridge_solvers', 'exp_ridge_lambda_path',
-           'exp_ridge_kernel_param', 'onorma_classification', 'onorma_truncation', 'onorma_theorem1', 'paper000_setups',
-           'monorma_fig1', 'monorma_fig2', 'onorma_divergence', 'monorma_table1', 'monorma_weights']
+__all__ = ['unit_ball_scale', 'half_split', 'batch_ridge_cv', 'paper000_setups']
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #0e0e6c85
 def unit_ball_scale(X) -> np.ndarray:

@@ -18,8 +18,7 @@ from ..ridge import OVKRidge
 # %% auto #0
 __all__ = ['PAPER_TABLE1', 'PAPER_TABLE2', 'BANDWIDTHS', 'SCALAR_LAMS', 'ORACLE_LAMS', 'PER_POINT', 'ORACLE',
            'paper001_scalar_kernels', 'paper001_operators', 'paper001_kernels', 'select_functional_krr',
-           'select_movkl_lam', 'per_time_point_krr', 'oracle_bound', 'run_table_design', 'exp_movkl_finger',
-           'exp_movkl_finger_lag', 'exp_movkl_real_curves']
+           'select_movkl_lam', 'per_time_point_krr', 'oracle_bound', 'run_table_design']
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #27fbb098
 PAPER_TABLE1 = {"KRR scalar-valued": (68.32, 72.91), "KRR functional response": (49.40, 80.20),

@@ -16,7 +16,7 @@ from ..metrics import rbf_loss
 
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'OCR_PROTOCOLS', 'LAMBDA_SWEEP', 'PAPER_GAP', 'make_kde', 'tune_kde',
-           'reconstruction_study', 'kde_digits', 'ocr_input_features', 'ocr_selections', 'ocr_study', 'kde_ocr']
+           'reconstruction_study', 'ocr_input_features', 'ocr_selections', 'ocr_study']
 
 # %% ../../nbs/3_reproduction/05_paper004.ipynb #7c5be671
 PAPER_TABLE2 = {  # method: (lambda, sigma_k, sigma_l, RBF loss mean, std)
