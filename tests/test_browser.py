@@ -1,4 +1,5 @@
 """The built site as a reader sees it: pages opened in headless Chromium (`ovk_nb.docs.check_site`)."""
+import re
 from pathlib import Path
 
 import nbformat
@@ -16,9 +17,9 @@ if docs.chromium() is None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    "Representative pages: the index and one per floor (the MovKL page has the table with `|` in its math)."
+    "Representative pages: the index and some of each floor (the MovKL page has the table with `|` in its math)."
     out = tmp_path_factory.mktemp("site")
-    b = docs.build_site(out, nbs=NBS, only=["index", "01_kernels", "03_movkl", "00_core"], workers=2)
+    b = docs.build_site(out, nbs=NBS, only=["index", "01_kernels", "02_linalg", "00_ridge", "03_movkl", "00_core"], workers=2)
     assert b.failures() == {}, b.summary()
     return out, b
 
@@ -26,7 +27,7 @@ def site(tmp_path_factory):
 def test_representative_pages_pass_in_chromium(site):
     out, b = site
     probs = docs.check_site(out)
-    assert sorted(probs) == sorted(p.page for p in b.pages)
+    assert sorted(probs) == sorted([p.page for p in b.pages] + ["search.html"])
     assert {p: ps for p, ps in probs.items() if ps} == {}
     for p in probs:                                        # one screenshot per page, kept with the site
         shot = out / "_screenshots" / (p[:-5].replace("/", "__") + ".png")
@@ -41,6 +42,47 @@ def test_math_is_typeset_and_the_table_is_a_table(site):
     assert "<h3 id=\"MovKL.fit\">" in dom                  # a method's API entry
 
 
+def _hits(dom):
+    "The links of the search hits, in rank order (not the search script's own source)."
+    return re.findall(r'<li class="ovk-hit"><a href="([^"]+)"', re.sub(r"<script.*?</script>", "", dom, flags=re.S))
+
+
+def test_search_page_finds_api_entries_and_sections(site):
+    "search.html?q=... lists the hits, server-free, from the index script; the hits' links land and their math is typeset."
+    out, _ = site
+    ids = lambda t: {docs._html.unescape(i) for i in docs._re_id.findall((out / t).read_text())} if (out / t).exists() else None
+    dom = docs.render_in_browser(out / "search.html", query={"q": "OVKRidge"})
+    hits = _hits(dom)
+    assert hits[0] == "2_algorithms/ridge.html#OVKRidge", hits[:5]            # the class's API entry first
+    assert "2_algorithms/ridge.html#OVKRidge.fit" in hits and "2_algorithms/ridge.html#OVKRidgeCV" in hits
+    assert "<mark>OVKRidge</mark>" in dom
+    assert docs.dom_problems(dom, "search.html", ids) == []                   # every hit's anchor exists
+    dom = docs.render_in_browser(out / "search.html", query={"q": "sylvester equation"})
+    hits = _hits(dom)
+    assert hits[0] == "1_shared/linalg.html#The-Sylvester-equation-and-its-eigen-factor", hits[:5]
+    assert any(h.startswith("2_algorithms/movkl.html#") for h in hits) and any(h.startswith("2_algorithms/ridge.html#") for h in hits)
+    assert docs.dom_problems(dom, "search.html", ids) == []                   # the snippets' math typeset, none left as $...$
+    assert re.search(r'class="ovk-count">\d+ result\(s\) for <b>sylvester equation</b>', dom)
+    assert _hits(docs.render_in_browser(out / "search.html", query={"q": "zzzzqqq"})) == []
+
+
+def test_the_sidebar_box_lists_hits_while_one_types(site):
+    "On any page, typing in the sidebar's box lists the best hits under it (as a reader's keystrokes would, here scripted)."
+    out, _ = site
+    page = (out / "1_shared" / "kernels.html").read_text()
+    typing = ("<script>window.addEventListener('load', () => { const b = document.querySelector('form.ovk-search input');"
+              " b.value = 'loo_err'; b.dispatchEvent(new Event('input')); });</script></body>")
+    (out / "1_shared" / "typing.html").write_text(page.replace("</body>", typing))
+    try:
+        dom = docs.render_in_browser(out / "1_shared" / "typing.html")
+    finally:
+        (out / "1_shared" / "typing.html").unlink()
+    box = re.search(r'<ul class="ovk-hits">(.*?)</ul>', dom, re.S).group(1)
+    assert box.startswith('<li class="ovk-hit">'), box[:300]
+    assert '<a href="../2_algorithms/ridge.html#OVKRidge.loo_errors">' in box, box[:500]
+    assert box.count('<li class="ovk-hit">') <= 8
+
+
 def test_a_bad_page_is_caught(tmp_path):
     "A page through the real template: an error banner, a leaked table, a broken image, a dead anchor."
     node = nbformat.v4.new_notebook(cells=[
@@ -51,9 +93,11 @@ def test_a_bad_page_is_caught(tmp_path):
     (tmp_path / "_static" / "mathjax").mkdir(parents=True)
     (tmp_path / "_static" / "mathjax" / docs.MATHJAX_FILE).write_bytes(docs.mathjax_js().read_bytes())
     banner = '<div class="ovk-banner">This page was built with errors</div>'
-    (tmp_path / "bad.html").write_text(docs.render_html(node, docs.nav_html([("bad.html", "Bad")], "bad.html"), banner))
+    pager = docs.pager_html([("bad.html", "Bad"), ("gone.html", "Gone")], "bad.html")    # a next page that is not there
+    (tmp_path / "bad.html").write_text(docs.render_html(node, docs.nav_html([("bad.html", "Bad")], "bad.html"), banner, pager=pager))
     probs = " / ".join(docs.check_site(tmp_path)["bad.html"])
-    for what in ["error banner", "markdown table leaked", "1 broken image", "dead anchor(s): #nowhere"]:
+    for what in ["error banner", "markdown table leaked", "1 broken image", "dead anchor(s): #nowhere",
+                 "2 link(s) to missing page(s): index.html, gone.html"]:
         assert what in probs, (what, probs)
     assert "math" not in probs                            # $x^2$ was typeset
     assert (tmp_path / "_screenshots" / "bad.png").exists()

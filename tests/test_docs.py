@@ -1,4 +1,5 @@
-"""The offline documentation site and README generation (ovk_nb.docs, from nbs/08_docs.ipynb)."""
+"""The offline documentation site and README generation (ovk_nb.docs, from nbs/3_reproduction/07_docs.ipynb)."""
+import json
 import re
 import subprocess
 import sys
@@ -82,6 +83,48 @@ def test_sidebar_lists_every_page(site):
             assert f'<a href="{up}{q.page}">' in html
         assert f'<li class="active"><a href="{up}{p.page}">' in html
         assert "Floor 1: shared pieces" in html       # the sidebar shows the floors
+
+
+def test_previous_and_next_follow_the_reading_order(site):
+    "Every page ends with links to the previous and the next page of the sidebar (index, floor 1, 2, 3), none past the ends."
+    out, b = site
+    order = [p.page for p in b.pages]
+    for i, page in enumerate(order):
+        html = _page(out, page)
+        pager = re.search(r'<nav class="ovk-pager">(.*?)</nav>', html, re.S)
+        assert pager, page
+        links = dict((m.group(1), m.group(2)) for m in re.finditer(r'<a class="ovk-(prev|next)"[^>]*href="([^"]+)"', pager.group(1)))
+        up = "../" * page.count("/")
+        assert links.get("prev") == (up + order[i - 1] if i > 0 else None), (page, links)
+        assert links.get("next") == (up + order[i + 1] if i + 1 < len(order) else None), (page, links)
+        assert html.index('class="ovk-pager"') < html.index("</main>")     # at the foot of the page, inside <main>
+
+
+def _search_index(out):
+    js = (out / "_static" / "search_index.js").read_text(encoding="utf-8")
+    assert js.startswith("window.OVK_SEARCH_INDEX = ") and js.rstrip().endswith(";")   # a script: works from file://
+    return json.loads(js.strip()[len("window.OVK_SEARCH_INDEX = "):-1])
+
+
+def test_search_index_holds_every_heading_and_api_entry(site):
+    out, b = site
+    ix = _search_index(out)
+    assert [p for p, _ in ix["pages"]] == [p.page for p in b.pages]
+    for i, p in enumerate(b.pages):
+        html = _page(out, p.page).split("</nav>", 1)[1]           # the sidebar has no headings of its own
+        ids = {m for m in re.findall(r'<h[1-4] id="([^"]+)"', html)}
+        entries = {e[2]: e for e in ix["entries"] if e[0] == i}
+        assert ids and {docs._html.unescape(x) for x in ids} == set(entries), p.page
+        assert entries and next(iter(entries.values()))[3] == "page"
+    kernels = {e[2]: e for e in ix["entries"] if ix["pages"][e[0]][0] == "1_shared/kernels.html"}
+    for name in ["Separable", "SumKernel", "RBF", "Separable.T_eig"]:
+        assert kernels[name][3] == "api" and kernels[name][1] == name, kernels.get(name)
+    assert "symmetric psd" in kernels["Separable"][4].lower()        # the docstring is searchable
+    assert all(e[4].count("$") % 2 == 0 for e in ix["entries"])      # no formula cut in two
+    assert not any(e[4].startswith("def ") for e in ix["entries"])   # signatures (code) are not text
+    search = _page(out, "search.html")
+    assert 'id="ovk-search-page"' in search and "OVK_SEARCH_INDEX" in search and "<title>Search</title>" in search
+    assert 'class="ovk-pager"' not in search                          # not a page of the reading order
 
 
 def test_api_is_shown_as_show_doc_output(site):
