@@ -19,7 +19,7 @@ from .streaming import StreamLearner, step_record
 from .validation import Interval, InstanceOf, check_fitted
 
 # %% auto #0
-__all__ = ['oskaar_literal', 'KAARFactor', 'OSKAAR']
+__all__ = ['oskaar_literal', 'KAARFactor', 'OSKAAR', 'primal_start', 'primal_block', 'primal_estimates']
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #500a33c1
 def oskaar_literal(kernel, lam, X, Y, decoder):
@@ -216,36 +216,51 @@ def _record(self: OSKAAR, G, cb, reg):
     self.n_seen_ = g + B
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #af2622e4
+def primal_start(kernel, lam: float, Xd, Phi_d) -> dict:
+    """The budgeted state once the dictionary Xd (m inputs, with features Phi_d) is full: Nystrom features
+    f = NystromFeatures(x), A = F^T F + lam I = R R^T (one O(m^3) factorisation, once), S = F^T Phi."""
+    nf = NystromFeatures(kernel, Xd.copy())
+    F = nf(Xd)
+    R = cholesky(F.T @ F + lam * np.eye(F.shape[1]), lower=True, check_finite=False)
+    return {"nf": nf, "R": R, "S": F.T @ Phi_d}
+
+
 @patch
 def _switch(self: OSKAAR, reg):
-    """The budgeted variant once its dictionary (the first m inputs) is full: Nystrom features f = NystromFeatures(x),
-    A = F^T F + lam I = R R^T (one O(m^3) factorisation, once), S = F^T Phi; inputs and codes are not kept any more."""
+    "The budgeted variant once its dictionary (the first m inputs) is full; inputs and codes are not kept any more."
     m = self.budget
-    nf = NystromFeatures(self.kernel_, self._X[:m].copy())
-    F = nf(self._X[:m])
-    R = cholesky(F.T @ F + self.lam * np.eye(F.shape[1]), lower=True, check_finite=False)
-    S = F.T @ self.decoder_.features(self._codes[:m], reg)
-    self._primal = {"nf": nf, "R": R, "S": S}
+    self._primal = primal_start(self.kernel_, self.lam, self._X[:m], self.decoder_.features(self._codes[:m], reg))
     self._X, self._codes, self._factor = self._X[:m].copy(), self._codes[:m].copy(), None
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2584b51b
-@patch
-def _block_primal(self: OSKAAR, Xb, cb, reg):
-    """A block of the budgeted variant in O(B m^2 + B^2 m): whitened features H = F_b R^{-T}; the within-block KAAR of
-    the linear kernel H H^T with lam = 1 gives P_k f_k = R^{-T} H^T c_k, c_k = (I + H_{<=k} H_{<=k}^T)^{-1} e_k; then
-    g_k = S^T P_k f_k + sum_{j<k} (f_j^T P_k f_k) phi_j, and R <- R chol(I + H^T H), S <- S + F_b^T Phi_b."""
-    P = self._primal
+def primal_block(P: dict, Xb, Phi) -> tuple:
+    """A block of the budgeted variant in O(B m^2 + B^2 m), from the state P (nf, R, S) and the block's inputs Xb and label
+    features Phi: whitened features H = F_b R^{-T}; the within-block KAAR of the linear kernel H H^T with lam = 1 gives
+    P_k f_k = R^{-T} H^T c_k, c_k = (I + H_{<=k} H_{<=k}^T)^{-1} e_k; then g_k = S^T P_k f_k + sum_{j<k} (f_j^T P_k f_k) phi_j,
+    and R <- R chol(I + H^T H), S <- S + F_b^T Phi_b. Returns (G, the new state); P is left as it was."""
     F = P["nf"](Xb)
     R, B = P["R"], len(Xb)
     H = _forward(R, F.T).T
     Lb = cholesky(np.eye(B) + H @ H.T, lower=True, check_finite=False)
     C = solve_triangular(Lb, np.eye(B), lower=True, check_finite=False) / np.diag(Lb)[:, None]
     V = _backward(R, (C @ H).T).T                                   # row k: (P_k f_k)^T
-    Phi = self.decoder_.features(cb, reg)
     S = np.pad(P["S"], ((0, 0), (0, Phi.shape[1] - P["S"].shape[1])))
     G = V @ S + np.tril(V @ F.T, -1) @ Phi
     Lh = cholesky(np.eye(len(R)) + H.T @ H, lower=True, check_finite=False)
-    self._primal = {**P, "R": R @ Lh, "S": S + F.T @ Phi}
+    return G, {**P, "R": R @ Lh, "S": S + F.T @ Phi}
+
+
+def primal_estimates(P: dict, X, D: int) -> np.ndarray:
+    "g(x) of the budgeted state P for test inputs, each entering alone with a zero target; D: the label features' dimension."
+    v = _forward(P["R"], P["nf"](X).T)
+    S = np.pad(P["S"], ((0, 0), (0, D - P["S"].shape[1])))
+    return (_backward(P["R"], v).T / (1.0 + (v ** 2).sum(0))[:, None]) @ S
+
+
+@patch
+def _block_primal(self: OSKAAR, Xb, cb, reg):
+    "A block of the budgeted variant (`primal_block`)."
+    G, self._primal = primal_block(self._primal, Xb, self.decoder_.features(cb, reg))
     return G
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
@@ -257,13 +272,7 @@ def _feature_estimates(self: OSKAAR, X):
         n = self._n_in
         Kxo = self.kernel_(X, self._X[:n]) if n else np.zeros((len(X), 0))
         return self.decoder_.stats(self._factor.weights(Kxo, self.kernel_.diag(X)), self._codes[:n], reg)
-    F = P["nf"](X)
-    v = _forward(P["R"], F.T)
-    S = P["S"]
-    D = self.decoder_.features(self._codes[:1], reg).shape[1]
-    S = np.pad(S, ((0, 0), (0, D - S.shape[1])))
-    return (_backward(P["R"], v).T / (1.0 + (v ** 2).sum(0))[:, None]) @ S
-
+    return primal_estimates(P, X, self.decoder_.features(self._codes[:1], reg).shape[1])
 
 @patch
 def predict(self: OSKAAR, X):

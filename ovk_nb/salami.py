@@ -12,7 +12,8 @@ from fastcore.basics import patch
 
 from .decoding import Decoder
 from .kernels import ScalarKernel
-from .oskaar import OSKAAR, KAARFactor
+from .linalg import NystromFeatures
+from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates, primal_start
 from .streaming import step_record
 from .validation import Interval, InstanceOf, check_fitted
 from .weights import exp_weights
@@ -39,10 +40,11 @@ def default_eta(decoder, eta=None) -> float:
     return 1.0 / (8.0 * B2)
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #ec034c84
-def salami_literal(kernel, lam, X, Y, decoder, eta=None, lifetime=None):
+def salami_literal(kernel, lam, X, Y, decoder, eta=None, lifetime=None, budget=None):
     """Dense reference of Algorithm 3: at round t every live expert s <= t (all of them when lifetime is None) solves its
     KAAR over x_s..x_t from scratch; weights exp_weights of the auxiliary cumulative surrogate losses (an expert born at t
-    carries the aggregate's); g_t = sum_s p_s g^s_t, z_t = decode(g_t).
+    carries the aggregate's); g_t = sum_s p_s g^s_t, z_t = decode(g_t). budget m: from its round m on, expert s solves
+    with the Nystrom kernel of its dictionary x_s..x_{s+m-1} (the budgeted OSKAAR started at s).
     Returns (decisions, task losses, surrogate losses, G, weights: one dict start -> p per round)."""
     codes, reg = decoder.encode(Y, decoder.start())
     eta, K = default_eta(decoder, eta), kernel(X)
@@ -52,7 +54,11 @@ def salami_literal(kernel, lam, X, Y, decoder, eta=None, lifetime=None):
         cum = {s: c for s, c in cum.items() if t < s + lifespan(s, lifetime)}
         Gs = []
         for s in cum:
-            a = np.linalg.solve(K[s:t + 1, s:t + 1] + lam * np.eye(t + 1 - s), K[s:t + 1, t])
+            Ks = K[s:t + 1, s:t + 1]
+            if budget is not None and t - s >= budget:
+                F = NystromFeatures(kernel, X[s:s + budget])(X[s:t + 1])
+                Ks = F @ F.T
+            a = np.linalg.solve(Ks + lam * np.eye(t + 1 - s), Ks[:, -1])
             Gs.append(decoder.stats(a[None, :t - s], codes[s:t], reg)[0])
         Gs = np.array(Gs)
         p = exp_weights(list(cum.values()), eta)
@@ -70,16 +76,18 @@ class SALAMI(OSKAAR):
     """Structured prediction algorithm with aggregating mixture (paper 002, Algorithm 3): OSKAAR experts started at every
     round, mixed by exponential weights on their surrogate losses (sleeping experts). kernel, lam, decoder as OSKAAR;
     eta: learning rate (default 1/(8 B^2)); lifetime: expert s lives lifetime * 2**v(s) rounds (geometric covering,
-    O(lifetime log t) live experts; expert 0 never dies), None keeps every expert (the paper's schedule)."""
+    O(lifetime log t) live experts; expert 0 never dies), None keeps every expert (the paper's schedule); budget: None
+    (exact experts) or m, every expert a budgeted OSKAAR on the dictionary of its first m inputs (our extension)."""
     _parameter_constraints = {"kernel": [None, InstanceOf(ScalarKernel)], "lam": [Interval(numbers.Real, 0, None, "neither")],
                               "decoder": [None, InstanceOf(Decoder)], "eta": [None, Interval(numbers.Real, 0, None, "neither")],
-                              "lifetime": [None, Interval(numbers.Integral, 1, None)]}
-    _frozen = ("kernel", "lam", "decoder", "eta", "lifetime")
+                              "lifetime": [None, Interval(numbers.Integral, 1, None)],
+                              "budget": [None, Interval(numbers.Integral, 1, None)]}
+    _frozen = ("kernel", "lam", "decoder", "eta", "lifetime", "budget")
     _step_records = OSKAAR._step_records + ("_n_live", "_mean_start")
 
-    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None):
+    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None, budget=None):
         self.kernel, self.lam, self.decoder, self.eta, self.lifetime = kernel, lam, decoder, eta, lifetime
-        self.history = history
+        self.history, self.budget = history, budget
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #9e02ffa9
 @patch
@@ -96,6 +104,7 @@ def _init_stream(self: SALAMI, p, code):
     OSKAAR._init_stream(self, p, code)
     self._n_live, self._mean_start = np.empty(0, np.int64), np.empty(0)
     self._starts, self._cum, self._factors, self._agg = np.empty(0, np.int64), np.empty(0), [], 0.0
+    self._x0 = 0                                     # the round of the first stored input (the budget forgets older ones)
 
 
 @patch
@@ -110,20 +119,33 @@ def _run_blocks(self: SALAMI, X, codes, reg):
 @patch
 def _expert_rows(self: SALAMI, Xb, cb, reg):
     """Every expert's feature estimates on the block as rows (G rows, expert index, round in the block), with the block's
-    starts, end rounds (exclusive) and bordered factors."""
-    g, B = self.n_seen_, len(Xb)
-    self._store(Xb, cb)
-    Kbo = self.kernel_(Xb, self._X[:g]) if g else np.zeros((B, 0))
+    starts, end rounds (exclusive) and new states (a bordered `KAARFactor`, or with a budget m, once the expert has m
+    points, the primal state of its dictionary: `primal_start` / `primal_block`)."""
+    g, B, m, x0 = self.n_seen_, len(Xb), self.budget, self._x0
+    self._store(Xb, cb)                                            # stored rows: rounds x0 .. g + B - 1
+    Kbo = self.kernel_(Xb, self._X[:g - x0]) if g > x0 else np.zeros((B, 0))
     Kbb = self.kernel_(Xb)
     starts = np.concatenate([self._starts, g + np.arange(B)])
     ends = np.array([s + lifespan(int(s), self.lifetime) for s in starts])
     old = self._factors + [KAARFactor(self.lam)] * B
     rows, who, when, factors = [], [], [], []
     for e, s in enumerate(starts):
-        a = max(int(s) - g, 0)                                     # the expert's first round in the block
+        s, f, parts = int(s), old[e], []
+        a = max(s - g, 0)                                          # the expert's first round in the block
         r = int(min(ends[e], g + B)) - g - a                       # and how many rounds of the block it lives
-        W, f = old[e].extend(Kbo[a:a + r, min(int(s), g):g], Kbb[a:a + r, a:a + r])
-        rows.append(self.decoder_.stats(W, self._codes[s:s + W.shape[1]], reg))
+        k = 0
+        if isinstance(f, KAARFactor):                              # exact for its first m rounds (all, without a budget)
+            k = r if m is None else min(r, m - f.n)
+            if k:
+                W, f = f.extend(Kbo[a:a + k, min(s, g) - x0:g - x0], Kbb[a:a + k, a:a + k])
+                parts.append(self.decoder_.stats(W, self._codes[s - x0:s - x0 + W.shape[1]], reg))
+        if k < r:                                                  # budgeted, its dictionary x_s .. x_{s+m-1} full
+            if isinstance(f, KAARFactor):
+                d = slice(s - x0, s - x0 + m)
+                f = primal_start(self.kernel_, self.lam, self._X[d], self.decoder_.features(self._codes[d], reg))
+            G, f = primal_block(f, Xb[a + k:a + r], self.decoder_.features(cb[a + k:a + r], reg))
+            parts.append(G)
+        rows.append(np.vstack(parts) if len(parts) > 1 else parts[0])
         who.append(np.full(r, e)); when.append(a + np.arange(r))
         factors.append(f)
     return np.concatenate(rows), np.concatenate(who), np.concatenate(when), starts, ends, factors
@@ -153,9 +175,20 @@ def _block_salami(self: SALAMI, Xb, cb, reg):
     keep = np.nonzero(ends > g + B)[0]
     self._starts, self._cum, self._agg = starts[keep], cum[keep], agg
     self._factors = [factors[e] for e in keep]
+    if self.budget is not None:                                    # keep the inputs the exact experts still read
+        self._forget_before(min([int(starts[e]) for e in keep if isinstance(factors[e], KAARFactor)] + [g + B]))
     r = g - self._rec0
     self._n_live[r:r + B], self._mean_start[r:r + B] = n_live, mean_start
     self._record(G, cb, reg)
+
+
+@patch
+def _forget_before(self: SALAMI, x: int):
+    "Drop the stored inputs and codes of the rounds before x (new arrays: a failed call can still be undone)."
+    d, n = x - self._x0, self._n_in
+    if d > 0:
+        self._X, self._codes = self._X[d:n].copy(), self._codes[d:n].copy()
+        self._n_in, self._x0 = n - d, x
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #a6d86f60
 @patch
@@ -167,11 +200,14 @@ def _after_round(self: SALAMI, c):
 @patch
 def _feature_estimates(self: SALAMI, X):
     "g(x) = sum_s p_s g^s(x) over the live experts for test inputs (the newborn of the next round estimates 0)."
-    n, reg = self._n_in, self._reg
-    Kxo, kd = self.kernel_(X, self._X[:n]), self.kernel_.diag(X)
+    n, reg, x0 = self._n_in, self._reg, self._x0
+    Kxo, kd = (self.kernel_(X, self._X[:n]) if n else np.zeros((len(X), 0))), self.kernel_.diag(X)
     G = 0.0
     for s, f, w in zip(self._starts, self._factors, self.weights_):
-        G = G + w * self.decoder_.stats(f.weights(Kxo[:, s:n], kd), self._codes[s:n], reg)
+        if isinstance(f, KAARFactor):
+            G = G + w * self.decoder_.stats(f.weights(Kxo[:, s - x0:n], kd), self._codes[s - x0:n], reg)
+        else:
+            G = G + w * primal_estimates(f, X, f["S"].shape[1])
     return G
 
 

@@ -137,3 +137,72 @@ def test_bad_inputs_are_refused_by_name_and_leave_the_learner_as_it_was():
             est.set_params(**{param: value}).partial_fit(X, Y)
         est.set_params(**{param: {"eta": None, "lifetime": 4}[param]})
     assert pickle.dumps(est) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("lifetime,budget", [(None, 7), (2, 5), (3, 16)])
+def test_budgeted_equals_literal_with_budgeted_experts(kind, lifetime, budget):
+    X, Y, dec = make(kind, 45)
+    eta = 0.05 if kind == "squared" else None
+    Z, loss, surr, G, P = salami_literal(RBF(0.7), 0.2, X, Y, dec, eta=eta, lifetime=lifetime, budget=budget)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, lifetime=lifetime, budget=budget)
+    est._block_size = 4
+    for a in range(0, 45, 13):
+        est.partial_fit(X[a:a + 13], Y[a:a + 13])
+        assert est._n_in <= budget + est._block_size            # stored inputs: the exact experts' window only
+    np.testing.assert_allclose(est.surrogate_losses_, surr, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(est.losses_, loss, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(est.n_live_, [len(p) for p in P])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_budget_covering_the_stream_is_the_exact_learner(kind):
+    X, Y, dec = make(kind, 60)
+    eta = 0.05 if kind == "squared" else None
+    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, budget=60).fit(X, Y)
+    b = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta).fit(X, Y)
+    np.testing.assert_allclose(a.surrogate_losses_, b.surrogate_losses_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(a.decisions_, b.decisions_)
+    Xt = make(kind, 5, seed=3)[0]
+    np.testing.assert_array_equal(np.asarray(a.predict(Xt), dtype=object), np.asarray(b.predict(Xt), dtype=object))
+
+
+def test_budgeted_expert_zero_is_budgeted_oskaar_and_memory_stays_bounded():
+    X, Y, dec = make("hamming", 900)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, lifetime=1, budget=20)
+    est._block_size = 32
+    for a in range(0, 900, 150):
+        est.partial_fit(X[a:a + 150], Y[a:a + 150])
+        assert est._n_in <= 20 + 32                                # stored inputs: the exact experts' window only
+        assert len(est._factors) <= 1 + np.log2(est.n_seen_) + 1    # O(log t) experts (lifetime 1) ...
+        for f in est._factors:                                      # ... each of bounded size
+            if isinstance(f, dict):
+                assert f["R"].shape[0] <= 20 and f["S"].shape[0] <= 20 and len(f["nf"].landmarks) == 20
+            else:
+                assert f.n < 20
+    # lifetime 1: the odd starts live one round, so the mixture's first rounds are expert 0's (scaled by its weight)
+    G0 = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=20).fit(X, Y)
+    assert est.active_experts_[0] == 0
+    w = est.weights_[0]
+    assert w > 0.5 and G0.n_seen_ == est.n_seen_
+    np.testing.assert_allclose(est._factors[0]["R"], G0._primal["R"], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est._factors[0]["S"], G0._primal["S"], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["hamming", "candidates", "spearman"])
+def test_budgeted_pickled_mid_stream_resumes_and_failures_leave_it_as_it_was(kind):
+    X, Y, dec = make(kind, 70)
+    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, budget=8).partial_fit(X[:41], Y[:41])
+    before = pickle.dumps(a)
+    with pytest.raises(ValueError, match="X"):
+        a.partial_fit(np.full((3, 3), np.nan), Y[:3])
+    assert pickle.dumps(a) == before
+    b = pickle.loads(before)
+    a.partial_fit(X[41:], Y[41:]); b.partial_fit(X[41:], Y[41:])
+    np.testing.assert_array_equal(a.surrogate_losses_, b.surrogate_losses_)
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+    with pytest.raises(ValueError, match="budget must be"):
+        SALAMI(budget=0).fit(X, Y)
+    with pytest.raises(ValueError, match="budget was"):
+        a.set_params(budget=9).partial_fit(X, Y)
