@@ -140,6 +140,47 @@ def binary(digits=(0,), etas=(1.0, 10.0), draw=0):
     return rows
 
 
+PEER_OVR_PROGRESS = r"""
+import json, sys, time, numpy as np
+import multimodal.kernels.mvml as peer
+from multimodal.kernels.mvml import MVML
+from multimodal.datasets.data_sample import MultiModalArray
+peer.check_is_fitted = lambda *args, **kw: None     # its sklearn-tags lookup fails with scikit-learn 1.6 (not the algorithm)
+a = json.loads(open(sys.argv[1]).read())
+X, y = np.array(a["X"]), np.array(a["y"])
+tr, te = np.array(a["tr"]), np.array(a["te"])
+starts = np.array([c[0] for c in a["views"]] + [X.shape[1]])
+Xtr, Xte = MultiModalArray(X[tr], starts), MultiModalArray(X[te], starts)
+np.random.seed(a["draw"])                           # once, then the classes in order: what OneVsRestClassifier does
+log = open(a["log"], "a")
+for c in np.unique(y[tr]):
+    est = MVML(lmbda=a["lam"], eta=a["eta"], nystrom_param=a["frac"], kernel="rbf",
+               kernel_params=[{"gamma": g} for g in a["gammas"]], learn_A=1, n_loops=6)
+    t = time.perf_counter(); est.fit(Xtr, (y[tr] == c).astype(int)); t = time.perf_counter() - t
+    d = np.asarray(est.decision_function(Xte), float)
+    A = np.asarray(est.A); ev = np.linalg.eigvalsh((A + A.T) / 2)
+    log.write(json.dumps({"draw": a["draw"], "class": int(c), "fit_s": t, "cpu_s": time.process_time(),
+                          "binary_accuracy": float(np.mean((d > 0) == (y[te] == c))),
+                          "min_eig_A": float(ev.min()), "max_eig_A": float(ev.max()),
+                          "warnings": str(est.warning_message), "decision": d.tolist()}) + "\n")
+    log.flush()
+"""
+
+
+def peer10(draw=0, log=None):
+    """The peer's 10-class one-vs-rest fit, class by class with progress: one JSON line per finished binary problem (its
+    fit time, binary accuracy, A's extreme eigenvalues and test decision values) in `log`; the classes are fitted in order
+    after one np.random.seed(draw), as OneVsRestClassifier(MVML) does, so argmax of the decision values is its prediction."""
+    X, y, tr, te, views = data()
+    gs = gammas(X, tr, views)
+    log = Path(log or f"/tmp/peer10_draw{draw}.jsonl")
+    payload = log.with_suffix(".payload.json")
+    payload.write_text(json.dumps({"X": X.tolist(), "y": y.tolist(), "tr": tr.tolist(), "te": te.tolist(), "views": views,
+                                   "gammas": gs, "lam": LAM, "eta": ETA, "frac": FRAC, "draw": draw, "log": str(log)}))
+    return subprocess.run([str(PEER), "-c", PEER_OVR_PROGRESS, str(payload)],
+                          env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}).returncode
+
+
 BINARY_MARK = "## One-vs-all problems: the peer's accuracy and the eigenvalues of its A"
 
 
@@ -205,7 +246,9 @@ def main():
 
 
 if __name__ == "__main__":
-    if "--binary" in sys.argv:
+    if "--peer10" in sys.argv:
+        peer10(int(sys.argv[sys.argv.index("--peer10") + 1]), sys.argv[sys.argv.index("--peer10") + 2])
+    elif "--binary" in sys.argv:
         binary(tuple(int(a) for a in sys.argv[sys.argv.index("--binary") + 1:]) or (0,))
     else:
         main()
