@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .linalg import KernelParts, NystromModel, NystromSystem
+from .linalg import BlockNystrom, KernelParts, NystromModel, NystromSystem, jacobi_preconditioner, pcg
 
 # %% auto #0
-__all__ = ['is_dask_array', 'as_row_blocks', 'dask_nystrom_fit', 'dask_predict']
+__all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'dask_nystrom_fit', 'dask_predict', 'DaskKernelOperator',
+           'dask_cg_fit', 'dask_kernel_predict', 'dask_argmin', 'dask_block_nystrom',
+           'dask_block_nystrom_normal_equations']
 
 # %% ../nbs/1_shared/08_distributed.ipynb #389c83cb
 def is_dask_array(X) -> bool:
@@ -72,3 +74,175 @@ def dask_predict(model: NystromModel, X):
     X, _ = as_row_blocks(X)
     d = model.blocks[0][1].shape[1]
     return X.map_blocks(lambda x: model.predict(_finite(x, "X")), chunks=(X.chunks[0], (d,)), dtype=float)
+
+# %% ../nbs/1_shared/08_distributed.ipynb #0f90fd45
+CACHE_GRAMS_FRACTION = 0.5       # cache_grams='auto': keep the Gram rows on the workers if they take at most this share of their memory
+
+
+def _persist(*objs):
+    "dask.persist of delayed objects: futures on the cluster with a distributed client, values in memory without one."
+    dask, _ = _dask()
+    return dask.persist(*objs)
+
+
+def _block_grams(parts, x, X):
+    "The scalar Gram rows k_c(x, X) of one row block x against all of X."
+    return parts.grams(_finite(x, "X"), X)
+
+
+def _block_apply(parts, G, x, X, Z):
+    "Rows x of K Z: sum_c k_c(x, X) Z T_c^T (+ generic parts); G: the block's cached Gram rows, or None (computed here)."
+    return parts.apply_grams(_block_grams(parts, x, X) if G is None else G, x, X, Z)
+
+
+def _workers_memory():
+    "Summed memory limit (bytes) of the current distributed client's workers, None without a client."
+    try:
+        from distributed import get_client
+        info = get_client().scheduler_info()
+    except (ImportError, ValueError):
+        return None
+    total = sum(w.get("memory_limit") or 0 for w in info.get("workers", {}).values())
+    return total or None
+
+
+def _cache_grams(cache_grams, n, n_scalars):
+    if cache_grams != "auto":
+        return bool(cache_grams)
+    mem = _workers_memory()
+    need = 8.0 * n * n * n_scalars
+    return need <= CACHE_GRAMS_FRACTION * (mem if mem is not None else 2 ** 31)
+
+
+class DaskKernelOperator:
+    """Z -> (D K D^{-1} + lam I) Z (`ovk_nb.linalg.kernel_matvec`) with the rows of K on the Dask workers, never the nd x nd
+    matrix. Row block X_i (on its worker) computes its scalar Gram rows k_c(X_i, X) against all of X and applies
+    sum_c k_c(X_i, X) Z T_c^T; the driver concatenates the (n_i, d) blocks. cache_grams: keep the Gram rows on the workers
+    between products (n^2 numbers per distinct scalar kernel, spread over the workers; one kernel evaluation in all), or
+    recompute them at every product (memory: one block's rows at a time per worker thread); 'auto': cache them if they fit in
+    CACHE_GRAMS_FRACTION of the workers' memory (2 GiB without a distributed client)."""
+    def __init__(self, parts: KernelParts, X, lam, cache_grams="auto"):
+        dask, _ = _dask()
+        X, _ = as_row_blocks(X)
+        self.parts, self.lam, self.n, self.chunks = parts, float(lam), X.shape[0], X.chunks[0]
+        self.s = None if parts.w is None else parts.s
+        xs = list(X.to_delayed().ravel())
+        xall = dask.delayed(np.concatenate, pure=True)(xs)
+        self._parts, *rest = _persist(dask.delayed(parts, pure=True), xall, *xs)
+        self._xall, self._xs = rest[0], rest[1:]
+        if not dask.delayed(lambda a: bool(np.isfinite(a).all()), pure=True)(self._xall).compute():
+            raise ValueError("X contains NaN or infinity")
+        self.cache_grams = _cache_grams(cache_grams, self.n, len(parts.scalars))
+        self._G = [None] * len(self._xs)
+        if self.cache_grams:
+            self._G = list(_persist(*[dask.delayed(_block_grams, pure=True)(self._parts, x, self._xall) for x in self._xs]))
+
+    def gather_X(self):
+        "X as one numpy array on the driver (n, p): what predictions need."
+        return np.asarray(self._xall.compute())
+
+    def apply_K(self, Z):
+        "K Z for Z (n, d) on the driver: one task per row block."
+        dask, _ = _dask()
+        z = dask.delayed(np.asarray(Z, dtype=float), pure=True)
+        rows = dask.compute(*[dask.delayed(_block_apply, pure=True)(self._parts, G, x, self._xall, z)
+                              for G, x in zip(self._G, self._xs)])
+        return np.concatenate(rows)
+
+    def __call__(self, Z):
+        KZ = self.apply_K(Z) if self.s is None else self.apply_K(Z / self.s) * self.s
+        return KZ + self.lam * Z
+
+
+def dask_cg_fit(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, preconditioner="auto",
+                cache_grams="auto"):
+    """Exact ridge (1) by the one preconditioned CG (`ovk_nb.linalg.pcg`) on the driver, its matvec on the Dask workers
+    (`DaskKernelOperator`). preconditioner: 'auto' or 'jacobi' (block diagonal K(x_i, x_i) + lam I, n d x d blocks on the
+    driver) or None; 'separable' needs the eigendecomposition of the n x n Gram on one machine and is refused.
+    Returns (C (n, d), info of pcg, X as numpy (n, p))."""
+    if preconditioner == "separable":
+        raise ValueError("preconditioner='separable' needs the n x n Gram's eigendecomposition on one machine; on a Dask array "
+                         "use preconditioner='jacobi' (or 'auto') or None")
+    op = DaskKernelOperator(parts, X, lam, cache_grams)
+    Xn = op.gather_X()
+    Y = np.asarray(Y.compute() if is_dask_array(Y) else Y, dtype=float)
+    Y = Y.reshape(len(Y), -1)
+    _finite(Y, "Y")
+    M = None if preconditioner is None else jacobi_preconditioner(parts, Xn, lam)
+    s = parts.s
+    Z, info = pcg(op, Y * s, M, tol=tol, max_iter=max_iter)
+    info["cache_grams"] = op.cache_grams
+    return Z / s, info, Xn
+
+
+def _apply_block(kernel, x, X_fit, C):
+    return kernel.apply(_finite(x, "X"), X_fit, C)
+
+
+def dask_kernel_predict(kernel, X, X_fit, C):
+    "Rows sum_j K(x_i, x_fit_j) c_j blockwise over the row blocks of a Dask array X (X_fit, C sent once): a Dask array (n, d)."
+    dask, da = _dask()
+    X, _ = as_row_blocks(X)
+    k, xf, c = _persist(dask.delayed(kernel, pure=True), dask.delayed(np.asarray(X_fit), pure=True),
+                        dask.delayed(np.asarray(C), pure=True))
+    blocks = [da.from_delayed(dask.delayed(_apply_block, pure=True)(k, x, xf, c), (m, C.shape[1]), dtype=float)
+              for x, m in zip(X.to_delayed().ravel(), X.chunks[0])]
+    return da.concatenate(blocks) if blocks else da.zeros((0, C.shape[1]), chunks=(0, C.shape[1]))
+
+# %% ../nbs/1_shared/08_distributed.ipynb #93d270fc
+def _block_argmin(score, block, Q, batch_size):
+    "(min, argmin) over the rows of one candidate block of score(block, Q[a:b]) -> (b - a, m_block), per query."
+    nq = len(Q)
+    vals, idx = np.empty(nq), np.empty(nq, dtype=np.int64)
+    for a in range(0, nq, batch_size):
+        S = score(block, Q[a:a + batch_size])
+        i = np.argmin(S, axis=1)
+        idx[a:a + batch_size], vals[a:a + batch_size] = i, S[np.arange(len(S)), i]
+    return np.stack([vals, idx.astype(float)])
+
+
+def dask_argmin(score, candidates, Q, batch_size: int = 512):
+    """argmin over the rows of a Dask array `candidates` of score(block, Q_batch) -> (len(Q_batch), len(block)) for each query
+    row of Q: each candidate block (on its worker) keeps its minimum and where it is, `batch_size` queries at a time; the driver
+    takes the first block holding the smallest value, so ties go to the lowest index as with np.argmin. Returns (len(Q),) ints."""
+    dask, _ = _dask()
+    if candidates.ndim not in (1, 2):
+        raise ValueError(f"candidates must be a 1-D or 2-D Dask array, got {candidates.ndim} dimensions")
+    C = candidates.reshape(-1, 1) if candidates.ndim == 1 else candidates.rechunk({1: -1})
+    if C.shape[0] < 1:
+        raise ValueError("candidates must contain at least one output")
+    sc, q = _persist(dask.delayed(score, pure=True), dask.delayed(np.asarray(Q), pure=True))
+    parts = dask.compute(*[dask.delayed(_block_argmin, pure=True)(sc, b, q, int(batch_size)) for b in C.to_delayed().ravel()])
+    vals = np.stack([p[0] for p in parts])                        # (blocks, queries)
+    best = np.argmin(vals, axis=0)                                # first block with the smallest value
+    offs = np.concatenate([[0], np.cumsum(C.chunks[0])])[:-1]
+    local = np.stack([p[1] for p in parts])[best, np.arange(len(best))].astype(np.int64)
+    return offs[best] + local
+
+# %% ../nbs/1_shared/08_distributed.ipynb #257e6205
+def dask_block_nystrom(features: BlockNystrom, X):
+    "The stacked block-Nystrom features [z_1(X), ..., z_v(X)] blockwise over the row blocks of a Dask array X: a Dask array (n, r)."
+    X, _ = as_row_blocks(X)
+    r = int(features.offsets[-1])
+    return X.map_blocks(lambda x: features(_finite(x, "X")), chunks=(X.chunks[0], (r,)), dtype=float)
+
+
+def _ne_terms(features, x, y):
+    Z = features(_finite(x, "X"))
+    return Z.T @ Z, Z.T @ _finite(y, "Y")
+
+
+def dask_block_nystrom_normal_equations(features: BlockNystrom, X, Y, split_every: int = 8):
+    "`BlockNystrom.normal_equations` on Dask arrays: (Z^T Z, Z^T Y) of each row block on its worker, summed by a tree."
+    dask, da = _dask()
+    X, Y = as_row_blocks(X, Y)
+    r, t = int(features.offsets[-1]), Y.shape[1]
+    (f,) = _persist(dask.delayed(features, pure=True))
+    Gs, Bs = [], []
+    for xb, yb in zip(X.to_delayed().ravel(), Y.to_delayed().ravel()):
+        g = dask.delayed(_ne_terms, pure=True, nout=2)(f, xb, yb)
+        Gs.append(da.from_delayed(g[0], (r, r), dtype=float)[None])
+        Bs.append(da.from_delayed(g[1], (r, t), dtype=float)[None])
+    G, B = dask.compute(da.concatenate(Gs).sum(axis=0, split_every=split_every),
+                        da.concatenate(Bs).sum(axis=0, split_every=split_every))
+    return (G + G.T) / 2, np.asarray(B)

@@ -5,6 +5,7 @@
 # %% ../nbs/2_algorithms/04_kde.ipynb #fe1381b8
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.base import BaseEstimator
 
 from .decoding import (argmin_in_batches, as_samples, candidate_grams, checked_gram, feature_space_loss, fit_grams,
                              kernel_diag, n_items, take_items)
+from .distributed import is_dask_array
 from .linalg import EigenFactor, eigh_psd
 from .validation import (Interval, Options, check_fitted, check_matrix, check_X, fit_context,
                                validate_params)
@@ -121,12 +123,36 @@ class _KDECore(BaseEstimator):
         return self._scores(X, self._candidate_terms(candidates))
 
     def predict(self, X, candidates=None, batch_size: int = 512):
-        "For each input, the candidate (default: the training outputs) minimising the criterion."
+        """For each input, the candidate (default: the training outputs) minimising the criterion. A Dask array of candidates
+        is scored blockwise on the Dask workers (`_predict_dask_candidates`)."""
         X = self._inputs(X)
+        if is_dask_array(candidates):
+            return _predict_dask_candidates(self, X, candidates, batch_size)
         terms = self._candidate_terms(candidates)          # the candidates' Gram once, not once per batch
         cand = self.Y_fit_ if candidates is None else as_samples(candidates, "candidates", vectors=True)
         out = take_items(cand, argmin_in_batches(lambda Xb: self._scores(Xb, terms), X, batch_size))
         return out[:, 0] if getattr(self, "_y1d", False) and isinstance(out, np.ndarray) and out.ndim == 2 else out
+
+# %% ../nbs/2_algorithms/04_kde.ipynb #55434c18
+_NOT_FOR_SCORING = ("coef_", "L_fit_", "X_fit_", "ridge_coef_", "components_", "eigenvalues_")
+
+
+def _score_candidates(est, block, Zt):
+    "The criterion for a block of candidates and a batch of test inputs given by Zt = (Q k_x)^T: (len(Zt), len(block))."
+    Lc, base = est._candidate_terms(block)
+    return base[None, :] - 2.0 * (Lc @ Zt.T).T
+
+
+def _predict_dask_candidates(est, X, candidates, batch_size):
+    "predict for checked inputs X and a Dask array of candidates: scored blockwise on the workers, the winners gathered."
+    from ovk_nb.distributed import dask_argmin
+    light = object.__new__(type(est))                       # what _candidate_terms needs, without the n x n arrays
+    light.__dict__.update({k: v for k, v in est.__dict__.items() if k not in _NOT_FOR_SCORING})
+    Zt = (est.coef_ @ est._kx(X)).T                         # (n_test, n)
+    idx = dask_argmin(functools.partial(_score_candidates, light), candidates, Zt, batch_size)
+    cand = candidates.reshape(-1, 1) if candidates.ndim == 1 else candidates
+    out = np.asarray(cand[idx].compute())
+    return out[:, 0] if getattr(est, "_y1d", False) else out
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #a20ab370
 class _KDEBase(_KDECore):

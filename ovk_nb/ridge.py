@@ -187,6 +187,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     tol, max_iter, preconditioner: CG's relative residual tolerance, iteration cap (None: 10 n d) and
         preconditioner ('auto', 'separable', 'jacobi' or None).
     n_components, random_state: number of Nystrom landmarks (capped at n) and the seed that draws them.
+    A Dask array as X fits on the Dask workers: solver 'auto'/'nystrom' (Nystrom) or 'cg' (exact CG); see `_fit_dask`.
     """
     _parameter_constraints = _RIDGE_CONSTRAINTS
 
@@ -199,7 +200,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1). A fit that fails leaves the
         estimator as it was (`fit_context`)."""
-        if _is_dask(X):                    # n too large for one machine: Nystrom on the Dask workers
+        if _is_dask(X):                    # n too large for one machine: Nystrom or CG on the Dask workers
             return _fit_dask(self, X, Y)
         self.kernel_ = _resolve_kernel(self.kernel, Y)
         X, Y, y1d = _check_XY(self.kernel_, X, Y)
@@ -228,37 +229,45 @@ def _is_dask(X) -> bool:
 
 
 def _fit_dask(est, X, Y):
-    "OVKRidge.fit on a Dask array X (Y Dask or numpy): Nystrom, normal equations summed on the workers."
-    from ovk_nb.distributed import as_row_blocks, dask_nystrom_fit     # imports dask: only when the user gives Dask data
+    "OVKRidge.fit on a Dask array X (Y Dask or numpy): Nystrom (normal equations summed on the workers) or CG (matvec there)."
+    from ovk_nb.distributed import as_row_blocks, dask_cg_fit, dask_nystrom_fit   # imports dask: only for Dask data
     y1d = np.ndim(Y) == 1
     X, Y = as_row_blocks(X, Y)
-    d = est.kernel.output_dim
+    kernel = _resolve_kernel(est.kernel, Y)
+    d = kernel.output_dim
     if Y.shape[1] != d:
         raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {d}")
-    parts = KernelParts(est.kernel)
-    if est.solver not in ("auto", "nystrom"):
-        raise ValueError(f"a Dask array X needs solver='nystrom' (or 'auto'), got solver={est.solver!r}: the other solvers "
-                         "need the n x n Gram on one machine")
-    _choose_solver(parts, "nystrom", X.shape[0])
-    n, p = X.shape[0], min(int(est.n_components), X.shape[0])
-    idx = np.sort(np.random.default_rng(est.random_state).choice(n, p, replace=False))
-    est.landmarks_ = np.asarray(X[idx].compute(), dtype=float)
-    est._nystrom = dask_nystrom_fit(parts, X, Y, float(est.lam), est.landmarks_)
-    est.n_components_ = [f.rank for f in est._nystrom.feats]
-    est.n_iter_, est.coef_, est._eig_cache, est.solver_ = 1, None, None, "nystrom"
-    est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
+    parts = KernelParts(kernel)
+    if est.solver not in ("auto", "nystrom", "cg"):
+        raise ValueError(f"a Dask array X needs solver='nystrom' (or 'auto') or solver='cg', got solver={est.solver!r}: the "
+                         "other solvers factor the n x n Gram on one machine")
+    est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 1, None, None, None
+    if est.solver == "cg":
+        Yn = np.asarray(Y.compute(), dtype=float)
+        C, info, Xn = dask_cg_fit(parts, X, Yn, float(est.lam), est.tol, est.max_iter, est.preconditioner)
+        if not info["converged"]:
+            warnings.warn(f"CG did not reach tol={est.tol} in {info['iterations']} iterations", ConvergenceWarning)
+        est.coef_, est.n_iter_, est.X_fit_, est._Y_fit, est.solver_ = C, info["iterations"], Xn, Yn, "cg"
+    else:
+        _choose_solver(parts, "nystrom", X.shape[0])
+        n, p = X.shape[0], min(int(est.n_components), X.shape[0])
+        idx = np.sort(np.random.default_rng(est.random_state).choice(n, p, replace=False))
+        est.landmarks_ = np.asarray(X[idx].compute(), dtype=float)
+        est._nystrom = dask_nystrom_fit(parts, X, Y, float(est.lam), est.landmarks_)
+        est.n_components_ = [f.rank for f in est._nystrom.feats]
+        est.solver_ = "nystrom"
+    est.kernel_, est.n_features_in_, est.n_outputs_, est._y1d = kernel, X.shape[1], d, y1d
     return est
 
 
 def _predict_dask(est, X):
     "OVKRidge.predict on a Dask array: blockwise on the workers, a Dask array back."
-    from ovk_nb.distributed import dask_predict
+    from ovk_nb.distributed import dask_kernel_predict, dask_predict
     check_fitted(est, "n_features_in_")
     if X.ndim != 2 or X.shape[1] != est.n_features_in_:
         raise ValueError(f"X must be 2-D with {est.n_features_in_} features, got shape {X.shape}")
-    if est.solver_ != "nystrom":
-        raise ValueError("predictions on a Dask array need a model fitted with solver='nystrom'")
-    F = dask_predict(est._nystrom, X)
+    F = (dask_predict(est._nystrom, X) if est.solver_ == "nystrom" else
+         dask_kernel_predict(est.kernel_, X, est.X_fit_, est.coef_))
     return F[:, 0] if est._y1d else F
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
