@@ -248,7 +248,8 @@ accuracy against our 99.1-99.2 %, and an indefinite A in every class problem (sm
 -1.6e12, the largest 2.1e13), where ours are PSD (smallest kept eigenvalue ~2e-12 of the largest's scale, none negative).
 Times: the peer's draw 0 ran on a quiet machine (load 0.4), 61.6 s; its later draws 77-121 s and our fits 5.1-6.5 s ran while
 other jobs kept the 2 cores busy (load average 6-6.4): at least 9.5x (61.6 / 6.5) and 12-21x draw by draw. The previous
-session's 141 s per binary problem was with two BLAS threads on a loaded machine; with one thread one problem takes 5-8 s."""
+session's 141 s per binary problem was with two BLAS threads on a loaded machine; with one thread one problem takes 5-8 s
+(the cause of that 20x was not investigated)."""
 
 
 BINARY_MARK = "## One-vs-all problems: the peer's accuracy and the eigenvalues of its A"
