@@ -6,13 +6,12 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
 
 from . import __version__
-from .reproduce import load_experiments, run_experiments
+from .reproduce import load_experiments, run_experiments, short_title
 
 # %% auto #0
 __all__ = ['main']
@@ -73,9 +72,7 @@ def _print_list(experiments):
     for paper, items in sorted(groups.items(), key=lambda kv: (kv[0] == "", kv[0])):
         print(f"paper {paper}:" if paper else "other:")
         for name, title in items:
-            if paper:                                  # "(paper 000)" goes, "(paper 000, Fig. 2)" becomes "(Fig. 2)"
-                title = re.sub(r"\(paper \d+, ", "(", re.sub(r"\s*\(paper \d+\)", "", title)).strip()
-            print(f"  {name:28s} {title}")
+            print(f"  {name:28s} {short_title(title) if paper else title}")   # the paper is said in the heading
 
 
 def _print_summary(runs):

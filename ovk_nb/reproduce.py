@@ -18,7 +18,8 @@ from .experiments.core import (REGISTRY, VERDICT_KINDS, Experiment, Run, _fmt, e
                                      rows_to_markdown, verdict_kind)
 
 # %% auto #0
-__all__ = ['PAPERS', 'load_experiments', 'run_experiments', 'docs_base', 'summary_rows', 'write_report']
+__all__ = ['PAPERS', 'MIN_SCALE', 'load_experiments', 'run_experiments', 'docs_base', 'summary_rows', 'short_title',
+           'write_report']
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #b32990f9
 def load_experiments() -> dict[str, Experiment]:
@@ -96,12 +97,27 @@ def _paper_cell(c) -> str:
     return "figure only" if c["kind"] == "figure only" else "no number in the paper"
 
 
+def short_title(title) -> str:
+    "An experiment's title under its paper's heading: \"(paper 000)\" dropped, \"(paper 000, Fig. 2)\" made \"(Fig. 2)\"."
+    return re.sub(r"\(paper \d+, ", "(", re.sub(r"\s*\(paper \d+\)", "", str(title))).strip()
+
+
+def _png_width(path) -> int:
+    "The width in pixels of a PNG file, read from its header; 0 if there is no such PNG."
+    try:
+        with open(path, "rb") as f:
+            head = f.read(24)
+    except OSError:
+        return 0
+    return int.from_bytes(head[16:20], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" else 0
+
+
 def _by_paper(runs) -> dict:
-    "{paper: [(experiment, run), ...]} in report order."
+    "{paper: [(experiment, run), ...]}, papers in order, experiments in the order they ran."
     groups = {}
     for exp, run in runs:
         groups.setdefault(exp.paper or "-", []).append((exp, run))
-    return groups
+    return dict(sorted(groups.items()))
 
 
 def _pairs(run) -> list:
@@ -126,7 +142,7 @@ def _report_markdown(runs, failures, quick, base) -> str:
     parts = [f"# ovk_nb reproduction report{' (quick)' if quick else ''}", "", "## Contents", ""]
     for paper, items in _by_paper(runs).items():
         parts.append(f"- Paper {paper}: {PAPERS.get(paper, '')}")
-        parts += [f"  - [{e.name}: {e.title}](#{e.name})" for e, _ in items]
+        parts += [f"  - [{e.name}: {short_title(e.title)}](#{e.name})" for e, _ in items]
     parts += ["", "## At a glance", ""]
     for paper, items in _by_paper(runs).items():
         names = {e.name for e, _ in items}
@@ -136,7 +152,7 @@ def _report_markdown(runs, failures, quick, base) -> str:
         if rows:
             parts += [f"### Paper {paper}", "", rows_to_markdown(rows), ""]
     for exp, run in runs:
-        parts += [f"## {exp.name}: {exp.title}", "", f"Paper {exp.paper}. Time: {getattr(run, 'seconds', 0):.1f}s. "
+        parts += [f"## {exp.name}: {short_title(exp.title)}", "", f"Paper {exp.paper}. Time: {getattr(run, 'seconds', 0):.1f}s. "
                   f"Evidence: {base + evidence_link(exp.module, exp.section)}", ""]
         if exp.name in failures:
             parts += ["**FAILED**", "", "```", failures[exp.name].strip(), "```", ""]
@@ -153,9 +169,11 @@ def _report_markdown(runs, failures, quick, base) -> str:
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:92em;margin:1.5em auto;padding:0 1.2em;line-height:1.45;color:#222}
 nav.toc{background:#f5f7fb;border:1px solid #dde3ee;padding:.6em 1.2em;border-radius:6px}nav.toc ul{margin:.2em 0}
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}
-th{background:#f0f0f0}.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1.2em;align-items:start;margin:1em 0}
-.pair>div{overflow-x:auto}.pair img{max-width:100%;border:1px solid #eee}figure{margin:0}figcaption{font-size:.85em;color:#555}
-@media (max-width:1100px){.pair{grid-template-columns:1fr}}pre{background:#f6f6f6;padding:1em;overflow:auto}
+th{background:#f0f0f0}caption{text-align:left;font-weight:bold;padding:.3em 0 .5em 0;font-size:1.08em}.pair{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start;margin:1em 0}
+.pair>.tab{flex:0 1 auto;max-width:100%;overflow-x:auto}
+.fig{flex:1 1 var(--min,45%);min-width:min(100%,var(--min,45%));max-width:var(--full,100%)}
+.fig img{width:100%;border:1px solid #eee}figure{margin:0}figcaption{font-size:.85em;color:#555}
+pre{background:#f6f6f6;padding:1em;overflow:auto}
 .v{padding:.05em .4em;border-radius:3px}.v-reproduced{background:#d8f0d8}.v-differs{background:#fbeccb}
 .v-not-reproducible{background:#f6d2d2}.v-figure-only{background:#dfe8f6}.v-own-check{background:#ececec}.v-not-judged{background:#fff;border:1px dashed #aaa}
 td.num{text-align:right;white-space:nowrap}.meta{color:#555;font-size:.9em}"""
@@ -169,8 +187,9 @@ def _inline(text: str) -> str:
     return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<em>\1</em>", t)
 
 
-def _html_table(rows: list[dict], links=()) -> str:
-    "An HTML table from rows (no `None`: empty cells); columns in `links` hold (text, href) pairs."
+def _html_table(rows: list[dict], links=(), caption="") -> str:
+    """An HTML table from rows (no `None`: empty cells); columns in `links` hold (text, href) pairs; `caption` (inline
+    Markdown) is the table's `<caption>`, which wraps to the table's width."""
     cols = list(dict.fromkeys(k for r in rows for k in r))
     def cell(c, v):
         if c in links and v:
@@ -181,7 +200,8 @@ def _html_table(rows: list[dict], links=()) -> str:
         return f'<td class="num">{html.escape(_fmt(v))}</td>' if num else f"<td>{_inline(_fmt(v))}</td>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
     body = "".join("<tr>" + "".join(cell(c, r.get(c)) for c in cols) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    cap = f"<caption>{_inline(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _glance_rows(summ, names, base) -> list[dict]:
@@ -191,10 +211,14 @@ def _glance_rows(summ, names, base) -> list[dict]:
              "evidence": ("notebook", base + c["evidence"])} for c in summ if c["experiment"] in names]
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #4e63e293
-def _experiment_html(exp, run, failures, base) -> list[str]:
-    "One experiment's section: title, time and evidence link, notes, then each table beside its figure."
+MIN_SCALE = 0.8   # a figure beside its table is shown at least at this fraction of its own width, else it goes under it
+
+
+def _experiment_html(exp, run, failures, base, out=None) -> list[str]:
+    """One experiment's section: title, time and evidence link, notes, then each table with its figure beside it, or under
+    it when there is no room beside the table for `MIN_SCALE` of the figure's width (the PNGs in `out`, the report's folder)."""
     link = base + evidence_link(exp.module, exp.section)
-    out = [f'<h3 id="{html.escape(exp.name)}">{html.escape(exp.name)}: {html.escape(exp.title)}</h3>',
+    folder, out = out, [f'<h3 id="{html.escape(exp.name)}">{html.escape(exp.name)}: {html.escape(short_title(exp.title))}</h3>',
            f'<p class="meta">Paper {html.escape(str(exp.paper))}; {getattr(run, "seconds", 0):.1f}s; '
            f'evidence and derivations: <a href="{html.escape(link)}">the notebook section</a>.</p>']
     if exp.name in failures:
@@ -204,26 +228,28 @@ def _experiment_html(exp, run, failures, base) -> list[str]:
     for t, f in _pairs(run):
         left = right = ""
         if t is not None:
-            rows = run.rows.get(t)
-            body = _html_table(rows) if rows else f"<pre>{html.escape(dict((n, m) for n, _, m in run.tables)[t])}</pre>"
-            left = f"<div><p><strong>{_inline(captions[t] or t)}</strong></p>{body}</div>"
+            rows, cap = run.rows.get(t), captions[t] or t
+            left = (f'<div class="tab">{_html_table(rows, caption=cap)}</div>' if rows else
+                    f'<div class="tab"><p><strong>{_inline(cap)}</strong></p><pre>{html.escape(dict((n, m) for n, _, m in run.tables)[t])}</pre></div>')
         if f is not None:
             src = html.escape(f"{exp.name}/{f[0]}.png")
-            right = (f'<div><figure><a href="{src}"><img src="{src}" alt="{html.escape(f[1] or f[0])}"></a>'
+            w = _png_width(Path(folder) / exp.name / f"{f[0]}.png") if folder is not None else 0
+            size = f' style="--min:{round(MIN_SCALE * w)}px;--full:{w}px"' if w else ""
+            right = (f'<div class="fig"{size}><figure><a href="{src}"><img src="{src}" alt="{html.escape(f[1] or f[0])}"></a>'
                      f"<figcaption>{_inline(f[1] or f[0])}</figcaption></figure></div>")
         out.append(f'<div class="pair">{left}{right}</div>' if left and right else (left or right))
     return out
 
 
-def _report_html(runs, failures, quick, base) -> str:
+def _report_html(runs, failures, quick, base, out=None) -> str:
     "The HTML report: contents by paper, the verdicts at a glance by paper, one section per experiment."
-    summ, groups = summary_rows(runs), _by_paper(runs)
+    summ, groups, folder = summary_rows(runs), _by_paper(runs), out
     title = f"ovk_nb reproduction report{' (quick sizes)' if quick else ''}"
     out = [f"<h1>{html.escape(title)}</h1>", '<nav class="toc"><strong>Contents</strong><ul><li><a href="#at-a-glance">'
            "At a glance: every paper result, ours, the paper's, the verdict</a></li>"]
     for paper, items in groups.items():
         out.append(f'<li><a href="#paper-{paper}">Paper {paper}: {html.escape(PAPERS.get(paper, ""))}</a><ul>'
-                   + "".join(f'<li><a href="#{e.name}">{html.escape(e.title)}</a></li>' for e, _ in items) + "</ul></li>")
+                   + "".join(f'<li><a href="#{e.name}">{html.escape(short_title(e.title))}</a></li>' for e, _ in items) + "</ul></li>")
     out += ["</ul></nav>", '<h2 id="at-a-glance">At a glance</h2>',
             "<p>Verdicts: " + " ".join(f'<span class="v v-{k.replace(" ", "-")}">{k}</span>' for k in VERDICT_KINDS)
             + ". The paper's number is shown only where it is comparable.</p>"]
@@ -233,7 +259,7 @@ def _report_html(runs, failures, quick, base) -> str:
     for paper, items in groups.items():
         out.append(f'<h2 id="paper-{paper}">Paper {paper}: {html.escape(PAPERS.get(paper, ""))}</h2>')
         for exp, run in items:
-            out += _experiment_html(exp, run, failures, base)
+            out += _experiment_html(exp, run, failures, base, folder)
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
 
@@ -246,5 +272,5 @@ def write_report(runs, failures, out: Path, quick: bool, base: str | None = None
         (out / "summary.csv").write_text(rows_to_csv(summ))
     md = _report_markdown(runs, failures, quick, base)
     (out / "index.md").write_text(md)
-    (out / "index.html").write_text(_report_html(runs, failures, quick, base))
+    (out / "index.html").write_text(_report_html(runs, failures, quick, base, out))
     return md

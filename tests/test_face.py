@@ -48,3 +48,18 @@ def test_import_ovk_nb_is_light():
     code = "import sys, ovk_nb; print(ovk_nb.__version__, 'sklearn' in sys.modules, 'scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [ovk_nb.__version__, "False", "False"]
+
+
+def test_the_command_line_face():
+    "`ovk-nb --version` prints the version, `--seed` is explained, `reproduce --list` says each paper once (in its heading)."
+    cli = [sys.executable, "-c", "import sys; from ovk_nb.cli import main; sys.exit(main())"]   # what the `ovk-nb` script runs
+    run = lambda *a: subprocess.run(cli + list(a), capture_output=True, text=True)
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"ovk-nb {ovk_nb.__version__}"
+    r = run("reproduce", "--help")
+    assert r.returncode == 0 and "--seed N" in r.stdout and "the same seed gives the same report" in " ".join(r.stdout.split())
+    r = run("reproduce", "--list")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and "paper 000:" in lines and "paper 004:" in lines
+    entries = [ln for ln in lines if ln.startswith("  ")]
+    assert len(entries) >= 20 and not any("(paper " in ln for ln in entries), [ln for ln in entries if "(paper " in ln]
