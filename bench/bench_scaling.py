@@ -24,6 +24,7 @@ from ovk_nb.experiments.core import rows_to_csv, rows_to_markdown  # noqa: E402
 from ovk_nb.kde import OVKDE  # noqa: E402
 from ovk_nb.kernels import RBF, gaussian_times_J  # noqa: E402
 from ovk_nb.movkl import MovKL  # noqa: E402
+from ovk_nb.mvml import MVML  # noqa: E402
 from ovk_nb.onorma import ONORMA  # noqa: E402
 from ovk_nb.oskaar import OSKAAR  # noqa: E402
 from ovk_nb.ridge import OVKRidge  # noqa: E402
@@ -68,6 +69,12 @@ def ovkde(n):
     OVKDE(RBF(1.0), RBF(1.0), "conditional_covariance", lam=0.1).fit(X, Y).decision_scores(X[:100])
 
 
+def mvml(n):
+    X, Y = regression(n, p=12, d=1)
+    MVML(views=[range(0, 4), range(4, 8), range(8, 12)], kernel=RBF(1.0), lam=0.1, eta=1.0, metric="learned",
+         n_components=200, random_state=0).fit(X, Y[:, 0]).predict(X[:200])
+
+
 def oskaar(n):
     X, Y = labels(n)
     OSKAAR(RBF(0.5), lam=0.5, decoder=Hamming()).fit(X, Y)
@@ -86,6 +93,7 @@ CASES = [  # (name, run(n), sizes): sizes chosen so that the whole run takes und
     ("ONORMA, truncation 1000", onorma(1000), [5000, 10000, 20000, 40000]),
     ("MovKL, 9 kernels, 20 outputs", movkl, [100, 200, 300, 400]),
     ("OVKDE conditional covariance, fit + score 100", ovkde, [200, 400, 800, 1600]),
+    ("MVML, 3 views, block Nystrom 200 landmarks, learned metric, fit + predict 200", mvml, [5000, 10000, 20000, 40000]),
     ("OSKAAR, 14 labels", oskaar, [250, 500, 1000, 2000]),
     ("SALAMI, 14 labels", salami, [250, 500, 1000, 2000]),
 ]
