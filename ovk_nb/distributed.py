@@ -120,7 +120,7 @@ class DaskKernelOperator:
     sum_c k_c(X_i, X) Z T_c^T; the driver concatenates the (n_i, d) blocks. cache_grams: keep the Gram rows on the workers
     between products (n^2 numbers per distinct scalar kernel, spread over the workers; one kernel evaluation in all), or
     recompute them at every product (memory: one block's rows at a time per worker thread); 'auto': cache them if they fit in
-    CACHE_GRAMS_FRACTION of the workers' memory (2 GiB without a distributed client)."""
+    CACHE_GRAMS_FRACTION of the workers' summed memory limit (of 2 GiB without a distributed client)."""
     def __init__(self, parts: KernelParts, X, lam, cache_grams="auto"):
         dask, _ = _dask()
         X, _ = as_row_blocks(X)
