@@ -23,7 +23,7 @@ __all__ = ['FIG1_METHODS', 'ARM7', 'FIG2_METRICS', 'KRR_ALPHAS', 'SPARSE_MAX_RAN
            'svm_baselines', 't1_fit_score', 't1_cv_level', 'cv_select', 'table1_rows', 'table1_verdict',
            'sparsity_path']
 
-# %% ../../nbs/3_reproduction/04_paper003.ipynb #28bc63d0
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #e2563dc2
 def _ridge_factor(G, B):
     "The EigenFactor of t independent ridge problems (G + lam I) C = B: G PSD (m, m), B (m, t), output kernel T = I_t."
     t = B.shape[1]
@@ -67,7 +67,7 @@ def lpmkl_fit(Z, offs, Y, lam: float, p: float = 2.0, max_iter: int = 50, tol: f
         w = w_new
     return {"w": w, "coef": coef, "objective": np.array(hist), "n_iter": it}
 
-# %% ../../nbs/3_reproduction/04_paper003.ipynb #bb8b7b8c
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #c8e45f74
 def okl_l_step(E, Y, P, lam):
     """The exact minimiser over symmetric L of ||Y - E L||^2 / (2 lam) + <P, L> / 2 + ||L||_F^2 / 2 (P symmetric): the
     Sylvester equation (M L + L M) / (2 lam) + L = sym(E^T Y) / lam - P / 2, M = E^T E = W diag(m) W^T, solved in W's basis."""
@@ -166,7 +166,7 @@ def _fig1_verdict(metric, sep):
             f"differs because {name} separates them too" + (": its one input map puts both views of a sample on "
                                                              "the same point up to L^(1/2) e_l" if metric == "okl" else ""))
 
-# %% ../../nbs/3_reproduction/04_paper003.ipynb #17d630f8
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #75c41f41
 @experiment("mvml_fig1_toy", title="Fig. 1: the two-view toy (view 2 a shear then a rotation of view 1), linear kernels",
             paper="003", section="Fig. 1: the two-view toy")
 @single_threaded
@@ -496,7 +496,7 @@ def table1_rows(X, y, views, tr, te, levels, draws, params, progress=iter, spars
         rows.append((row, {k: float(np.mean(a)) for k, a in acc.items()}))
     return rows
 
-# %% ../../nbs/3_reproduction/04_paper003.ipynb #5eee55e2
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #4912b671
 def table1_verdict(name, a):
     """The verdict of one Table 1 row from the level's mean accuracies `a` (%), against the paper's claims: the MVML variants
     perform very similarly (paper: within 0.3-1.1 points), lpMKL is as good (within 0.6 of the best variant), MVML is notably
