@@ -660,9 +660,12 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     def fit(self, X, y):
         from sklearn.utils.multiclass import check_classification_targets
         y = _as_1d(y)
-        check_classification_targets(y)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per row of X), got shape {y.shape}")
+        try:
+            check_classification_targets(y)
+        except ValueError as e:                        # scikit-learn's message does not name the argument
+            raise ValueError(f"y: {e}") from None
         X, _, _ = check_X_Y(X, np.zeros(len(y)), min_samples=2, why="MVML needs two samples")
         classes, yi = np.unique(y, return_inverse=True)
         if len(classes) < 2:
