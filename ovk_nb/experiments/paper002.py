@@ -556,8 +556,9 @@ class FixedShareSALAMI(SALAMI):
     _parameter_constraints = {**SALAMI._parameter_constraints, "share": [Interval(numbers.Real, 0, 1, "neither")]}
     _frozen = SALAMI._frozen + ("share",)
 
-    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None, share: float = 0.01):
-        super().__init__(kernel, lam, decoder, eta, lifetime, history)
+    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None, budget=None,
+                 share: float = 0.01):
+        super().__init__(kernel, lam, decoder, eta, lifetime, history, budget)
         self.share = share
 
     def _after_round(self, c):
