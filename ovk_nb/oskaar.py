@@ -266,8 +266,11 @@ def _block_primal(self: OSKAAR, Xb, cb, reg):
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch
 def _feature_estimates(self: OSKAAR, X):
-    "g(x) for test inputs, each entering alone with a zero target (KAAR)."
-    P, reg = self._primal, self._reg
+    """g(x) for test inputs, each entering alone with a zero target (KAAR). With a budget whose dictionary has just filled
+    (n_seen_ = m), the next round is the primal one: its state is built here (and dropped), as the next block will."""
+    P, reg, m = self._primal, self._reg, self.budget
+    if P is None and m is not None and self.n_seen_ == m:
+        P = primal_start(self.kernel_, self.lam, self._X[:m], self.decoder_.features(self._codes[:m], reg))
     if P is None:
         n = self._n_in
         Kxo = self.kernel_(X, self._X[:n]) if n else np.zeros((len(X), 0))

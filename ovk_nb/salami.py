@@ -204,6 +204,9 @@ def _feature_estimates(self: SALAMI, X):
     Kxo, kd = (self.kernel_(X, self._X[:n]) if n else np.zeros((len(X), 0))), self.kernel_.diag(X)
     G = 0.0
     for s, f, w in zip(self._starts, self._factors, self.weights_):
+        if isinstance(f, KAARFactor) and f.n == self.budget:      # its dictionary is full: the next round is primal
+            d = slice(s - x0, s - x0 + f.n)
+            f = primal_start(self.kernel_, self.lam, self._X[d], self.decoder_.features(self._codes[d], reg))
         if isinstance(f, KAARFactor):
             G = G + w * self.decoder_.stats(f.weights(Kxo[:, s - x0:n], kd), self._codes[s - x0:n], reg)
         else:

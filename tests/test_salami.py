@@ -206,3 +206,19 @@ def test_budgeted_pickled_mid_stream_resumes_and_failures_leave_it_as_it_was(kin
         SALAMI(budget=0).fit(X, Y)
     with pytest.raises(ValueError, match="budget was"):
         a.set_params(budget=9).partial_fit(X, Y)
+
+
+@pytest.mark.parametrize("kind", ["hamming", "spearman", "candidates"])
+@pytest.mark.parametrize("n", [20, 21, 33])
+def test_budgeted_predict_is_the_decision_of_the_next_round(kind, n):
+    X, Y, dec = make(kind, n + 1)
+    for cls, kw in ((OSKAAR, dict(budget=20)), (SALAMI, dict(budget=20, lifetime=2)), (SALAMI, dict(budget=4, lifetime=None))):
+        est = cls(RBF(0.7), lam=0.2, decoder=dec, **kw).fit(X[:n], Y[:n])   # n = 20: the dictionary has just filled
+        nxt = cls(RBF(0.7), lam=0.2, decoder=dec, **kw).fit(X, Y)
+        want = nxt.decoder_.output(nxt.decisions_[n:].astype(int), nxt._reg)[0]
+        np.testing.assert_array_equal(np.asarray(est.predict(X[n:])[0]), np.asarray(want))
+        G = []
+        rec = cls(RBF(0.7), lam=0.2, decoder=dec, **kw)
+        rec._record = lambda Gb, cb, reg, _r=rec._record: (G.append(Gb.copy()), _r(Gb, cb, reg))
+        rec.fit(X, Y)                                                 # g_n of the learner that plays round n
+        np.testing.assert_allclose(est._feature_estimates(X[n:]), np.vstack(G)[n:], rtol=1e-9, atol=1e-9)
