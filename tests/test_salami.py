@@ -159,7 +159,7 @@ def test_budgeted_equals_literal_with_budgeted_experts(kind, lifetime, budget):
 def test_a_budget_covering_the_stream_is_the_exact_learner(kind):
     X, Y, dec = make(kind, 60)
     eta = 0.05 if kind == "squared" else None
-    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, budget=60).fit(X, Y)
+    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, budget=61).fit(X, Y)   # covers the stream and the next round
     b = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta).fit(X, Y)
     np.testing.assert_allclose(a.surrogate_losses_, b.surrogate_losses_, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-10, atol=1e-12)
