@@ -20,10 +20,10 @@ from ..validation import Interval
 
 # %% auto #0
 __all__ = ['yeast_stream', 'river_chain_losses', 'permuted_drift', 'restart_losses', 'recording', 'grid_name',
-           'eta_grid_aggregate', 'grid_weights_axis', 'CentredHamming', 'CentredSpearman', 'centred', 'drift_curves',
-           'drift_verdicts', 'ocr_word_stream', 'pl_rankings', 'pl_probs', 'pl_stream', 'expected_spearman',
-           'bayes_rankings', 'mean_rank_decisions', 'digits_ranking_stream', 'relabel_symbols', 'drift_streams',
-           'rotating_labels', 'window_losses', 'restart_every', 'FixedShareSALAMI', 'loglog_slope',
+           'eta_grid_aggregate', 'grid_weights_axis', 'window_losses', 'FixedShareSALAMI', 'CentredHamming',
+           'CentredSpearman', 'centred', 'drift_curves', 'drift_verdicts', 'ocr_word_stream', 'pl_rankings', 'pl_probs',
+           'pl_stream', 'expected_spearman', 'bayes_rankings', 'mean_rank_decisions', 'digits_ranking_stream',
+           'relabel_symbols', 'drift_streams', 'rotating_labels', 'restart_every', 'loglog_slope',
            'effective_dimension', 'regret_curves', 'loglog_slope_pts', 'surrogate_regret']
 
 # %% ../../nbs/3_reproduction/03_paper002.ipynb #15119e3e
@@ -156,6 +156,39 @@ def grid_weights_axis(ax, Q, names, cps=()):
     ax.set(xlabel="round t", ylabel="weight", ylim=(0, 1), title="the eta grid's weights")
     ax.legend(fontsize=7, loc="lower left")
 
+# %% ../../nbs/3_reproduction/03_paper002.ipynb #7a1f3c21
+def window_losses(kernel, lam, decoder, X, Y, W: int) -> np.ndarray:
+    "Task losses of KAAR on a sliding window: round t uses rounds t-W..t-1 only (KAAR with x_t included, solved afresh)."
+    codes, reg = decoder.encode(Y, decoder.start())
+    K, out = kernel(X), np.zeros(len(X))
+    for t in range(len(X)):
+        a0 = max(0, t - W)
+        Kw = K[a0:t + 1, a0:t + 1]
+        a = np.linalg.solve(Kw + lam * np.eye(len(Kw)), Kw[:, -1])
+        z = decoder.decode(decoder.stats(a[None, :-1], codes[a0:t], reg), reg, np.array([t]))
+        out[t] = decoder.task_loss(z, codes[t:t + 1], reg)[0]
+    return out
+
+
+class FixedShareSALAMI(SALAMI):
+    """SALAMI whose weights are mixed with the uniform law over the live experts after every round (fixed-share, share
+    alpha in (0, 1)); an experiment of paper 002's notebook, not part of the library's API."""
+    _parameter_constraints = {**SALAMI._parameter_constraints, "share": [Interval(numbers.Real, 0, 1, "neither")]}
+    _frozen = SALAMI._frozen + ("share",)
+
+    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None, budget=None,
+                 share: float = 0.01):
+        super().__init__(kernel, lam, decoder, eta, lifetime, history, budget)
+        self.share = share
+
+    def _after_round(self, c):
+        "SALAMI's hook on the live experts' cumulative losses after a round: mix their weights with the uniform law."
+        from scipy.special import logsumexp
+        lp = -self.eta_ * c
+        lp -= logsumexp(lp)                                                  # log weights after the update
+        lq = np.logaddexp(np.log1p(-self.share) + lp, np.log(self.share / len(c)))   # mixed with the uniform law
+        return c - (lq - lp) / self.eta_                                     # same sum of exp(-eta L)
+
 # %% ../../nbs/3_reproduction/03_paper002.ipynb #b7b1d8db
 class CentredHamming(Hamming):
     "Hamming with its one-hot features centred at the uniform law's mean and rescaled to norm 1 (same decisions, same B^2)."
@@ -183,23 +216,25 @@ def centred(decoder):
 
 def drift_curves(kw: dict, X, Y, cps) -> tuple:
     """Task losses under drift of OSKAAR, the four SALAMIs of the eta grid and their mixture, the same with the centred
-    embedding, and the oracle restarts; and per embedding the mixture's grid weights, member names and surrogate sums."""
+    embedding, fixed-share (share 0.05, default eta), a sliding window of 100 rounds and the oracle restarts; and per embedding the mixture's grid weights, member names and surrogate sums."""
     make = lambda: OSKAAR(**kw)
     agg, Q, members, surr = eta_grid_aggregate(kw, X, Y)
     aggc, Qc, membc, surrc = eta_grid_aggregate(dict(kw, decoder=centred(kw["decoder"])), X, Y)
     curves = {"OSKAAR": make().fit(X, Y).losses_, **members, "SALAMI over the eta grid": agg,
               **{f"centred {k}": v for k, v in membc.items()}, "centred SALAMI over the eta grid": aggc,
+              "fixed-share 0.05 (eta = 1/8)": FixedShareSALAMI(**kw, share=0.05).fit(X, Y).losses_,
+              "sliding window W = 100": window_losses(kw["kernel"], kw["lam"], kw["decoder"], X, Y, 100),
               "oracle restarts": restart_losses(make, X, Y, cps)}
     return curves, {"": (Q, list(members), surr), "centred ": (Qc, list(membc), surrc)}
 
 # %% ../../nbs/3_reproduction/03_paper002.ipynb #9f45a82d
 def drift_verdicts(run: Run, m: dict, what: str, own: dict, grids: dict, prefix: str = ""):
     """The compare rows of a drift experiment (claim: SALAMI beats OSKAAR under drift): every SALAMI of the library's
-    embedding and the centred default against OSKAAR, each eta grid's mixture against its best member, the oracle
+    embedding, the centred default, fixed-share and the sliding window against OSKAAR, each eta grid's mixture against its best member, the oracle
     restarts against everyone."""
     o = m["OSKAAR"]
     grid = [k for k in m if k.startswith("SALAMI eta")]
-    for k in grid + ["centred SALAMI eta = 1/8 (default)"]:
+    for k in grid + ["centred SALAMI eta = 1/8 (default)", "fixed-share 0.05 (eta = 1/8)", "sliding window W = 100"]:
         run.compare(f"{prefix}{k}: {what}", m[k], None, f"OSKAAR {o:.4g}",
                     verdict=("own check: below OSKAAR under drift" if m[k] < o else
                              "own check: not below OSKAAR under drift" + (" (FAILED: the default must be)"
@@ -532,42 +567,9 @@ def rotating_labels(Y, period: float, rng) -> np.ndarray:
     return np.take_along_axis(Y, (np.arange(q)[None, :] + shift[:, None]) % q, axis=1)
 
 
-def window_losses(kernel, lam, decoder, X, Y, W: int) -> np.ndarray:
-    "Task losses of KAAR on a sliding window: round t uses rounds t-W..t-1 only (KAAR with x_t included, solved afresh)."
-    codes, reg = decoder.encode(Y, decoder.start())
-    K, out = kernel(X), np.zeros(len(X))
-    for t in range(len(X)):
-        a0 = max(0, t - W)
-        Kw = K[a0:t + 1, a0:t + 1]
-        a = np.linalg.solve(Kw + lam * np.eye(len(Kw)), Kw[:, -1])
-        z = decoder.decode(decoder.stats(a[None, :-1], codes[a0:t], reg), reg, np.array([t]))
-        out[t] = decoder.task_loss(z, codes[t:t + 1], reg)[0]
-    return out
-
-
 def restart_every(make, X, Y, W: int) -> np.ndarray:
     "Losses of a learner restarted every W rounds (blind restarts: the schedule knows nothing of the drift)."
     return np.concatenate([make().fit(X[a:a + W], Y[a:a + W]).losses_ for a in range(0, len(X), W)])
-
-# %% ../../nbs/3_reproduction/03_paper002.ipynb #52ba5a51
-class FixedShareSALAMI(SALAMI):
-    """SALAMI whose weights are mixed with the uniform law over the live experts after every round (fixed-share, share
-    alpha in (0, 1)); an experiment of paper 002's notebook, not part of the library's API."""
-    _parameter_constraints = {**SALAMI._parameter_constraints, "share": [Interval(numbers.Real, 0, 1, "neither")]}
-    _frozen = SALAMI._frozen + ("share",)
-
-    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None, budget=None,
-                 share: float = 0.01):
-        super().__init__(kernel, lam, decoder, eta, lifetime, history, budget)
-        self.share = share
-
-    def _after_round(self, c):
-        "SALAMI's hook on the live experts' cumulative losses after a round: mix their weights with the uniform law."
-        from scipy.special import logsumexp
-        lp = -self.eta_ * c
-        lp -= logsumexp(lp)                                                  # log weights after the update
-        lq = np.logaddexp(np.log1p(-self.share) + lp, np.log(self.share / len(c)))   # mixed with the uniform law
-        return c - (lq - lp) / self.eta_                                     # same sum of exp(-eta L)
 
 # %% ../../nbs/3_reproduction/03_paper002.ipynb #b9b47572
 @experiment("yeast_gradual", title="Yeast with gradual drift: SALAMI, fixed-share, sliding windows and restarts", paper="002",
