@@ -101,3 +101,18 @@ def test_a_bad_page_is_caught(tmp_path):
         assert what in probs, (what, probs)
     assert "math" not in probs                            # $x^2$ was typeset
     assert (tmp_path / "_screenshots" / "bad.png").exists()
+
+
+def test_enter_in_the_sidebar_box_opens_the_search_page(site):
+    "Enter in the box of a page in a sub-folder opens ../search.html?q=... from file://, with the hits."
+    out, _ = site
+    page = (out / "2_algorithms" / "ridge.html").read_text()
+    enter = ("<script>window.addEventListener('load', () => { const f = document.querySelector('form.ovk-search');"
+             " f.querySelector('input').value = 'Sylvester'; f.requestSubmit(); });</script></body>")
+    (out / "2_algorithms" / "enter.html").write_text(page.replace("</body>", enter))
+    try:
+        dom = docs.render_in_browser(out / "2_algorithms" / "enter.html")
+    finally:
+        (out / "2_algorithms" / "enter.html").unlink()
+    assert "<title>Search</title>" in dom and "<mark>Sylvester</mark>" in dom
+    assert "1_shared/linalg.html#The-Sylvester-equation-and-its-eigen-factor" in _hits(dom)
