@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .linalg import BlockNystrom, KernelParts, NystromModel, NystromSystem, jacobi_preconditioner, pcg
+from .linalg import BlockNystrom, KernelParts, NystromModel, NystromSystem, _chunks, jacobi_preconditioner, pcg
 
 # %% auto #0
 __all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'dask_nystrom_fit', 'dask_predict', 'DaskKernelOperator',
@@ -50,6 +50,15 @@ def _finite(block, name):
     return block
 
 # %% ../nbs/1_shared/08_distributed.ipynb #7527d70c
+def _terms(system, x, y, chunk=4096):
+    "One row block's share of the normal equations, summed over sub-chunks of `chunk` rows as `nystrom_fit` does on one machine."
+    A = b = None
+    for sl in _chunks(len(x), chunk):
+        a_, b_ = system.terms(_finite(x[sl], "X"), _finite(y[sl], "Y"))
+        A, b = (a_, b_) if A is None else (A + a_, b + b_)
+    return A, b
+
+
 def dask_nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, split_every: int = 8) -> NystromModel:
     "`ovk_nb.linalg.nystrom_fit` on Dask arrays X (n, p) and Y (n, d): terms per row block, tree sum, solve here."
     dask, da = _dask()
@@ -59,7 +68,7 @@ def dask_nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, split_every: int 
     size, k = system.size, (system.d if system.separable else None)
     As, bs = [], []
     for xb, yb, m in zip(X.to_delayed().ravel(), Y.to_delayed().ravel(), X.chunks[0]):
-        t = dask.delayed(lambda s, x, y: s.terms(_finite(x, "X"), _finite(y, "Y")), pure=True)(sysd, xb, yb)
+        t = dask.delayed(_terms, pure=True, nout=2)(sysd, xb, yb)
         As.append(da.from_delayed(t[0], (size, size), dtype=float)[None])
         bs.append(da.from_delayed(t[1], (size, k) if k else (size,), dtype=float)[None])
     A = da.concatenate(As).sum(axis=0, split_every=split_every)
@@ -228,8 +237,8 @@ def dask_block_nystrom(features: BlockNystrom, X):
 
 
 def _ne_terms(features, x, y):
-    Z = features(_finite(x, "X"))
-    return Z.T @ Z, Z.T @ _finite(y, "Y")
+    "One row block's (Z^T Z, Z^T Y), summed over sub-chunks of 4096 rows by BlockNystrom.normal_equations."
+    return features.normal_equations(_finite(x, "X"), _finite(y, "Y"))
 
 
 def dask_block_nystrom_normal_equations(features: BlockNystrom, X, Y, split_every: int = 8):
