@@ -59,7 +59,7 @@ PAPERS = {"000": "ONORMA and MONORMA: online learning with operator-valued kerne
           "001": "MovKL: multiple operator-valued kernel learning",
           "002": "OSKAAR and SALAMI: online structured prediction with implicit losses",
           "003": "MVML: multi-view metric learning",
-          "004": "Operator-valued kernel density estimation"}
+          "004": "Kernel dependency estimation with (conditional) covariance operator-valued kernels"}
 
 
 def docs_base(out) -> str:
