@@ -12,9 +12,9 @@ import numpy as np
 from .validation import check_input, check_matrix
 
 # %% auto #0
-__all__ = ['n_items', 'take_items', 'check_kernel', 'as_samples', 'checked_gram', 'kernel_diag', 'fit_grams', 'candidate_grams',
-           'argmin_in_batches', 'feature_space_loss', 'Decoder', 'Hamming', 'ZeroOne', 'CandidateSet', 'Squared',
-           'Spearman']
+__all__ = ['n_items', 'take_items', 'check_kernel', 'as_samples', 'finite_labels', 'check_centre', 'checked_gram', 'kernel_diag',
+           'fit_grams', 'candidate_grams', 'argmin_in_batches', 'feature_space_loss', 'Decoder', 'Hamming', 'ZeroOne',
+           'CandidateSet', 'Squared', 'Spearman']
 
 # %% ../nbs/1_shared/05_decoding.ipynb #1c0fa2c0
 def n_items(Z, name):
@@ -53,6 +53,30 @@ def as_samples(Z, name, min_samples: int = 1, why: str = "", vectors: bool = Fal
         raise ValueError(f"{name}: found {n} sample(s) while a minimum of {min_samples} is required"
                          + (f" ({why})" if why else ""))
     return Z
+
+
+def finite_labels(Y, name: str = "Y"):
+    """Y untouched if its entries are not numbers (words, graphs, ...); numeric labels (an array, or lists of numbers)
+    must be finite, else a ValueError naming `name` (a NaN label would be a new class at every round)."""
+    if hasattr(Y, "toarray") or hasattr(Y, "tocsr"):
+        return check_input(Y, name)
+    try:
+        A = np.asarray(Y)
+    except (ValueError, TypeError):                          # ragged sequences: structured samples
+        return Y
+    if A.dtype.kind in "fc" and not np.isfinite(A).all():
+        raise ValueError(f"{name} contains NaN or infinity ({int((~np.isfinite(A)).sum())} entries): labels must be finite")
+    if A.dtype.kind == "O":
+        for v in A.ravel():
+            if isinstance(v, numbers.Number) and not np.isfinite(complex(v)):
+                raise ValueError(f"{name} contains NaN or infinity: labels must be finite")
+    return Y
+
+
+def check_centre(centre) -> bool:
+    if not isinstance(centre, (bool, np.bool_)):
+        raise ValueError(f"centre must be True or False, got {centre!r}")
+    return bool(centre)
 
 # %% ../nbs/1_shared/05_decoding.ipynb #fd0bef26
 def checked_gram(kernel, A, B, name, shape):
@@ -143,11 +167,12 @@ class Decoder:
 
 # %% ../nbs/1_shared/05_decoding.ipynb #43d09460
 class Hamming(Decoder):
-    "Hamming loss on rows of q symbols in {0..alphabet-1} (multi-label 0/1 vectors: alphabet=2); per-position weighted vote."
-    def __init__(self, alphabet: int = 2):
+    """Hamming loss on rows of q symbols in {0..alphabet-1} (multi-label 0/1 vectors: alphabet=2); per-position weighted vote.
+    centre: one-hot features centred at the uniform law's mean (default; centre=False: the plain one-hot embedding)."""
+    def __init__(self, alphabet: int = 2, centre: bool = True):
         if isinstance(alphabet, bool) or not isinstance(alphabet, numbers.Integral) or alphabet < 2:
             raise ValueError(f"alphabet must be an integer >= 2, got {alphabet!r}")
-        self.alphabet = int(alphabet)
+        self.alphabet, self.centre = int(alphabet), check_centre(centre)
 
     def encode(self, Y, reg, step=0):
         Y = np.asarray(Y)
@@ -164,7 +189,11 @@ class Hamming(Decoder):
         n, q = codes.shape
         F = np.zeros((n, q * self.alphabet))
         F[np.arange(n)[:, None], np.arange(q)[None] * self.alphabet + codes] = 1.0
-        return F / np.sqrt(q)
+        F /= np.sqrt(q)
+        if self.centre:                       # minus the uniform law's mean, rescaled to norm 1 (see "Centred embeddings")
+            a = self.alphabet
+            F = (F - 1.0 / (a * np.sqrt(q))) / np.sqrt(1.0 - 1.0 / a)
+        return F
 
     def decode(self, G, reg, n_past=None):
         return G.reshape(len(G), reg["q"], self.alphabet).argmax(-1)
@@ -348,11 +377,12 @@ class Squared(Decoder):
 
 # %% ../nbs/1_shared/05_decoding.ipynb #df74b72b
 class Spearman(Decoder):
-    "Spearman's distance ||r_z - r_y||^2 / N between rankings of k items (rank vectors); decoded by sorting the weighted rank sums."
-    def __init__(self, n_items: int = 3):
+    """Spearman's distance ||r_z - r_y||^2 / N between rankings of k items (rank vectors); decoded by sorting the weighted rank
+    sums. centre: rank vectors centred at the uniform law's mean (default; centre=False: the embedding (1, r) / sqrt(1 + c))."""
+    def __init__(self, n_items: int = 3, centre: bool = True):
         if isinstance(n_items, bool) or not isinstance(n_items, numbers.Integral) or n_items < 2:
             raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
-        self.n_items = int(n_items)
+        self.n_items, self.centre = int(n_items), check_centre(centre)
 
     def _consts(self):
         k = self.n_items
@@ -368,11 +398,13 @@ class Spearman(Decoder):
         return Y.astype(np.int64), reg
 
     def features(self, codes, reg):
-        c = self._consts()[1]
-        return np.column_stack([np.ones(len(codes)), codes]) / np.sqrt(1.0 + c)
+        k = self.n_items
+        if self.centre:                       # (r - (k-1)/2) / sqrt(k (k^2 - 1) / 12): centred, norm 1
+            return (codes - (k - 1) / 2.0) / np.sqrt(k * (k * k - 1) / 12.0)
+        return np.column_stack([np.ones(len(codes)), codes]) / np.sqrt(1.0 + self._consts()[1])
 
     def decode(self, G, reg, n_past=None):
-        return np.argsort(np.argsort(G[:, 1:], axis=1, kind="stable"), axis=1, kind="stable")
+        return np.argsort(np.argsort(G[:, -self.n_items:], axis=1, kind="stable"), axis=1, kind="stable")
 
     def task_loss(self, Z, codes, reg):
         return ((Z - codes) ** 2).sum(1) / self._consts()[0]

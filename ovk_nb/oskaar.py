@@ -12,7 +12,7 @@ from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
 from threadpoolctl import threadpool_limits
 
-from .decoding import CandidateSet, Decoder, ZeroOne
+from .decoding import CandidateSet, Decoder, ZeroOne, finite_labels
 from .linalg import NystromFeatures
 from .kernels import RBF, ScalarKernel
 from .streaming import StreamLearner, step_record
@@ -130,7 +130,7 @@ def _setup(self: OSKAAR, X, Y):
     self.kernel_ = RBF(1.0) if self.kernel is None else self.kernel
     self.decoder_ = ZeroOne() if self.decoder is None else self.decoder
     self._reg = self.decoder_.start()
-    return self.decoder_.encode(Y[:1], self._reg)[0]
+    return self.decoder_.encode(finite_labels(Y, "Y")[:1], self._reg)[0]
 
 
 @patch
@@ -145,7 +145,9 @@ def _init_stream(self: OSKAAR, p, code):
 
 @patch
 def _targets(self: OSKAAR, X, Y):
-    "Labels encoded by the decoder against a *new* registry (committed only when the pass succeeds)."
+    """Labels encoded by the decoder against a *new* registry (committed only when the pass succeeds); numeric labels
+    must be finite (a NaN row would be a new label of its own for the 0-1 decoder), refused naming Y."""
+    finite_labels(Y, "Y")
     if len(Y) != len(X):
         raise ValueError(f"X and Y must have the same number of samples, got {len(X)} and {len(Y)}")
     return self.decoder_.encode(Y, self._reg, step=self.n_seen_)
