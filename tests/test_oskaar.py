@@ -147,3 +147,42 @@ def test_bad_inputs_are_refused_by_name_and_leave_the_learner_as_it_was():
         est.set_params(lam=0.5).partial_fit(X, Y)
     with pytest.raises(ValueError, match="candidates must"):
         OSKAAR(decoder=CandidateSet([], _hamming)).fit(X, Y)
+
+
+@pytest.mark.parametrize("kind", ["hamming", "words", "spearman"])
+@pytest.mark.parametrize("budget", [None, 9])
+def test_centred_embedding_gives_the_same_decisions(kind, budget):
+    """The library's centred embedding (default) and the plain one (centre=False) differ by a shift of phi that changes
+    sum_s alpha_s Delta(z, y_s) by a constant in z: the same decisions and task losses along the stream, exact and budgeted."""
+    X, Y, dec = make(kind, n=80, seed=5)
+    plain = type(dec)(**{**vars(dec), "centre": False})
+    assert dec.centre and not plain.centre
+    a = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=budget).fit(X, Y)
+    b = OSKAAR(RBF(0.7), lam=0.2, decoder=plain, budget=budget).fit(X, Y)
+    np.testing.assert_array_equal(a.decisions_, b.decisions_)
+    np.testing.assert_array_equal(a.losses_, b.losses_)
+    np.testing.assert_array_equal(a.predict(X[:20]), b.predict(X[:20]))
+    assert not np.allclose(a.surrogate_losses_, b.surrogate_losses_)       # the surrogate is what centring changes
+
+
+@pytest.mark.parametrize("est", [OSKAAR, "SALAMI"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_label_vectors_are_refused_naming_Y(est, bad):
+    "0/1 label vectors with the default decoder: a NaN / inf (cast to float) is refused naming Y, the learner unchanged."
+    if est == "SALAMI":
+        from ovk_nb.salami import SALAMI as est
+    r = np.random.default_rng(0)
+    X, Y = r.normal(size=(12, 4)), r.integers(0, 2, (12, 3))
+    Yb = Y.astype(float)
+    Yb[3, 1] = bad
+    with pytest.raises(ValueError, match="Y contains NaN or infinity"):
+        est().fit(X, Yb)
+    for call in ("partial_fit", "fit"):
+        m = est().fit(X[:6], Y[:6])
+        before = pickle.dumps(m)
+        with pytest.raises(ValueError, match="Y contains NaN or infinity"):
+            getattr(m, call)(X, Yb)
+        assert pickle.dumps(m) == before
+    with pytest.raises(ValueError, match="Y contains NaN"):                   # a 1-D float class label too
+        est().fit(X, np.where(np.arange(12) == 5, np.nan, 1.0))
+    assert est().fit(X, Y.astype(float)).n_seen_ == 12                      # finite float labels still learn
