@@ -7,12 +7,17 @@
 3. Nystrom: test MSE and distance to the exact solution at n = 5000 for several p, then n = 100000, d = 10 in a
    fresh subprocess: fit time and peak memory (resource.getrusage of that process).
 
+Every section runs twice in the same run: "as installed" (BLAS with its default threads, what a user gets) and "one thread"
+(threadpoolctl's limit of 1 BLAS thread); both times are reported side by side. The machine is shared with other processes:
+the load average is recorded at the start and the end.
+
 Writes bench/results/ridge.md and bench/results/ridge.csv.
 
-    python bench/bench_ridge.py [--quick] [--threads 1]
+    python bench/bench_ridge.py [--quick]
 """
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -40,40 +45,68 @@ def rel(a, b):
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
+MODES = (("as installed", None), ("one thread", 1))
+
+
+def modes_time(f, repeat=1):
+    """Time f in each mode, the modes interleaved within each repeat (so that load drifting over the run hits both alike):
+    ({mode: best seconds}, {mode: all seconds}, last result)."""
+    times, res = {m: [] for m, _ in MODES}, None
+    for _ in range(repeat):
+        for m, limit in MODES:
+            with threadpool_limits(limit):
+                t, res = best_time(f, 1)
+            times[m].append(t)
+    return {m: min(ts) for m, ts in times.items()}, times, res
+
+
+def time_cols(best, ref=None, ref_name=None, allt=None):
+    "The side-by-side columns: fit time per mode, ratio to a reference per mode, all repeats per mode."
+    row = {f"fit time, {m} (s)": best[m] for m, _ in MODES}
+    if ref is not None:
+        row.update({f"ratio to {ref_name}, {m}": best[m] / ref[m] for m, _ in MODES})
+    if allt is not None:
+        row.update({f"all repeats, {m} (s)": " ".join(f"{t:.2f}" for t in allt[m]) for m, _ in MODES})
+    return row
+
+
 def speed_rows(n, d, repeat, n_lams=20):
-    """Fit times at (n, d); the methods are interleaved within each repeat so that load from other processes hits all of
-    them alike, and the best time of each is kept."""
+    """Fit times at (n, d) in both modes; methods and modes are interleaved within each repeat so that load from other
+    processes hits all of them alike, and the best time of each is kept."""
     from sklearn.kernel_ridge import KernelRidge
     X, Y = make_paper000_synthetic(n, d, random_state=0, return_X_y=True)
     K, KI = gaussian_times_J(d, GAMMA), Separable(RBF(GAMMA), np.eye(d))
+    KR = "sklearn KernelRidge (independent outputs, T = I)"
     methods = {
-        "sklearn KernelRidge (independent outputs, T = I)": lambda: KernelRidge(alpha=LAM, kernel="rbf", gamma=GAMMA).fit(X, Y),
+        KR: lambda: KernelRidge(alpha=LAM, kernel="rbf", gamma=GAMMA).fit(X, Y),
         "ours, T = I, solver auto": lambda: OVKRidge(KI, lam=LAM).fit(X, Y),
         "ours, Gaussian x J, solver auto": lambda: OVKRidge(K, lam=LAM).fit(X, Y),
     }
-    times, fits = {k: [] for k in methods}, {}
+    times, fits = {k: {m: [] for m, _ in MODES} for k in methods}, {}
     for _ in range(repeat):
         for k, f in methods.items():
-            t, fits[k] = best_time(f, 1)
-            times[k].append(t)
-    t_kr = min(times["sklearn KernelRidge (independent outputs, T = I)"])
-    kr = fits["sklearn KernelRidge (independent outputs, T = I)"]
+            for m, limit in MODES:
+                with threadpool_limits(limit):
+                    t, fits[k] = best_time(f, 1)
+                times[k][m].append(t)
+    best = {k: {m: min(v) for m, v in ts.items()} for k, ts in times.items()}
+    kr = fits[KR]
     rows = []
-    for k, ts in times.items():
+    for k in methods:
         m = fits[k]
         row = {"section": "speed", "n": n, "d": d, "method": k + (f" -> {m.solver_}" if hasattr(m, "solver_") else ""),
-               "fit time (s)": min(ts), "ratio to KernelRidge": min(ts) / t_kr, "all repeats (s)": " ".join(f"{t:.2f}" for t in ts)}
+               **time_cols(best[k], best[KR], "KernelRidge", times[k])}
         if "T = I" in k and hasattr(m, "solver_"):
             row["rel. diff. of predictions to KernelRidge"] = rel(m.predict(X[:500]), kr.predict(X[:500]))
         rows.append(row)
     C_auto = fits["ours, Gaussian x J, solver auto"].coef_
-    t, m = best_time(lambda: OVKRidge(K, lam=LAM, solver="eigen").fit(X, Y), 1)
-    rows.append({"section": "speed", "n": n, "d": d, "method": "ours, Gaussian x J, solver eigen (one eigh)", "fit time (s)": t,
-                 "ratio to KernelRidge": t / t_kr, "rel. diff. of coef to the cholesky solve": rel(m.coef_, C_auto)})
+    t, _, m = modes_time(lambda: OVKRidge(K, lam=LAM, solver="eigen").fit(X, Y))
+    rows.append({"section": "speed", "n": n, "d": d, "method": "ours, Gaussian x J, solver eigen (one eigh)",
+                 **time_cols(t, best[KR], "KernelRidge"), "rel. diff. of coef to the cholesky solve": rel(m.coef_, C_auto)})
     lams = np.logspace(-8, 0, n_lams)
-    t2, _ = best_time(lambda: (m.coef_path(lams), m.loo_errors(lams)), 1)
+    t2, _, _ = modes_time(lambda: (m.coef_path(lams), m.loo_errors(lams)))
     rows.append({"section": "speed", "n": n, "d": d, "method": f"  + {n_lams}-lam coef path and closed-form LOO from that eigh",
-                 "fit time (s)": t2, "ratio to KernelRidge": t2 / t_kr,
+                 **time_cols(t2, best[KR], "KernelRidge"),
                  "note": f"vs {n_lams} grouped-Cholesky fits: about {n_lams} x the 'auto' time, without LOO"})
     return rows, (X, Y)
 
@@ -111,22 +144,23 @@ def accuracy_rows(n, d, repeat):
     X, Y = make_paper000_synthetic(n, d, random_state=1, return_X_y=True)
     rows = []
     for name, K in [("Gaussian x J", gaussian_times_J(d, GAMMA)), ("linear_quadratic mu=0.2", linear_quadratic(d, 0.2))]:
-        t_ref, C = best_time(lambda: ridge_dense_reference(K, X, Y, LAM), 1)
-        rows.append({"section": "accuracy", "n": n, "d": d, "method": f"dense reference, {name}", "fit time (s)": t_ref,
-                     "ratio to dense": 1.0, "rel. diff. of coef to dense": 0.0})
+        t_ref, _, C = modes_time(lambda: ridge_dense_reference(K, X, Y, LAM))
+        rows.append({"section": "accuracy", "n": n, "d": d, "method": f"dense reference, {name}", **time_cols(t_ref, t_ref, "dense"),
+                     "rel. diff. of coef to dense": 0.0})
         solvers = ["eigen", "cholesky", "cg", "nystrom"] if isinstance(K, Separable) else ["cholesky", "cg", "nystrom"]
         for solver in solvers:
-            t, m = best_time(lambda: OVKRidge(K, lam=LAM, solver=solver, tol=1e-12, n_components=n).fit(X, Y), repeat)
+            t, _, m = modes_time(lambda: OVKRidge(K, lam=LAM, solver=solver, tol=1e-12, n_components=n).fit(X, Y), repeat)
             P = m.predict(X)
             rows.append({"section": "accuracy", "n": n, "d": d, "method": f"ours {solver}, {name}" + (f" ({m.n_iter_} it.)" if solver == "cg" else "")
-                         + (" (p = n)" if solver == "nystrom" else ""), "fit time (s)": t, "ratio to dense": t / t_ref,
+                         + (" (p = n)" if solver == "nystrom" else ""), **time_cols(t, t_ref, "dense"),
                          "rel. diff. of coef to dense": rel(m.coef_, C) if m.coef_ is not None else None,
                          "rel. diff. of predictions to dense": rel(P, K.apply(X, X, C))})
         for tight in ([False, True] if isinstance(K, Separable) else []):
             t, Cop, note = operalib_fit(X, Y, K.T, LAM, GAMMA, tight)
-            rows.append({"section": "accuracy", "n": n, "d": d, "fit time (s)": t,
+            rows.append({"section": "accuracy", "n": n, "d": d,
                          "method": f"operalib OVKRidge, {name}, " + ("ftol = gtol = 1e-12" if tight else "default tolerances"),
-                         "ratio to dense": None if t is None else t / t_ref,
+                         "fit time, as installed (s)": None, "fit time, one thread (s)": t,
+                         "ratio to dense, one thread": None if t is None else t / t_ref["one thread"],
                          "rel. diff. of coef to dense": None if Cop is None else rel(Cop, C),
                          "rel. diff. of predictions to dense": None if Cop is None else rel(K.apply(X, X, Cop), K.apply(X, X, C)),
                          "note": note})
@@ -140,7 +174,7 @@ from ovk_nb.datasets import make_paper000_synthetic
 from ovk_nb.kernels import gaussian_times_J
 from ovk_nb.ridge import OVKRidge
 n, d, p, threads, gamma, lam = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
-with threadpool_limits(threads):
+with threadpool_limits(threads if threads > 0 else None):      # 0: as installed
     X, Y = make_paper000_synthetic(n + 5000, d, random_state=2, return_X_y=True)
     Xte, Yte, X, Y = X[n:], Y[n:], X[:n], Y[:n]
     def hwm():   # peak RSS of this process in MB (VmHWM is reset by exec; ru_maxrss may keep the parent's peak)
@@ -159,73 +193,80 @@ print(json.dumps({"fit": t_fit, "predict_5000": t_pred, "peak_MB": peak, "data_M
 """
 
 
-def nystrom_rows(n_exact, n_big, d, ps, p_big, threads):
+def nystrom_rows(n_exact, n_big, d, ps, p_big):
     X, Y = make_paper000_synthetic(n_exact + 2000, d, random_state=2, return_X_y=True)
     Xte, Yte, X, Y = X[n_exact:], Y[n_exact:], X[:n_exact], Y[:n_exact]
     K = gaussian_times_J(d, GAMMA)
-    t_ex, m = best_time(lambda: OVKRidge(K, lam=LAM).fit(X, Y), 1)
+    t_ex, _, m = modes_time(lambda: OVKRidge(K, lam=LAM).fit(X, Y))
     P_ex = m.predict(Xte)
     mse_ex = float(((P_ex - Yte) ** 2).sum(1).mean())
-    rows = [{"section": "nystrom", "n": n_exact, "d": d, "method": f"exact ({m.solver_})", "fit time (s)": t_ex, "test MSE": mse_ex}]
+    rows = [{"section": "nystrom", "n": n_exact, "d": d, "method": f"exact ({m.solver_})", **time_cols(t_ex), "test MSE": mse_ex}]
     for p in ps:
-        t, mn = best_time(lambda: OVKRidge(K, lam=LAM, solver="nystrom", n_components=p, random_state=0).fit(X, Y), 1)
+        t, _, mn = modes_time(lambda: OVKRidge(K, lam=LAM, solver="nystrom", n_components=p, random_state=0).fit(X, Y))
         P = mn.predict(Xte)
-        rows.append({"section": "nystrom", "n": n_exact, "d": d, "method": f"nystrom p = {p}", "fit time (s)": t,
+        rows.append({"section": "nystrom", "n": n_exact, "d": d, "method": f"nystrom p = {p}", **time_cols(t),
                      "test MSE": float(((P - Yte) ** 2).sum(1).mean()), "rel. diff. of test predictions to exact": rel(P, P_ex)})
-    proc = subprocess.run([sys.executable, "-c", NYSTROM_CHILD, str(n_big), str(d), str(p_big), str(threads), str(GAMMA), str(LAM)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        rows.append({"section": "nystrom", "n": n_big, "d": d, "method": f"nystrom p = {p_big}", "note": "failed: " + proc.stderr[-300:]})
-    else:
+    row, notes = {"section": "nystrom", "n": n_big, "d": d, "method": f"nystrom p = {p_big} (fresh process per mode)"}, []
+    for m, limit in MODES:
+        proc = subprocess.run([sys.executable, "-c", NYSTROM_CHILD, str(n_big), str(d), str(p_big), str(limit or 0), str(GAMMA),
+                               str(LAM)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            notes.append(f"{m}: failed: " + proc.stderr[-300:])
+            continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        rows.append({"section": "nystrom", "n": n_big, "d": d, "method": f"nystrom p = {p_big} (fresh process)", "fit time (s)": r["fit"],
-                     "test MSE": r["test_mse"], "peak memory (MB)": r["peak_MB"],
-                     "note": f"peak RSS of the process (data + imports: {r['data_MB']:.0f} MB before the fit); predict 5000 points "
-                             f"{r['predict_5000']:.2f} s"})
+        row[f"fit time, {m} (s)"], row[f"peak memory, {m} (MB)"], row["test MSE"] = r["fit"], r["peak_MB"], r["test_mse"]
+        notes.append(f"{m}: data + imports {r['data_MB']:.0f} MB before the fit, predict 5000 points {r['predict_5000']:.2f} s")
+    row["note"] = "peak RSS of the process; " + "; ".join(notes)
+    rows.append(row)
     return rows
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test, about a minute)")
-    ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1: stable timings on a shared machine)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test, about two minutes)")
     args = ap.parse_args()
-    t0 = time.time()
+    t0, load0 = time.time(), os.getloadavg()
     if args.quick:
         n_speed, n_acc, n_exact, n_big, ps, p_big, repeat = 1500, 200, 1500, 20000, [100, 300], 300, 1
     else:
         n_speed, n_acc, n_exact, n_big, ps, p_big, repeat = 5000, 1000, 5000, 100000, [200, 500, 1000], 1000, 3
     d = 10
-    with threadpool_limits(args.threads):
-        rows, _ = speed_rows(n_speed, d, repeat)
-        print(rows_to_markdown(rows), flush=True)
-        acc = accuracy_rows(n_acc, d, repeat)
-        print(rows_to_markdown(acc), flush=True)
-        ny = nystrom_rows(n_exact, n_big, d, ps, p_big, args.threads)
-        print(rows_to_markdown(ny), flush=True)
-    seconds = time.time() - t0
-    allrows = rows + acc + ny
+    rows, _ = speed_rows(n_speed, d, repeat)
+    print(rows_to_markdown(rows), flush=True)
+    accs = accuracy_rows(n_acc, d, repeat)
+    print(rows_to_markdown(accs), flush=True)
+    nys = nystrom_rows(n_exact, n_big, d, ps, p_big)
+    print(rows_to_markdown(nys), flush=True)
+    seconds, load1 = time.time() - t0, os.getloadavg()
     suffix = "_quick" if args.quick else ""
     OUT.mkdir(exist_ok=True)
-    (OUT / f"ridge{suffix}.csv").write_text(rows_to_csv(allrows))
-    speed = {r["method"]: r for r in rows}
-    ours_auto = next(r for r in rows if r["method"].startswith("ours, Gaussian x J, solver auto"))
+    (OUT / f"ridge{suffix}.csv").write_text(rows_to_csv(rows + accs + nys))
+    auto = next(r for r in rows if r["method"].startswith("ours, Gaussian x J, solver auto"))
     md = [f"# OVKRidge benchmark{' (quick)' if args.quick else ''}", "",
-          f"`python bench/bench_ridge.py{' --quick' if args.quick else ''} --threads {args.threads}` on {platform.machine()}, "
-          f"Python {platform.python_version()}, numpy {np.__version__}, BLAS threads {args.threads}; {seconds:.0f} s in all. "
+          f"`python bench/bench_ridge.py{' --quick' if args.quick else ''}` on {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, numpy {np.__version__}; {seconds:.0f} s in all. Every section ran twice: "
+          "**as installed** (OpenBLAS with its default threads, what a user gets; OVKRidge limits its own threads where the work "
+          "is small, see `nbs/2_algorithms/00_ridge.ipynb`) and **one thread** (threadpoolctl's limit of one BLAS thread around "
+          "everything), side by side below; the two modes alternate within each repeat of each method, so that load drifting over "
+          "the run hits both alike. "
           f"Data: paper 000's synthetic set (20 uniform features), d = {d}; Gaussian gamma = {GAMMA} (mu = {1 / GAMMA:g}), lam = {LAM}. "
-          "Times are the best of the repeats (shared machine).", "",
+          "Times are the best of the repeats. The machine is shared with other processes: load average (1 / 5 / 15 min) "
+          f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, {load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f} at the end.", "",
           "## 1. Speed: ours vs scikit-learn KernelRidge", "",
           "KernelRidge solves the d outputs independently (T = I) with one Cholesky of the n x n Gram. Our Gaussian x J fit with "
           "solver='auto' is the grouped Cholesky: J = 0.9 I + 0.1 11^T has two distinct eigenvalues, so two Choleskys; 'eigen' is the "
           "full eigh route (for lam paths / LOO).", "",
           rows_to_markdown(rows), "",
-          f"**Ours (auto, Gaussian x J) / KernelRidge = {ours_auto['ratio to KernelRidge']:.2f}** (target <= 1.5).", "",
+          "**Ours (auto, Gaussian x J) / KernelRidge = " + ", ".join(f"{auto[f'ratio to KernelRidge, {m}']:.2f} {m}" for m, _ in MODES)
+          + "** (target <= 1.5).", "",
           "## 2. Accuracy: every solver against the dense nd x nd solve, and operalib", "",
-          "operalib's OVKRidge minimises the same objective ||Kc - y||^2 + lam c^T K c (up to the constant 1/(2nd)) by L-BFGS-B.", "",
-          rows_to_markdown(acc), "",
+          "operalib's OVKRidge minimises the same objective ||Kc - y||^2 + lam c^T K c (up to the constant 1/(2nd)) by L-BFGS-B. "
+          "It runs once, in its own venv, with one BLAS thread (its subprocess pins OPENBLAS_NUM_THREADS=1): its times are in the "
+          "'one thread' column.", "",
+          rows_to_markdown(accs), "",
           "## 3. Nystrom", "",
-          rows_to_markdown(ny), ""]
+          "The n = 100000 row runs in a fresh process per mode, one after the other (peak RSS of that process).", "",
+          rows_to_markdown(nys), ""]
     (OUT / f"ridge{suffix}.md").write_text("\n".join(md))
     print(f"wrote {OUT / f'ridge{suffix}.md'} in {seconds:.0f} s")
 
