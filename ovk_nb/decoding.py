@@ -57,7 +57,9 @@ def as_samples(Z, name, min_samples: int = 1, why: str = "", vectors: bool = Fal
 
 def finite_labels(Y, name: str = "Y"):
     """Y untouched if its entries are not numbers (words, graphs, ...); numeric labels (an array, or lists of numbers)
-    must be finite, else a ValueError naming `name` (a NaN label would be a new class at every round)."""
+    must be finite, else a ValueError naming `name` (a NaN label would be a new class at every round); Y must be a
+    sequence (None or a scalar is refused naming `name`)."""
+    n_items(Y, name)
     if hasattr(Y, "toarray") or hasattr(Y, "tocsr"):
         return check_input(Y, name)
     try:

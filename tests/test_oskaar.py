@@ -186,3 +186,10 @@ def test_non_finite_label_vectors_are_refused_naming_Y(est, bad):
     with pytest.raises(ValueError, match="Y contains NaN"):                   # a 1-D float class label too
         est().fit(X, np.where(np.arange(12) == 5, np.nan, 1.0))
     assert est().fit(X, Y.astype(float)).n_seen_ == 12                      # finite float labels still learn
+
+
+def test_labels_that_are_not_a_sequence_are_refused_naming_Y():
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    for bad in (None, 3.0):
+        with pytest.raises(ValueError, match=r"\bY\b"):
+            OSKAAR().fit(X, bad)
