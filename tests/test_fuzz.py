@@ -9,12 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ovk_nb.decoding import Hamming
 from ovk_nb.kde import CortesKDE, OVKDE, WestonKDE
 from ovk_nb.kernels import RBF, IntegralOperator, Separable, gaussian_times_J
 from ovk_nb.monorma import MONORMA
 from ovk_nb.movkl import FunctionalKRR, MovKL
+from ovk_nb.mvml import MVML, MVMLClassifier
 from ovk_nb.onorma import ONORMA
+from ovk_nb.oskaar import OSKAAR
 from ovk_nb.ridge import OVKRidge, OVKRidgeCV
+from ovk_nb.salami import SALAMI
 
 D = 3
 T = np.linspace(0, 1, D)
@@ -28,13 +32,25 @@ FACTORIES = {
     "OVKDE": lambda: OVKDE(RBF(0.3), RBF(0.3), lam=0.1),
     "CortesKDE": lambda: CortesKDE(RBF(0.3), RBF(0.3), lam=0.1),
     "WestonKDE": lambda: WestonKDE(RBF(0.3), RBF(0.3), lam=0.1, n_components=5),
+    "MVML": lambda: MVML(views=[[0, 1], [2, 3]], lam=0.1, n_components=1.0, random_state=0),
+    "MVMLClassifier": lambda: MVMLClassifier(views=[[0, 1], [2, 3]], lam=0.1, n_components=1.0, random_state=0),
+    "OSKAAR": lambda: OSKAAR(RBF(0.3), lam=0.5, decoder=Hamming()),
+    "SALAMI": lambda: SALAMI(RBF(0.3), lam=0.5, decoder=Hamming()),
+    "OSKAAR-budget": lambda: OSKAAR(RBF(0.3), lam=0.5, decoder=Hamming(), budget=5),
+    "SALAMI-budget": lambda: SALAMI(RBF(0.3), lam=0.5, decoder=Hamming(), budget=5),
 }
+# estimators whose targets are not D real outputs: MVML learns one real target, MVMLClassifier one label,
+# OSKAAR/SALAMI label vectors of D bits under the Hamming loss (with the default 0-1 decoder any hashable object is
+# a label, so a vector of another length is a new label, not a malformed one)
+TARGETS = {"MVML": lambda Y: Y[:, 0], "MVMLClassifier": lambda Y: (Y[:, 0] > 0).astype(int),
+           **{k: (lambda Y: (Y > 0).astype(int)) for k in ("OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget")}}
 NAMES = sorted(FACTORIES)
 # the hyper-parameter every estimator has, and values it must refuse (lam = 0 is a valid online learner: no decay)
 BAD_LAMS = [-1.0, 0.0, float("nan"), float("inf"), "0.1", None, True]
 ZERO_LAM_OK = {"ONORMA", "MONORMA"}
 # KDE outputs are structured: their dimension is whatever the output kernel accepts, not fixed by the estimator
-FREE_OUTPUTS = {"OVKDE", "CortesKDE", "WestonKDE"}
+# (OSKAAR/SALAMI: a fresh fit may start a stream of label vectors of any length; mid-stream it is fixed, tested below)
+FREE_OUTPUTS = {"OVKDE", "CortesKDE", "WestonKDE", "OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget"}
 
 
 def data(seed, n=12, p=4):
@@ -44,19 +60,25 @@ def data(seed, n=12, p=4):
     return X, Y
 
 
+def data_for(name, seed, **kw):
+    X, Y = data(seed, **kw)
+    return X, TARGETS.get(name, lambda Y: Y)(Y)
+
+
 def corrupt(kind, X, Y, rng):
     "A malformed (X, Y) pair of the given kind."
-    X, Y = X.copy(), Y.copy()
+    X, Y = X.copy(), np.array(Y, dtype=float)         # float: labels can hold the NaN/inf of the corruptions
+    Y2 = Y.reshape(len(Y), -1)
     i, j = rng.integers(len(X)), rng.integers(X.shape[1])
     if kind == "nan_X": X[i, j] = np.nan
     elif kind == "inf_X": X[i, j] = np.inf
-    elif kind == "nan_Y": Y[i, rng.integers(D)] = np.nan
-    elif kind == "inf_Y": Y[i, rng.integers(D)] = -np.inf
+    elif kind == "nan_Y": Y2[i, rng.integers(Y2.shape[1])] = np.nan
+    elif kind == "inf_Y": Y2[i, rng.integers(Y2.shape[1])] = -np.inf
     elif kind == "empty": X, Y = X[:0], Y[:0]
     elif kind == "mismatched": Y = Y[:-1]
-    elif kind == "wrong_outputs": Y = np.column_stack([Y, Y[:, :1]])
+    elif kind == "wrong_outputs": Y = np.column_stack([Y2, Y2[:, :1]])
     elif kind == "X_3d": X = X[:, :, None]
-    elif kind == "Y_3d": Y = Y[:, :, None]
+    elif kind == "Y_3d": Y = Y2[:, :, None]
     elif kind == "no_features": X = X[:, :0]
     elif kind == "strings": X = X.astype(str).astype(object); X[i, j] = "a"
     elif kind == "complex": X = X + 1j
@@ -73,12 +95,13 @@ NAMED = {"nan_X": "X", "inf_X": "X", "nan_Y": "Y", "inf_Y": "Y", "empty": "X", "
 
 
 def fitted(name, seed=0):
-    X, Y = data(seed)
+    X, Y = data_for(name, seed)
     return FACTORIES[name]().fit(X, Y), X, Y
 
 
 def snapshot(est, Xt):
-    out = est.predict(Xt) if not hasattr(est, "decision_scores") else est.decision_scores(Xt)
+    out = (est.decision_scores(Xt) if hasattr(est, "decision_scores") else
+           est.decision_function(Xt) if hasattr(est, "decision_function") else est.predict(Xt))
     return np.array(out, dtype=float)
 
 
@@ -118,7 +141,7 @@ def test_invalid_lam_after_set_params(name, bad):
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("scale", [1e-150, 1e-8, 1e8, 1e150])
 def test_huge_and_tiny_inputs_give_finite_results_or_say_so(name, scale):
-    X, Y = data(3)
+    X, Y = data_for(name, 3)
     est = FACTORIES[name]()
     try:
         est.fit(X * scale, Y)
@@ -134,3 +157,23 @@ def test_predict_input_checked(name):
     for bad, what in ((X[:2, :-1], "feature"), (np.full((2, X.shape[1]), np.nan), "NaN"), (X[0], "2")):
         with pytest.raises(ValueError, match="X"):
             est.predict(bad)
+
+
+STREAMING = sorted(n for n in NAMES if hasattr(FACTORIES[n](), "partial_fit"))
+
+
+@pytest.mark.parametrize("name", STREAMING)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10_000))
+def test_malformed_batch_mid_stream_is_refused_and_leaves_the_stream(name, kind, seed):
+    "partial_fit after a fit: a malformed batch (also one with another output count) is refused, the stream unchanged."
+    est, X, Y = fitted(name)
+    Xt = data(99)[0][:4]
+    before, state = snapshot(est, Xt), pickle.dumps(est)
+    Xb, Yb = corrupt(kind, X[:5], Y[:5], np.random.default_rng(seed))
+    with pytest.raises((ValueError, TypeError)) as e:
+        est.partial_fit(Xb, Yb)
+    if kind != "empty":                                   # an empty batch may be refused as "no samples" in X or Y
+        assert re.search(rf"\b{NAMED[kind]}\b", str(e.value), re.I), f"{name}/{kind}: {e.value!r} does not name the argument"
+    np.testing.assert_array_equal(snapshot(est, Xt), before)
+    assert pickle.dumps(est) == state, f"{name}/{kind}: the failed batch changed the stream"
