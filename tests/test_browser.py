@@ -66,17 +66,22 @@ def test_search_page_finds_api_entries_and_sections(site):
     assert _hits(docs.render_in_browser(out / "search.html", query={"q": "zzzzqqq"})) == []
 
 
+def _scripted(out, page, js):
+    "The DOM of a copy of `page` (next to it, so relative links hold) that runs `js` once loaded: a reader's actions, scripted."
+    src = out / page
+    copy = src.with_name("scripted.html")
+    copy.write_text(src.read_text().replace("</body>", f"<script>window.addEventListener('load', () => {{ {js} }});</script></body>"))
+    try:
+        return docs.render_in_browser(copy)
+    finally:
+        copy.unlink()
+
+
 def test_the_sidebar_box_lists_hits_while_one_types(site):
     "On any page, typing in the sidebar's box lists the best hits under it (as a reader's keystrokes would, here scripted)."
     out, _ = site
-    page = (out / "1_shared" / "kernels.html").read_text()
-    typing = ("<script>window.addEventListener('load', () => { const b = document.querySelector('form.ovk-search input');"
-              " b.value = 'loo_err'; b.dispatchEvent(new Event('input')); });</script></body>")
-    (out / "1_shared" / "typing.html").write_text(page.replace("</body>", typing))
-    try:
-        dom = docs.render_in_browser(out / "1_shared" / "typing.html")
-    finally:
-        (out / "1_shared" / "typing.html").unlink()
+    dom = _scripted(out, "1_shared/kernels.html", "const b = document.querySelector('form.ovk-search input');"
+                    " b.value = 'loo_err'; b.dispatchEvent(new Event('input'));")
     box = re.search(r'<ul class="ovk-hits">(.*?)</ul>', dom, re.S).group(1)
     assert box.startswith('<li class="ovk-hit">'), box[:300]
     assert '<a href="../2_algorithms/ridge.html#OVKRidge.loo_errors">' in box, box[:500]
@@ -106,13 +111,7 @@ def test_a_bad_page_is_caught(tmp_path):
 def test_enter_in_the_sidebar_box_opens_the_search_page(site):
     "Enter in the box of a page in a sub-folder opens ../search.html?q=... from file://, with the hits."
     out, _ = site
-    page = (out / "2_algorithms" / "ridge.html").read_text()
-    enter = ("<script>window.addEventListener('load', () => { const f = document.querySelector('form.ovk-search');"
-             " f.querySelector('input').value = 'Sylvester'; f.requestSubmit(); });</script></body>")
-    (out / "2_algorithms" / "enter.html").write_text(page.replace("</body>", enter))
-    try:
-        dom = docs.render_in_browser(out / "2_algorithms" / "enter.html")
-    finally:
-        (out / "2_algorithms" / "enter.html").unlink()
+    dom = _scripted(out, "2_algorithms/ridge.html", "const f = document.querySelector('form.ovk-search');"
+                    " f.querySelector('input').value = 'Sylvester'; f.requestSubmit();")
     assert "<title>Search</title>" in dom and "<mark>Sylvester</mark>" in dom
     assert "1_shared/linalg.html#The-Sylvester-equation-and-its-eigen-factor" in _hits(dom)
