@@ -532,7 +532,7 @@ def exp_mvml_table1(run: Run):
     X = _standardize(mf.data, tr)
     bm = load_basicmotions()
     trb, teb = np.flatnonzero(bm.train), np.flatnonzero(~bm.train)
-    (levels, draws), grid = ((6,), 1) if run.quick else ((6, 12, 24), 2), T1_GRIDS[run.quick]
+    (levels, draws), grid = ((6,), 1) if run.quick else ((6, 12, 24), 4), T1_GRIDS[run.quick]
     data = {"UCI mfeat": (X, mf.target, mf.views, tr, te, levels),
             "BasicMotions": (_standardize(bm.data, trb), bm.target, bm.views, trb, teb, (24,) if run.quick else (6, 12, 24))}
     out, chosen = {}, []
