@@ -12,7 +12,7 @@ from .linalg import BlockNystrom, KernelParts, NystromModel, NystromSystem, _chu
 # %% auto #0
 __all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'dask_nystrom_fit', 'dask_predict', 'DaskKernelOperator',
            'dask_cg_fit', 'dask_kernel_predict', 'dask_argmin', 'dask_block_nystrom',
-           'dask_block_nystrom_normal_equations']
+           'dask_block_nystrom_normal_equations', 'dask_rows', 'dask_block_nystrom_predict']
 
 # %% ../nbs/1_shared/08_distributed.ipynb #389c83cb
 def is_dask_array(X) -> bool:
@@ -255,3 +255,29 @@ def dask_block_nystrom_normal_equations(features: BlockNystrom, X, Y, split_ever
     G, B = dask.compute(da.concatenate(Gs).sum(axis=0, split_every=split_every),
                         da.concatenate(Bs).sum(axis=0, split_every=split_every))
     return (G + G.T) / 2, np.asarray(B)
+
+
+def dask_rows(X, idx, name: str = "X"):
+    """X[idx] (rows in idx's order, repeats allowed) as numpy on the driver: only these rows travel (each once);
+    ValueError naming `name` if one of them is not finite."""
+    X, _ = as_row_blocks(X)
+    idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+    u, inv = np.unique(idx, return_inverse=True)
+    rows = np.asarray(X[u].compute(), dtype=float) if len(u) else np.zeros((0, X.shape[1]))
+    return _finite(rows, name)[inv.reshape(-1)]
+
+
+def _features_times(features, x, C, chunk=4096):
+    "z(x) C for one row block, over sub-chunks of `chunk` rows (the n_i x r features of a sub-chunk at a time)."
+    x = _finite(x, "X")
+    out = [features(x[sl]) @ C for sl in _chunks(len(x), chunk)]
+    return np.concatenate(out) if out else np.zeros((0, C.shape[1]))
+
+
+def dask_block_nystrom_predict(features: BlockNystrom, X, C):
+    "Z(X) C blockwise over the row blocks of a Dask array X, C (r, t): a Dask array (n, t); the features never leave a worker."
+    X, _ = as_row_blocks(X)
+    C = np.asarray(C, dtype=float)
+    C = C.reshape(len(C), -1)
+    return X.map_blocks(lambda x: _features_times(features, x, C), chunks=(X.chunks[0], (C.shape[1],)), dtype=float)
+

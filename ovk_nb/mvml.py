@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from .kernels import RBF, ColumnKernel, OVKernel, ScalarKernel, sq_distances
 from .linalg import BlockNystrom, _chunks, eigh_psd
-from .validation import Interval, Options, check_matrix, check_X, check_X_Y, fit_context
+from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0
 __all__ = ['METRICS', 'MultiViewKernel', 'Metric', 'group_norms', 'objective', 'g_step', 'w_step', 'a_step', 'prox_step',
@@ -474,11 +474,19 @@ def check_views(views, p: int):
     return groups
 
 
-def mean_distance_gamma(Xv, rng, m: int = 500) -> float:
-    "gamma = 1 / (2 sigma^2) with sigma the mean distance between samples (paper, section 4.2), on <= m samples."
-    sub = Xv[rng.choice(len(Xv), min(len(Xv), m), replace=False)]
+def _subsample(n: int, rng, m: int = 500):
+    "The rows (<= m of n) on which mean_distance_gamma measures the mean distance."
+    return rng.choice(n, min(n, m), replace=False)
+
+
+def _gamma_of(sub) -> float:
     sigma = float(np.sqrt(sq_distances(sub, sub)).mean())
     return 1.0 / (2 * sigma ** 2) if sigma > 0 else 1.0
+
+
+def mean_distance_gamma(Xv, rng, m: int = 500) -> float:
+    "gamma = 1 / (2 sigma^2) with sigma the mean distance between samples (paper, section 4.2), on <= m samples."
+    return _gamma_of(Xv[_subsample(len(Xv), rng, m)])
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #66c71264
 _POS = Interval(numbers.Real, 0, None, closed="neither")
@@ -509,10 +517,25 @@ class _MVMLBase(BaseEstimator):
         return float(self.mu)
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #8aed034b
+def _is_dask(X) -> bool:
+    "A Dask array, recognised without importing dask (ovk_nb.distributed is imported only when one is given)."
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+def _rows(X, idx):
+    "X[idx] on the driver; of a Dask X only these rows are fetched (`ovk_nb.distributed.dask_rows`, checked finite)."
+    if _is_dask(X):
+        from ovk_nb.distributed import dask_rows           # imports dask: only for Dask data
+        return dask_rows(X, idx, "X")
+    return X[idx]
+
+
 def _kernels(kernel, groups, X, rng):
     v = len(groups)
-    if kernel is None:
-        ks = [RBF(mean_distance_gamma(X[:, c], rng)) for c in groups]
+    if kernel is None:      # mean_distance_gamma per view, the same draws; only the drawn rows of X are read
+        subs = [_subsample(X.shape[0], rng) for _ in groups]
+        rows, ends = _rows(X, np.concatenate(subs)), np.cumsum([0] + [len(s) for s in subs])
+        ks = [RBF(_gamma_of(rows[a:b][:, c])) for a, b, c in zip(ends[:-1], ends[1:], groups)]
     elif isinstance(kernel, ScalarKernel):
         ks = [kernel] * v
     else:
@@ -555,18 +578,28 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 def _prepare(self, X):
     "Set views_, kernels_, landmarks_, features_ on the estimator (shared permutation from random_state)."
     rs = check_random_state(self.random_state)
+    n = X.shape[0]
     groups = check_views(self.views, X.shape[1])
+    p = _n_landmarks(self.n_components, n)
+    if _is_dask(X) and p == n:
+        raise ValueError(f"n_components={self.n_components!r} takes all {n} samples as landmarks: on a Dask array X that "
+                         "would bring all of X to the driver; give a number of landmarks < n (an int, or a fraction < 1)")
     rng = np.random.default_rng(rs.randint(0, 2 ** 31 - 1))
     ks = _kernels(self.kernel, groups, X, rng)
-    p = _n_landmarks(self.n_components, len(X))
-    landmarks = np.sort(rs.permutation(len(X))[:p])
-    feats = BlockNystrom([ColumnKernel(k, c) for k, c in zip(ks, groups)], X[landmarks], rcond=self.rcond)
+    landmarks = np.sort(rs.permutation(n)[:p])
+    feats = BlockNystrom([ColumnKernel(k, c) for k, c in zip(ks, groups)], _rows(X, landmarks), rcond=self.rcond)
     self.views_, self.kernels_, self.landmarks_, self.features_ = groups, ks, landmarks, feats
 
 
-def _solve_columns(self, X, Y):
-    "One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState."
-    G, B = self.features_.normal_equations(X, Y)
+def _solve_columns(self, X, Y, yy=None):
+    """One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState. A Dask X (Y Dask or numpy):
+    G and B = Z^T Y summed on the workers; yy: the columns' y^T y (None: from a numpy Y)."""
+    if _is_dask(X):
+        from ovk_nb.distributed import dask_block_nystrom_normal_equations
+        G, B = dask_block_nystrom_normal_equations(self.features_, X, Y)
+    else:
+        G, B = self.features_.normal_equations(X, Y)
+    yy = [float(Y[:, t] @ Y[:, t]) for t in range(B.shape[1])] if yy is None else yy
     offs = self.features_.offsets
     omega = {"learned": "frobenius", "sparse": "group"}.get(self.metric, "none")
     learn = self.metric in ("learned", "sparse") and self.a_steps > 0
@@ -578,8 +611,8 @@ def _solve_columns(self, X, Y):
             L = _Lifted(G, M0, w0, offs)
         else:
             M0 = _initial_metric(self.metric, G, offs, self.rcond)
-        for t in range(Y.shape[1]):
-            P = _Problem(G, B[:, t], float(Y[:, t] @ Y[:, t]), offs, float(self.lam), float(self.eta), omega)
+        for t in range(B.shape[1]):
+            P = _Problem(G, B[:, t], float(yy[t]), offs, float(self.lam), float(self.eta), omega)
             out.append(alternate_lowrank(P, M0, L, bool(self.learn_w), mu, int(self.a_steps), int(self.max_iter),
                                          float(self.tol)) if isinstance(M0, LowRankMetric) else
                        alternate(P, M0, w0, learn, bool(self.learn_w), mu, int(self.a_steps), int(self.max_iter),
@@ -588,9 +621,29 @@ def _solve_columns(self, X, Y):
 
 
 def _decision(self, X, chunk: int = 4096):
+    if _is_dask(X):                                 # blockwise on the workers: a Dask array (m,) or (m, t)
+        from ovk_nb.distributed import dask_block_nystrom_predict
+        check_fitted(self, "n_features_in_")
+        _check_dask_X(X, "predicting", p=self.n_features_in_)
+        F = dask_block_nystrom_predict(self.features_, X, self.coef_)
+        return F[:, 0] if self.coef_.ndim == 1 else F
     X = check_X(self, X)
     out = [self.features_(X[sl]) @ self.coef_ for sl in _chunks(len(X), chunk)]
     return np.concatenate(out) if out else np.zeros((0,) + self.coef_.shape[1:])
+
+
+def _check_dask_X(X, why: str, p: int | None = None, min_samples: int = 1):
+    "The checks of check_input that need no pass over a Dask X (finiteness is checked blockwise on the workers, naming X)."
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions")
+    if any(np.isnan(s) for s in X.shape):
+        raise ValueError("X has unknown chunk sizes (call X.compute_chunk_sizes() first)")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"X must hold real numbers, got dtype {X.dtype}")
+    if X.shape[0] < min_samples:
+        raise ValueError(f"X: found {X.shape[0]} sample(s) while a minimum of {min_samples} is required ({why})")
+    if p is not None and X.shape[1] != p:
+        raise ValueError(f"X has {X.shape[1]} features, but the estimator is expecting {p} features as input.")
 
 
 _MVMLBase._prepare, _MVMLBase._solve_columns, _MVMLBase._decision = _prepare, _solve_columns, _decision
@@ -610,6 +663,19 @@ def _as_1d(y):
     return y
 
 
+def _dask_regression_inputs(X, y):
+    """MVML.fit's inputs for a Dask X: (X, Y (n, 1) numpy for the checks and y^T y, the targets for the workers: y itself if it
+    is a Dask array, else Y). y (n numbers) comes to the driver; X does not."""
+    _check_dask_X(X, "MVML needs two samples", min_samples=2)
+    yd = y if _is_dask(y) else None
+    Y = check_input(_as_1d(y.compute() if yd is not None else y), "Y", ensure_2d=False, min_samples=2,
+                    why="MVML needs two samples")
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    if len(Y) != X.shape[0]:
+        raise ValueError(f"X and Y must have the same number of rows, got {X.shape[0]} and {len(Y)}")
+    return X, Y, (Y if yd is None else yd.reshape(len(Y), -1))
+
+
 def _pattern(M: Metric, offs, rtol=1e-10):
     N = M.group_norms(offs)
     return N > rtol * max(N.max(initial=0.0), 1e-300)
@@ -624,11 +690,16 @@ class MVML(RegressorMixin, _MVMLBase):
 
     @fit_context
     def fit(self, X, y):
-        X, Y, _ = check_X_Y(X, _as_1d(y), min_samples=2, why="MVML needs two samples")
+        "Fit on X (n, p) and y (n,); a Dask array X fits on the Dask workers (y Dask or numpy), see 'On a Dask cluster'."
+        if _is_dask(X):
+            X, Y, Yw = _dask_regression_inputs(X, y)
+        else:
+            X, Y, _ = check_X_Y(X, _as_1d(y), min_samples=2, why="MVML needs two samples")
+            Yw = Y
         if Y.shape[1] != 1:
             raise ValueError(f"y must be 1-D (one target), got shape {np.shape(y)}")
         self._prepare(X)
-        st = self._solve_columns(X, Y)[0]
+        st = self._solve_columns(X, Yw, [float(Y[:, 0] @ Y[:, 0])])[0]
         offs = self.features_.offsets
         self.metric_, self.g_, self.w_, self.objective_, self.n_iter_, self.steps_ = st.M, st.g, st.w, st.objective, \
             st.n_iter, st.steps
@@ -638,7 +709,7 @@ class MVML(RegressorMixin, _MVMLBase):
         return self
 
     def predict(self, X):
-        "f(x) for each row of X, shape (m,)."
+        "f(x) for each row of X, shape (m,) (a Dask array for a Dask X)."
         return self._decision(X)
 
     @property
@@ -652,6 +723,20 @@ class MVML(RegressorMixin, _MVMLBase):
         return MultiViewKernel(self.features_, self.A_)
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #03edd93f
+def _pm_targets(codes, k: int):
+    "+-1 targets from class codes 0..k-1: one column per class (one-vs-all), or the one column of class 1 when k = 2."
+    Y = np.where(codes[:, None] == np.arange(k)[None, :], 1.0, -1.0)
+    return Y[:, 1:] if k == 2 else Y
+
+
+def _dask_pm_targets(X, codes, k: int):
+    "The +-1 targets as a Dask array in X's row blocks, built on the workers from the class codes (n numbers sent, not n x k)."
+    from ovk_nb.distributed import as_row_blocks
+    _, c = as_row_blocks(X, codes)
+    t = 1 if k == 2 else k
+    return c.map_blocks(lambda b: _pm_targets(b[:, 0].astype(np.int64), k), chunks=(c.chunks[0], (t,)), dtype=float)
+
+
 class MVMLClassifier(ClassifierMixin, _MVMLBase):
     """MVML for classification: binary on +-1 targets, multi-class one-vs-all, argmax of the outputs. Same parameters
     as MVML; fitted metrics_, g_, w_, coef_ (r, n_classes or 1), objective_ and n_iter_ per problem."""
@@ -659,21 +744,26 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     @fit_context
     def fit(self, X, y):
         from sklearn.utils.multiclass import check_classification_targets
-        y = _as_1d(y)
+        y = _as_1d(y.compute() if _is_dask(y) else y)   # n labels: small, on the driver
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per row of X), got shape {y.shape}")
         try:
             check_classification_targets(y)
         except ValueError as e:                        # scikit-learn's message does not name the argument
             raise ValueError(f"y: {e}") from None
-        X, _, _ = check_X_Y(X, np.zeros(len(y)), min_samples=2, why="MVML needs two samples")
+        if _is_dask(X):
+            _check_dask_X(X, "MVML needs two samples", min_samples=2)
+            if X.shape[0] != len(y):
+                raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {len(y)}")
+        else:
+            X, _, _ = check_X_Y(X, np.zeros(len(y)), min_samples=2, why="MVML needs two samples")
         classes, yi = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(f"y must contain at least two classes, got {len(classes)}")
-        Y = np.where(yi[:, None] == np.arange(len(classes))[None, :], 1.0, -1.0)
-        Y = Y[:, 1:] if len(classes) == 2 else Y
+        k = len(classes)
+        if k < 2:
+            raise ValueError(f"y must contain at least two classes, got {k}")
+        Y = _dask_pm_targets(X, yi, k) if _is_dask(X) else _pm_targets(yi, k)
         self._prepare(X)
-        sts = self._solve_columns(X, Y)
+        sts = self._solve_columns(X, Y, [float(len(yi))] * (1 if k == 2 else k))     # y^T y = n for +-1 targets
         offs = self.features_.offsets
         self.classes_ = classes
         self.metrics_ = [s.M for s in sts]
@@ -686,13 +776,14 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
         return self
 
     def decision_function(self, X):
-        "Real outputs: (m,) for two classes (positive: classes_[1]), else (m, n_classes)."
+        "Real outputs: (m,) for two classes (positive: classes_[1]), else (m, n_classes); a Dask array for a Dask X."
         F = self._decision(X)
         return F[:, 0] if len(self.classes_) == 2 else F
 
     def predict(self, X):
         F = self.decision_function(X)
-        return self.classes_[(F > 0).astype(int)] if F.ndim == 1 else self.classes_[np.argmax(F, axis=1)]
+        i = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
+        return i.map_blocks(self.classes_.__getitem__, dtype=self.classes_.dtype) if _is_dask(F) else self.classes_[i]
 
     @property
     def A_(self):

@@ -141,3 +141,91 @@ def test_dask_block_nystrom_equals_block_nystrom(client):
     G0, B0 = bn.normal_equations(X, Y)
     np.testing.assert_allclose(G, G0, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(B, B0, rtol=1e-12, atol=1e-10)
+
+
+MVML_VIEWS = [[0, 1], [2, 3, 4]]
+
+
+def mvml_data(n=900, seed=5):
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(n, 5))
+    y = np.sin(X[:, 0]) + X[:, 3] * X[:, 4] + 0.1 * r.normal(size=n)
+    return X, y
+
+
+# n_components=20: cond(Z^T Z) ~ 1e4 here. The Dask sums G, B differ from the one-machine sums in the order of the additions
+# (round-off ~1e-16); the alternation amplifies that by about cond(Z^T Z) in coef_ (measured: 1.9e-10 relative with 30
+# landmarks, cond 3e6, predictions still equal to 2e-11).
+@pytest.mark.parametrize("kw", [dict(metric="learned"), dict(metric="cov", learn_w=True)], ids=["learned", "cov"])
+def test_mvml_dask_equals_numpy(client, kw):
+    "MVML on a Dask X (y numpy or Dask): the same landmarks and default bandwidths, the same coef_ and predictions."
+    from ovk_nb.mvml import MVML
+    X, y = mvml_data()
+    ref = MVML(MVML_VIEWS, n_components=20, random_state=2, **kw).fit(X, y)
+    Xd = da.from_array(X, chunks=(250, 5))                  # 4 row blocks, the last one short
+    for yy in (y, da.from_array(y, chunks=250)):
+        m = MVML(MVML_VIEWS, n_components=20, random_state=2, **kw).fit(Xd, yy)
+        np.testing.assert_array_equal(m.landmarks_, ref.landmarks_)
+        assert [k.gamma for k in m.kernels_] == [k.gamma for k in ref.kernels_]      # kernel=None: data-dependent, exact
+        assert m.n_iter_ == ref.n_iter_
+        np.testing.assert_allclose(m.coef_, ref.coef_, rtol=0, atol=1e-10 * np.abs(ref.coef_).max())
+        np.testing.assert_allclose(m.w_, ref.w_, rtol=0, atol=1e-10)
+        F = m.predict(Xd)
+        assert isinstance(F, da.Array) and F.shape == (len(X),) and F.chunks[0] == Xd.chunks[0]
+        np.testing.assert_allclose(F.compute(), ref.predict(X), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(m.predict(X[:50]), ref.predict(X[:50]), rtol=0, atol=1e-10)   # numpy X still works
+    assert len(client.scheduler_info()["workers"]) == 2
+
+
+@pytest.mark.parametrize("kind", ["three-classes-learned", "binary-identity"])
+def test_mvml_classifier_dask_equals_numpy(client, kind):
+    "MVMLClassifier on a Dask X: classes from y (numpy or Dask), +-1 targets built on the workers, same coef_ and labels."
+    from ovk_nb.kernels import RBF
+    from ovk_nb.mvml import MVMLClassifier
+    X, _ = mvml_data(seed=6)
+    if kind == "binary-identity":
+        y, kw = (X[:, 0] + X[:, 3] > 0).astype(int), dict(metric="identity", kernel=RBF(0.5))
+    else:
+        y, kw = np.array(["a", "b", "c"])[np.digitize(X[:, 0] + X[:, 3], [-0.7, 0.7])], dict(metric="learned")
+    ref = MVMLClassifier(MVML_VIEWS, n_components=20, random_state=4, **kw).fit(X, y)
+    Xd = da.from_array(X, chunks=(200, 5))
+    m = MVMLClassifier(MVML_VIEWS, n_components=20, random_state=4, **kw).fit(Xd, da.from_array(y, chunks=300))
+    np.testing.assert_array_equal(m.classes_, ref.classes_)
+    np.testing.assert_array_equal(m.landmarks_, ref.landmarks_)
+    assert m.coef_.shape == ref.coef_.shape == (ref.features_.offsets[-1], 1 if kind.startswith("binary") else 3)
+    np.testing.assert_allclose(m.coef_, ref.coef_, rtol=0, atol=1e-10 * np.abs(ref.coef_).max())
+    F = m.decision_function(Xd)
+    assert isinstance(F, da.Array)
+    np.testing.assert_allclose(F.compute(), ref.decision_function(X), rtol=0, atol=1e-10)
+    P = m.predict(Xd)
+    assert isinstance(P, da.Array)
+    np.testing.assert_array_equal(P.compute(), ref.predict(X))
+    np.testing.assert_array_equal(m.predict(X), ref.predict(X))
+
+
+def test_mvml_dask_refusals(client):
+    "NaN in a Dask X is refused naming X (found on a worker, or on the driver in a landmark row), the estimator unchanged."
+    from ovk_nb.kernels import RBF
+    from ovk_nb.mvml import MVML, MVMLClassifier
+    X, y = mvml_data(n=400)
+    m = MVML(MVML_VIEWS, RBF(0.5), n_components=20, random_state=0).fit(X, y)
+    coef, lm = m.coef_, m.landmarks_
+    far = np.setdiff1d(np.arange(len(X)), lm)[-1]          # not a landmark: only the workers see it
+    for row in (far, lm[0]):
+        bad = X.copy()
+        bad[row, 3] = np.nan
+        with pytest.raises(ValueError, match="X contains NaN"):
+            m.fit(da.from_array(bad, chunks=150), y)
+        assert m.coef_ is coef
+    bad = X.copy(); bad[lm[1], 0] = np.inf
+    with pytest.raises(ValueError, match="X contains NaN or infinity"):
+        MVMLClassifier(MVML_VIEWS, n_components=20, random_state=0).fit(da.from_array(bad, chunks=150), y > 0)
+    with pytest.raises(ValueError, match="X contains NaN"):
+        m.predict(da.from_array(np.where(np.arange(400)[:, None] == 7, np.nan, X), chunks=150)).compute()
+    Xd = da.from_array(X, chunks=150)
+    with pytest.raises(ValueError, match="n_components"):
+        MVML(MVML_VIEWS).fit(Xd, y)                          # 1.0: every sample a landmark, all of X on the driver
+    with pytest.raises(ValueError, match="Y"):
+        MVML(MVML_VIEWS, n_components=20).fit(Xd, np.where(np.arange(400) == 3, np.nan, y))
+    with pytest.raises(ValueError, match="X has 3 features"):
+        m.predict(Xd[:, :3])
