@@ -6,9 +6,9 @@
 __all__ = ['FLOORS', 'MATHJAX_FILE', 'MATHJAX_CONFIG', 'PAGE_TEMPLATE', 'CSS', 'STATUS_JS', 'SEARCH_JS', 'CHROMIUM_FLAGS',
            'README_HEADER', 'find_nbs', 'page_name', 'notebooks', 'nb_frontmatter', 'PageResult', 'doc_procs',
            'process_nb', 'to_notebooknode', 'mathjax_js', 'nav_html', 'pager_html', 'render_html', 'build_page',
-           'DocsBuild', 'build_site', 'drop_dead_links', 'DocsBuildError', 'build_docs', 'search_entries',
-           'write_search_index', 'chromium', 'dom_problems', 'site_pages', 'render_in_browser', 'check_site',
-           'readme_procs', 'readme_markdown', 'readme', 'main']
+           'DocsBuild', 'copy_repo_images', 'build_site', 'drop_dead_links', 'DocsBuildError', 'build_docs',
+           'search_entries', 'write_search_index', 'chromium', 'dom_problems', 'site_pages', 'render_in_browser',
+           'check_site', 'readme_procs', 'readme_markdown', 'readme', 'main']
 
 # %% ../nbs/3_reproduction/07_docs.ipynb #c03ec688
 import argparse
@@ -627,6 +627,22 @@ class DocsBuild:
         return '\n'.join(f"{p.page:34s} {p.title[:38]:38s} {p.seconds:6.1f}s {p.n_images:3d} img"
                          + (f"  FAILED: {p.failures[0]}" if p.failures else '') for p in self.pages)
 
+_re_img = re.compile(r'<img[^>]*\bsrc="([^"]+)"')
+
+def copy_repo_images(out, root) -> list:
+    """Images that a page links by a path of the repository (the index's `bench/results/scaling.png`, which README.md
+    shows from the repository's root) copied into the site at the same place, so the page and the README share one link."""
+    out, root, copied = Path(out), Path(root).resolve(), []
+    for page in out.rglob('*.html'):
+        for src in _re_img.findall(page.read_text(encoding='utf-8')):
+            if ':' in src or src.startswith('/'): continue              # data:, http:, absolute: not ours to copy
+            target = (page.parent / src).resolve()
+            rel = target.relative_to(out.resolve()) if target.is_relative_to(out.resolve()) else None
+            if rel is None or target.exists() or not (root / rel).is_file(): continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, target); copied.append(rel.as_posix())
+    return copied
+
 def build_site(out='_docs', nbs=None, execute=True, only=None, workers=None, site_title='ovk_nb') -> DocsBuild:
     "Build the offline site into `out` from the notebooks in `nbs` (all of them, or those named in `only`)."
     src = find_nbs(nbs)
@@ -652,6 +668,7 @@ def build_site(out='_docs', nbs=None, execute=True, only=None, workers=None, sit
             results = list(ex.map(_build_page_job, jobs))
     if 'index.html' not in [p for p, _ in pages]: _write_contents_page(out, pages, site_title)
     drop_dead_links(out, [p for p, _ in pages])
+    copy_repo_images(out, src.parent)
     write_search_index(out, pages)
     _write_search_page(out, pages, site_title)
     for r in results:

@@ -250,3 +250,17 @@ def test_pipes_in_table_math_and_code_do_not_split_cells():
     html = docs.render_html(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(md)]), nav="")
     assert "<td>integral</td>" in html and r"$e^{-\vert t-s\vert }$" in html and "<code>a|b</code>" in html
     assert "|---|" not in _text(html.split("</style>")[-1])
+
+
+def test_images_linked_by_a_repository_path_are_copied_into_the_site(tmp_path):
+    "The index shows bench/results/scaling.png by its repository path (as README.md does): the site gets a copy there."
+    from ovk_nb import docs
+    root, out = tmp_path / "repo", tmp_path / "repo" / "_docs"
+    (root / "bench" / "results").mkdir(parents=True)
+    (root / "bench" / "results" / "plot.png").write_bytes(b"\x89PNG fake")
+    (out / "sub").mkdir(parents=True)
+    (out / "index.html").write_text('<img src="bench/results/plot.png"><img src="data:image/png;base64,AAAA">')
+    (out / "sub" / "page.html").write_text('<img alt="x" src="../bench/results/plot.png"><img src="missing.png">')
+    assert docs.copy_repo_images(out, root) == ["bench/results/plot.png"]
+    assert (out / "bench" / "results" / "plot.png").read_bytes() == b"\x89PNG fake"
+    assert docs.copy_repo_images(out, root) == []                 # already there: nothing to do
