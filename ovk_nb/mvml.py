@@ -522,7 +522,7 @@ def _is_dask(X) -> bool:
     return type(X).__module__.split(".")[0] == "dask"
 
 
-def _rows(X, idx):
+def _fetch_rows(X, idx):
     "X[idx] on the driver; of a Dask X only these rows are fetched (`ovk_nb.distributed.dask_rows`, checked finite)."
     if _is_dask(X):
         from ovk_nb.distributed import dask_rows           # imports dask: only for Dask data
@@ -534,7 +534,7 @@ def _kernels(kernel, groups, X, rng):
     v = len(groups)
     if kernel is None:      # mean_distance_gamma per view, the same draws; only the drawn rows of X are read
         subs = [_subsample(X.shape[0], rng) for _ in groups]
-        rows, ends = _rows(X, np.concatenate(subs)), np.cumsum([0] + [len(s) for s in subs])
+        rows, ends = _fetch_rows(X, np.concatenate(subs)), np.cumsum([0] + [len(s) for s in subs])
         ks = [RBF(_gamma_of(rows[a:b][:, c])) for a, b, c in zip(ends[:-1], ends[1:], groups)]
     elif isinstance(kernel, ScalarKernel):
         ks = [kernel] * v
@@ -587,7 +587,7 @@ def _prepare(self, X):
     rng = np.random.default_rng(rs.randint(0, 2 ** 31 - 1))
     ks = _kernels(self.kernel, groups, X, rng)
     landmarks = np.sort(rs.permutation(n)[:p])
-    feats = BlockNystrom([ColumnKernel(k, c) for k, c in zip(ks, groups)], _rows(X, landmarks), rcond=self.rcond)
+    feats = BlockNystrom([ColumnKernel(k, c) for k, c in zip(ks, groups)], _fetch_rows(X, landmarks), rcond=self.rcond)
     self.views_, self.kernels_, self.landmarks_, self.features_ = groups, ks, landmarks, feats
 
 
