@@ -535,7 +535,8 @@ def _kernels(kernel, groups, X, rng):
     if kernel is None:      # mean_distance_gamma per view, the same draws; only the drawn rows of X are read
         subs = [_subsample(X.shape[0], rng) for _ in groups]
         rows, ends = _fetch_rows(X, np.concatenate(subs)), np.cumsum([0] + [len(s) for s in subs])
-        ks = [RBF(_gamma_of(rows[a:b][:, c])) for a, b, c in zip(ends[:-1], ends[1:], groups)]
+        # C order, as X[:, c][sub] was (X[sub][:, c] comes out in F order, and the BLAS products of sq_distances round differently)
+        ks = [RBF(_gamma_of(np.ascontiguousarray(rows[a:b][:, c]))) for a, b, c in zip(ends[:-1], ends[1:], groups)]
     elif isinstance(kernel, ScalarKernel):
         ks = [kernel] * v
     else:
