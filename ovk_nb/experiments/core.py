@@ -39,7 +39,10 @@ def experiment(name: str, title: str, paper: str | None = None, section: str | N
     """Decorator registering `func(run)` as the experiment `name` of `ovk-nb reproduce`; `section` is the heading of its
     notebook that holds the evidence (the report's links point there)."""
     def deco(func):
-        REGISTRY[name] = Experiment(name, func, title, paper, func.__module__, section)
+        module = func.__module__
+        if module == "__main__" and name in REGISTRY:      # a notebook re-running the definition its module exports:
+            module = REGISTRY[name].module                 # the experiment still belongs to that module (links, report)
+        REGISTRY[name] = Experiment(name, func, title, paper, module, section)
         return func
     return deco
 
