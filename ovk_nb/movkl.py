@@ -18,12 +18,13 @@ from .kernels import OutputOperator, ScalarKernel, Separable, SumKernel
 from .linalg import EigenFactor, KernelParts, eigh_psd, group_columns, pcg, symmetric_operator
 from .metrics import functional_r2
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
-                               fit_context)
+                               fit_context, validate_estimator_params)
 from .weights import lr_norm_weights
 
 # %% auto #0
 __all__ = ['movkl_dense_reference', 'FunctionalKRR', 'loo_curves', 'kernel_pairs', 'group_operators', 'kron_sum_matvec',
-           'relative_residual', 'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL']
+           'relative_residual', 'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL',
+           'movkl_loco']
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #797479b6
 def movkl_dense_reference(pairs, d, X, Y, lam: float) -> np.ndarray:
@@ -295,11 +296,12 @@ def _norms_and_fit(Grams, groups, Ts, d, Z):
     return q, Yhat
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #7d40cfc4
-def _algorithm1(est, Grams, groups, Ts, Ys):
-    "Alternate (i) the alpha-step and (iii) eq. (15); records the histories on `est`. Returns (d, Z, q)."
+def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
+    """Alternate (i) the alpha-step and (iii) eq. (15); records the histories on `est`. Returns (d, Z, q).
+    `d0`, `Z0`: a warm start (the leave-one-curve-out refits start at the full fit); default: uniform d, Z = 0."""
     M = len(Grams)
-    d = np.ones(M) if np.isinf(est.r) else np.full(M, 1.0 / M)
-    Z = np.zeros_like(Ys)
+    d = (np.ones(M) if np.isinf(est.r) else np.full(M, 1.0 / M)) if d0 is None else np.array(d0, dtype=float)
+    Z = np.zeros_like(Ys) if Z0 is None else np.array(Z0, dtype=float)
     est.objective_, est.weights_history_, est.solver_iterations_ = [], [], []
     for it in range(1, est.max_iter + 1):
         As = [sum(d[k] * Grams[k] for k in members) for _, members in groups]
@@ -374,3 +376,38 @@ def _predict_sum(est, X):
         if not np.isscalar(A):
             out += A @ (est.coef_ @ T.T)
     return out
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #279b57c4
+def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: float = 1e-4, max_iter: int = 20):
+    """Leave-one-curve-out RSSE of MovKL for each lam of `lams` (eq. 20, the operators' quadrature weights); each of the
+    n refits on n - 1 curves is warm-started at the full fit. Returns (rsse per lam, info: outer iterations of the refits,
+    number of refits that stopped at max_iter)."""
+    lams = check_matrix(lams, "lams", ndim=1)
+    proto = MovKL(kernels, lam=float(lams[0]), r=r, solver=solver, tol=tol, max_iter=max_iter)
+    for lam in lams:
+        validate_estimator_params(proto.set_params(lam=float(lam)))
+    pairs, w = kernel_pairs(kernels)
+    X, Y, _ = _check_curves(X, Y, pairs[0][1].shape[0])
+    groups = group_operators(pairs)
+    s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
+    Ts = [symmetric_operator(T, w) for T, _ in groups]
+    Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
+    errs, iters, capped = np.zeros(len(lams)), [], 0
+    for a, lam in enumerate(lams):
+        est = MovKL(kernels, lam=float(lam), r=r, solver=solver, tol=tol, max_iter=max_iter)
+        est.solver_ = _resolve_solver(solver, len(groups))
+        est._T_eig = eigh_psd(Ts[0]) if est.solver_ == "eig" else None
+        est._precond, est._pcg_last, est._pcg_fresh = None, 0, 0
+        d, Z, _ = _algorithm1(est, Grams, groups, Ts, Ys)
+        for i in range(n):
+            keep = np.arange(n) != i
+            est._precond, est._pcg_last, est._pcg_fresh = None, 0, 0
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ConvergenceWarning)
+                di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
+            capped += any(issubclass(c.category, ConvergenceWarning) for c in caught)
+            iters.append(est.n_iter_)
+            yhat = sum((sum(di[k] * Grams[k][i, keep] for k in members if di[k] > 0) @ Zi) @ Tg
+                       for (_, members), Tg in zip(groups, Ts))
+            errs[a] += float(((Ys[i] - yhat) ** 2).sum())
+    return errs, {"refit_iterations": np.array(iters), "refits_at_max_iter": capped}

@@ -246,3 +246,26 @@ def test_lowrank_preconditioner_still_gives_the_exact_solution():
     assert P.lowrank
     Z, info = solve_pcg(As, Ts, Y * s, 0.1, tol=1e-12, precond=P)
     np.testing.assert_allclose(Z / s, C, rtol=1e-7, atol=1e-8 * np.abs(C).max())
+
+
+@pytest.mark.parametrize("r", [1.0, 2.0, np.inf])
+def test_movkl_loco_equals_cold_leave_one_curve_out_refits(r):
+    "movkl_loco (Grams once, refits warm-started at the full fit) = MovKL refitted from scratch on each n - 1 curves."
+    from ovk_nb.movkl import movkl_loco
+    rng = np.random.default_rng(11)
+    n, m = 12, 6
+    t = np.linspace(0, 1, m)
+    X = rng.uniform(-1, 1, size=(n, 2))
+    Y = np.cos(2 * X[:, :1] + 2 * t) * X[:, 1:] + 0.1 * rng.normal(size=(n, m))
+    kernels = [(G, op) for G in (RBF(0.7), Polynomial(2)) for op in (IdentityOperator(t), IntegralOperator(t))]
+    w, lams = kernel_pairs(kernels)[1], np.array([0.03, 0.3])
+    errs, info = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-10, max_iter=1000)
+    cold = [sum(rsse(Y[i:i + 1], MovKL(kernels, lam=lam, r=r, tol=1e-10, max_iter=1000)
+                     .fit(np.delete(X, i, 0), np.delete(Y, i, 0)).predict(X[i:i + 1]), weights=w) for i in range(n))
+            for lam in lams]
+    np.testing.assert_allclose(errs, cold, rtol=1e-6)
+    assert info["refits_at_max_iter"] == 0 and len(info["refit_iterations"]) == n * len(lams)
+    with pytest.raises(ValueError, match="lam"):
+        movkl_loco(kernels, X, Y, [0.1, 0.0], r=r)
+    with pytest.raises(ValueError, match="Y"):
+        movkl_loco(kernels, X, Y[:-1], lams, r=r)
