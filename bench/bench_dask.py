@@ -7,8 +7,10 @@
    through /proc/self/clear_refs), and the largest difference between the two models' predictions on 5000 test points.
 2. Exact CG (`OVKRidge(solver="cg")` on a Dask X: the Gram rows on the workers, the one PCG on the driver) at a smaller n,
    against the single-machine CG with the same (Jacobi) preconditioner.
+3. MVML (learned metric, 3 views of the 20 features, 200 landmarks per view, the first output as target): the block-Nystrom
+   normal equations summed on the workers, the alternation on the driver, against the same fit on one machine.
 
-    python bench/bench_dask.py [--n 1000000] [--p 1000] [--chunk 50000] [--cg-n 8000] [--quick]
+    python bench/bench_dask.py [--n 1000000] [--p 1000] [--chunk 50000] [--cg-n 8000] [--mvml-n 200000] [--quick]
 
 Writes bench/results/dask.csv and bench/results/dask.md. The machine has 2 cores shared with other processes: the load
 average is recorded at the start and the end.
@@ -36,6 +38,7 @@ import json, sys, time
 import numpy as np
 from ovk_nb.datasets import make_paper000_synthetic, paper000_features
 from ovk_nb.kernels import gaussian_times_J
+from ovk_nb.mvml import MVML
 from ovk_nb.ridge import OVKRidge
 
 def hwm():
@@ -63,13 +66,19 @@ n, chunk, d, p, mode, solver = a["n"], a["chunk"], a["d"], a["p"], a["mode"], a[
 sizes = [min(chunk, n - s) for s in range(0, n, chunk)]
 Xte, Yte = block(10 ** 6, 5000, d)
 K = gaussian_times_J(d, a["gamma"])
-est = OVKRidge(K, lam=a["lam"], solver=solver, n_components=p, random_state=0, tol=a["tol"],
-               preconditioner="jacobi" if solver == "cg" else "auto")
+if solver == "mvml":                                   # one target, three views of the 20 features
+    est = MVML(views=[list(range(0, 7)), list(range(7, 14)), list(range(14, 20))], lam=a["lam"], n_components=p,
+               random_state=0)
+    Yte = Yte[:, 0]
+else:
+    est = OVKRidge(K, lam=a["lam"], solver=solver, n_components=p, random_state=0, tol=a["tol"],
+                   preconditioner="jacobi" if solver == "cg" else "auto")
 out = {}
 if mode == "single":
     blocks = [block(b, m, d) for b, m in enumerate(sizes)]
     X, Y = np.concatenate([x for x, _ in blocks]), np.concatenate([y for _, y in blocks])
     del blocks
+    Y = Y[:, 0] if solver == "mvml" else Y
     out["data_MB"] = hwm()
     t = time.perf_counter(); est.fit(X, Y); out["fit"] = time.perf_counter() - t
     out["peak_MB"] = hwm()
@@ -82,6 +91,7 @@ else:
     parts = [dask.delayed(block, pure=True)(b, m, d) for b, m in enumerate(sizes)]
     X = da.concatenate([da.from_delayed(q[0], (m, 20), dtype=float) for q, m in zip(parts, sizes)])
     Y = da.concatenate([da.from_delayed(q[1], (m, d), dtype=float) for q, m in zip(parts, sizes)])
+    Y = Y[:, 0] if solver == "mvml" else Y
     if solver == "cg":                                 # the Gram rows are built from data already on the workers
         X, Y = dask.persist(X, Y)
     out["workers_reset"] = all(client.run(reset_hwm).values())
@@ -94,7 +104,7 @@ else:
     client.close(); cluster.close()
 P = est.predict(Xte)
 out["iterations"] = int(est.n_iter_)
-out["test_mse"] = float(((P - Yte) ** 2).sum(1).mean())
+out["test_mse"] = float(((P - Yte) ** 2).reshape(len(P), -1).sum(1).mean())
 np.save(a["pred"], P)
 print(json.dumps(out))
 """
@@ -102,7 +112,8 @@ print(json.dumps(out))
 
 def run(mode, solver, n, chunk, p, tol, tmp):
     pred = str(Path(tmp) / f"{mode}_{solver}.npy")
-    args = {"n": n, "chunk": chunk, "d": D, "p": p, "mode": mode, "solver": solver, "gamma": GAMMA, "lam": LAM if solver != "cg" else 1.0,
+    args = {"n": n, "chunk": chunk, "d": D, "p": p, "mode": mode, "solver": solver, "gamma": GAMMA,
+            "lam": {"cg": 1.0, "mvml": 0.1}.get(solver, LAM),
             "tol": tol, "pred": pred}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], capture_output=True, text=True)
@@ -119,15 +130,16 @@ def rows_for(solver, n, chunk, p, tol, tmp):
     s = run("single", solver, n, chunk, p, tol, tmp)
     dk = run("dask", solver, n, chunk, p, tol, tmp)
     diff = float(np.abs(dk["P"] - s["P"]).max())
-    what = f"nystrom p = {p}" if solver == "nystrom" else "exact CG (Jacobi), lam = 1"
+    what = {"nystrom": f"nystrom p = {p}", "cg": "exact CG (Jacobi), lam = 1",
+            "mvml": f"MVML, learned metric, 3 views x {p} landmarks, lam = 0.1"}[solver]
     rows = [{"solver": what, "n": n, "where": "one machine (one process, BLAS as installed)", "fit (s)": s["fit"],
-             "peak RSS (MB)": s["peak_MB"], "note": f"data alone {s['data_MB']:.0f} MB; test MSE {s['test_mse']:.4f}"
+             "peak RSS (MB)": s["peak_MB"], "note": f"data alone {s['data_MB']:.0f} MB; test MSE {s['test_mse']:.3g}"
              + (f"; {s['iterations']} CG iterations" if solver == "cg" else "")},
             {"solver": what, "n": n, "where": "Dask LocalCluster, 2 workers x 1 thread", "fit (s)": dk["fit"],
              "peak RSS (MB)": max(dk["workers_peak_MB"]), "peak RSS per worker (MB)": " / ".join(f"{v:.0f}" for v in dk["workers_peak_MB"]),
              "worker RSS before the fit (MB)": " / ".join(f"{v:.0f}" for v in dk["workers_base_MB"]),
              "driver peak RSS (MB)": dk["driver_peak_MB"], "max |prediction difference|": diff,
-             "note": f"row chunks of {chunk}; test MSE {dk['test_mse']:.4f}; predict 5000 points blockwise {dk['predict_dask']:.2f} s"
+             "note": f"row chunks of {chunk}; test MSE {dk['test_mse']:.3g}; predict 5000 points blockwise {dk['predict_dask']:.2f} s"
              + (f"; {dk['iterations']} CG iterations" if solver == "cg" else "")
              + ("" if dk["workers_reset"] else "; worker peaks not reset (include start-up)")}]
     return rows
@@ -139,25 +151,27 @@ def main():
     ap.add_argument("--p", type=int, default=1000)
     ap.add_argument("--chunk", type=int, default=50_000)
     ap.add_argument("--cg-n", type=int, default=8000)
+    ap.add_argument("--mvml-n", type=int, default=200_000)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
-        a.n, a.p, a.chunk, a.cg_n = 20000, 200, 5000, 1500
+        a.n, a.p, a.chunk, a.cg_n, a.mvml_n = 20000, 200, 5000, 1500, 10000
     import tempfile
     load0, t0 = os.getloadavg(), time.time()
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
         rows = rows_for("nystrom", a.n, a.chunk, a.p, 1e-10, tmp)
         rows += rows_for("cg", a.cg_n, max(a.cg_n // 8, 1), a.p, 1e-10, tmp) if a.cg_n else []
+        rows += rows_for("mvml", a.mvml_n, max(a.mvml_n // 8, 1), 200, 1e-10, tmp) if a.mvml_n else []
     load1, secs = os.getloadavg(), time.time() - t0
     suffix = "_quick" if a.quick else ""
     OUT.mkdir(exist_ok=True)
     (OUT / f"dask{suffix}.csv").write_text(rows_to_csv(rows))
-    head = [f"# OVKRidge on Dask vs one machine{' (quick)' if a.quick else ''}", "",
-            f"`python bench/bench_dask.py{' --quick' if a.quick else ''} --n {a.n} --p {a.p} --chunk {a.chunk} --cg-n {a.cg_n}` on "
+    head = [f"# OVKRidge and MVML on Dask vs one machine{' (quick)' if a.quick else ''}", "",
+            f"`python bench/bench_dask.py{' --quick' if a.quick else ''} --n {a.n} --p {a.p} --chunk {a.chunk} --cg-n {a.cg_n} --mvml-n {a.mvml_n}` on "
             f"{platform.machine()}, {os.cpu_count()} cores shared with other processes, Python {platform.python_version()}; "
             f"{secs:.0f} s in all. Load average (1 / 5 / 15 min) {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, "
             f"{load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f} at the end. Data: paper 000's synthetic set (20 features), "
-            f"d = {D} outputs, Gaussian x J with gamma = {GAMMA}; Nystrom lam = {LAM}, CG lam = 1. The Dask data are generated "
+            f"d = {D} outputs, Gaussian x J with gamma = {GAMMA}; Nystrom lam = {LAM}, CG lam = 1; MVML: the first output, 3 views (features 1-7, 8-14, 15-20), Gaussian kernels with the default bandwidths, lam = 0.1. The Dask data are generated "
             "block by block on the workers (the same rows as the single-machine run, which generates all of them in its process). "
             "Each fit runs in a fresh process; peak RSS = VmHWM (the workers' reset just before the fit). The two Dask workers "
             "share the 2 cores with the driver and with everything else on the machine.", ""]
