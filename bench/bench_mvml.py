@@ -98,6 +98,16 @@ print(json.dumps({"accuracy": acc, "fit_s": t, "min_eig_A": float(np.linalg.eigv
 '''
 
 
+
+def run_peer(code, payload):
+    "Run `code` in the peer's venv with the JSON `payload` on stdin (two BLAS threads); its stdout, or None (stderr printed)."
+    res = subprocess.run([str(PEER), "-c", code], input=json.dumps(payload), capture_output=True, text=True,
+                         env={"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
+    if res.returncode:
+        print(res.stderr[-3000:], file=sys.stderr)
+        return None
+    return res.stdout
+
 def binary(digits=(0,), etas=(1.0, 10.0), draw=0):
     """One-vs-all problems (digit vs rest, labels +-1) for both implementations, same split, gammas and level; the peer's
     accuracy, fit time and its A's extreme eigenvalues (symmetrised) and asymmetry beside ours."""
@@ -118,15 +128,11 @@ def binary(digits=(0,), etas=(1.0, 10.0), draw=0):
                          "n_iter": m.n_iter_})
             print(rows[-1], flush=True)
             if PEER.exists():
-                payload = json.dumps({"X": X.tolist(), "y": y.tolist(), "tr": tr.tolist(), "te": te.tolist(), "views": views,
-                                      "gammas": gs, "lam": LAM, "eta": eta, "frac": FRAC, "draw": draw})
-                res = subprocess.run([str(PEER), "-c", PEER_BINARY], input=payload, capture_output=True, text=True,
-                                     env={"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
-                if res.returncode:
-                    print(res.stderr[-3000:], file=sys.stderr)
-                else:
+                out = run_peer(PEER_BINARY, {"X": X.tolist(), "y": y.tolist(), "tr": tr.tolist(), "te": te.tolist(),
+                                             "views": views, "gammas": gs, "lam": LAM, "eta": eta, "frac": FRAC, "draw": draw})
+                if out is not None:
                     rows.append({"method": "scikit-multimodallearn MVML", "problem": f"{dg} vs rest", "eta": eta,
-                                 **json.loads(res.stdout.strip().splitlines()[-1])})
+                                 **json.loads(out.strip().splitlines()[-1])})
                     print(rows[-1], flush=True)
     cols = ["method", "problem", "eta", "accuracy", "fit_s", "min_eig_A", "max_eig_A", "asym", "n_iter", "warnings"]
     (HERE / "results" / "mvml_binary.csv").write_text(
@@ -295,14 +301,10 @@ def main():
         mine = ours(X, y, tr, te, views, gs)
     rows = [{"method": "ovk_nb MVMLClassifier", **r} for r in mine]
     if PEER.exists():
-        payload = json.dumps({"X": X.tolist(), "y": y.tolist(), "tr": tr.tolist(), "te": te.tolist(), "views": views,
-                              "gammas": gs, "lam": LAM, "eta": ETA, "frac": FRAC, "draws": N_DRAWS})
-        res = subprocess.run([str(PEER), "-c", PEER_CODE], input=payload, capture_output=True, text=True,
-                             env={"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
-        if res.returncode:
-            print(res.stderr[-3000:], file=sys.stderr)
-        else:
-            rows += [{"method": "scikit-multimodallearn MVML (OvR)", **r} for r in json.loads(res.stdout)]
+        out = run_peer(PEER_CODE, {"X": X.tolist(), "y": y.tolist(), "tr": tr.tolist(), "te": te.tolist(), "views": views,
+                                   "gammas": gs, "lam": LAM, "eta": ETA, "frac": FRAC, "draws": N_DRAWS})
+        if out is not None:
+            rows += [{"method": "scikit-multimodallearn MVML (OvR)", **r} for r in json.loads(out)]
     with threadpool_limits(2):
         rows.append(scale_point())
     write_results(rows)
