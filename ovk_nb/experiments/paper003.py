@@ -20,7 +20,7 @@ from ..weights import lr_norm_weights
 __all__ = ['FIG1_METHODS', 'ARM7', 'FIG2_METRICS', 'KRR_ALPHAS', 'SPARSE_MAX_RANK', 'PAPER_TABLE1', 'MVML_VARIANTS', 'T1_GRIDS',
            'T1_METHODS', 'FIG3_ETAS', 'lpmkl_fit', 'okl_l_step', 'okl_fit', 'make_sheared_views', 'view_embeddings',
            'pooled_separability', 'okl_view_embeddings', 'planar_rnea', 'arm_energy', 'make_arm_dynamics', 'fig2_rows',
-           'svm_baselines', 't1_fit_score', 't1_cv_level', 'cv_select', 'table1_rows', 'table1_verdict',
+           'svm_baselines', 't1_fit_score', 't1_cv_level', 'cv_select', 'table1_rows', 'table1_verdict', 'mfeat_split',
            'sparsity_path']
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #e2563dc2
@@ -520,16 +520,20 @@ def table1_verdict(name, a):
     return (f"differs because {what} is within {abs(gap):.2f} points of MVML, within the noise (paper: {paper} below)"
             if gap > -2.0 else f"differs because {what} is {-gap:.2f} points above MVML (paper: {paper} below)")
 
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #9c0d2f08
+def mfeat_split(run: Run):
+    "UCI mfeat for Table 1 and Fig. 3: (the data set, inputs standardised on the training rows, train rows, test rows); 300 / 300 quick, 1000 / 1000 full."
+    mf, n = load_mfeat(), 300 if run.quick else 1000
+    perm = run.rng(0).permutation(len(mf.target))
+    tr, te = perm[:n], perm[n:2 * n]
+    return mf, _standardize(mf.data, tr), tr, te
+
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #50e3fce2
 @experiment("mvml_table1", title="Table 1: one-vs-all classification at 6/12/24% Nystrom (UCI multiple features, BasicMotions)",
             paper="003", section="Table 1: classification at 6/12/24% Nystrom")
 @single_threaded
 def exp_mvml_table1(run: Run):
-    mf = load_mfeat()
-    n_tr = 300 if run.quick else 1000
-    perm = run.rng(0).permutation(len(mf.target))
-    tr, te = perm[:n_tr], perm[n_tr:n_tr + (300 if run.quick else 1000)]
-    X = _standardize(mf.data, tr)
+    mf, X, tr, te = mfeat_split(run)
     bm = load_basicmotions()
     trb, teb = np.flatnonzero(bm.train), np.flatnonzero(~bm.train)
     (levels, draws), grid = ((6,), 1) if run.quick else ((6, 12, 24), 4), T1_GRIDS[run.quick]
@@ -580,18 +584,14 @@ def sparsity_path(X, y, views, tr, te, etas, level=0.12, lam=0.01, progress=iter
 def exp_mvml_fig3(run: Run):
     import matplotlib.pyplot as plt
     from ovk_nb.mvml import group_norms
-    mf = load_mfeat()
-    n_tr = 300 if run.quick else 1000
-    perm = run.rng(0).permutation(len(mf.target))                 # the Table 1 split
-    tr, te = perm[:n_tr], perm[n_tr:n_tr + (300 if run.quick else 1000)]
-    X = _standardize(mf.data, tr)
+    mf, X, tr, te = mfeat_split(run)                              # the Table 1 split
     path = sparsity_path(X, mf.target, mf.views, tr, te, (0.2, 0.3, 0.5) if run.quick else FIG3_ETAS,
                          progress=lambda it: run.progress(it, "eta"))
     v = len(mf.views)
     rows = [{"eta": p["eta"], "kept blocks (mean of 10, of 36)": float(p["kept"].sum((1, 2)).mean()),
              "off-diagonal pairs kept (mean)": float((p["kept"].sum((1, 2)) - v).mean() / 2),
              "test accuracy %": 100 * p["accuracy"], "min eigenvalue of Ã": p["min_eig"]} for p in path]
-    run.table("fig3_path", rows, f"MVML-sparse on UCI mfeat, 12% Nystrom, {n_tr} training samples: view-pair blocks kept along eta")
+    run.table("fig3_path", rows, f"MVML-sparse on UCI mfeat, 12% Nystrom, {len(tr)} training samples: view-pair blocks kept along eta")
     best = min(range(len(path)), key=lambda i: abs(rows[i]["kept blocks (mean of 10, of 36)"] - (v + v * v) / 2))
     p = path[best]
     m, names = p["model"], mf.view_names
