@@ -265,6 +265,18 @@ def _resolve_solver(solver, n_groups):
                          "operators: use 'pcg' or 'gauss_seidel'")
     return solver
 
+
+def _fresh_preconditioner(est):
+    "Forget the PCG preconditioner and its iteration counts: the next alpha-step builds one for its own system."
+    est._precond, est._pcg_last, est._pcg_fresh = None, 0, 0
+
+
+def _start_solver(est, groups, Ts):
+    "The alpha-step's state for the operators `Ts` of `groups`: the solver, the eigen factor of T ('eig'), no preconditioner."
+    est.solver_ = _resolve_solver(est.solver, len(groups))
+    est._T_eig = eigh_psd(Ts[0]) if est.solver_ == "eig" else None
+    _fresh_preconditioner(est)
+
 # %% ../nbs/2_algorithms/03_movkl.ipynb #a08b580d
 def _alpha_step(est, As, Ts, Ys, Z0):
     "Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations')."
@@ -339,11 +351,9 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         pairs, w = kernel_pairs(self.kernels)
         X, Y, self._y1d = _check_curves(X, Y, pairs[0][1].shape[0])
         groups = group_operators(pairs)
-        self.solver_ = _resolve_solver(self.solver, len(groups))
         s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
         Ts = [symmetric_operator(T, w) for T, _ in groups]
-        self._T_eig = eigh_psd(Ts[0]) if self.solver_ == "eig" else None
-        self._precond, self._pcg_last, self._pcg_fresh = None, 0, 0
+        _start_solver(self, groups, Ts)
         d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, Y * s)
         self.weights_, self.norms_ = d, np.sqrt(np.clip(d ** 2 * q, 0, None))
         self.coef_, self.quadrature_weights_ = Z / s, w
@@ -383,25 +393,24 @@ def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: f
     n refits on n - 1 curves is warm-started at the full fit. Returns (rsse per lam, info: outer iterations of the refits,
     number of refits that stopped at max_iter)."""
     lams = check_matrix(lams, "lams", ndim=1)
-    proto = MovKL(kernels, lam=float(lams[0]), r=r, solver=solver, tol=tol, max_iter=max_iter)
-    for lam in lams:
-        validate_estimator_params(proto.set_params(lam=float(lam)))
+    est = MovKL(kernels, lam=float(lams[0]), r=r, solver=solver, tol=tol, max_iter=max_iter)
+    for lam in lams:                                   # every lam checked before any work
+        validate_estimator_params(est.set_params(lam=float(lam)))
     pairs, w = kernel_pairs(kernels)
     X, Y, _ = _check_curves(X, Y, pairs[0][1].shape[0])
     groups = group_operators(pairs)
     s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
     Ts = [symmetric_operator(T, w) for T, _ in groups]
     Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
+    _start_solver(est, groups, Ts)
     errs, iters, capped = np.zeros(len(lams)), [], 0
     for a, lam in enumerate(lams):
-        est = MovKL(kernels, lam=float(lam), r=r, solver=solver, tol=tol, max_iter=max_iter)
-        est.solver_ = _resolve_solver(solver, len(groups))
-        est._T_eig = eigh_psd(Ts[0]) if est.solver_ == "eig" else None
-        est._precond, est._pcg_last, est._pcg_fresh = None, 0, 0
+        est.set_params(lam=float(lam))
+        _fresh_preconditioner(est)
         d, Z, _ = _algorithm1(est, Grams, groups, Ts, Ys)
         for i in range(n):
             keep = np.arange(n) != i
-            est._precond, est._pcg_last, est._pcg_fresh = None, 0, 0
+            _fresh_preconditioner(est)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", ConvergenceWarning)
                 di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
