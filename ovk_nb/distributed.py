@@ -10,8 +10,8 @@ import numpy as np
 from .linalg import BlockNystrom, KernelParts, NystromModel, NystromSystem, _chunks, jacobi_preconditioner, pcg
 
 # %% auto #0
-__all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'dask_nystrom_fit', 'dask_predict', 'DaskKernelOperator',
-           'dask_cg_fit', 'dask_kernel_predict', 'dask_argmin', 'dask_block_nystrom',
+__all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'tree_sum', 'dask_nystrom_fit', 'dask_predict',
+           'DaskKernelOperator', 'dask_cg_fit', 'dask_kernel_predict', 'dask_argmin', 'dask_block_nystrom',
            'dask_block_nystrom_normal_equations', 'dask_rows', 'dask_block_nystrom_predict']
 
 # %% ../nbs/1_shared/08_distributed.ipynb #389c83cb
@@ -59,22 +59,29 @@ def _terms(system, x, y, chunk=4096):
     return A, b
 
 
+def tree_sum(terms, obj, X, Y, shapes, split_every: int = 8):
+    """sum over the row blocks (x, y) of the Dask arrays X, Y of terms(obj, x, y) -> (A, b): each block's pair computed on
+    its worker, the sums by a tree of `split_every`-way additions (no block's terms travel to the driver); `shapes`: those
+    of A and b. Returns (A, b) as numpy arrays on the driver. The one reduction behind every normal equation on Dask."""
+    dask, da = _dask()
+    o = dask.delayed(obj, pure=True)
+    As, bs = [], []
+    for xb, yb in zip(X.to_delayed().ravel(), Y.to_delayed().ravel()):
+        t = dask.delayed(terms, pure=True, nout=2)(o, xb, yb)
+        As.append(da.from_delayed(t[0], shapes[0], dtype=float)[None])
+        bs.append(da.from_delayed(t[1], shapes[1], dtype=float)[None])
+    A, b = dask.compute(da.concatenate(As).sum(axis=0, split_every=split_every),
+                        da.concatenate(bs).sum(axis=0, split_every=split_every))
+    return np.array(A), np.array(b)
+
+
 def dask_nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, split_every: int = 8) -> NystromModel:
     "`ovk_nb.linalg.nystrom_fit` on Dask arrays X (n, p) and Y (n, d): terms per row block, tree sum, solve here."
-    dask, da = _dask()
     X, Y = as_row_blocks(X, Y)
     system = NystromSystem(parts, np.asarray(landmarks, dtype=float))
-    sysd = dask.delayed(system, pure=True)
     size, k = system.size, (system.d if system.separable else None)
-    As, bs = [], []
-    for xb, yb, m in zip(X.to_delayed().ravel(), Y.to_delayed().ravel(), X.chunks[0]):
-        t = dask.delayed(_terms, pure=True, nout=2)(sysd, xb, yb)
-        As.append(da.from_delayed(t[0], (size, size), dtype=float)[None])
-        bs.append(da.from_delayed(t[1], (size, k) if k else (size,), dtype=float)[None])
-    A = da.concatenate(As).sum(axis=0, split_every=split_every)
-    b = da.concatenate(bs).sum(axis=0, split_every=split_every)
-    A, b = dask.compute(A, b)
-    return system.solve(np.array(A), np.array(b), lam)
+    A, b = tree_sum(_terms, system, X, Y, ((size, size), (size, k) if k else (size,)), split_every)
+    return system.solve(A, b, lam)
 
 
 def dask_predict(model: NystromModel, X):
@@ -243,18 +250,10 @@ def _ne_terms(features, x, y):
 
 def dask_block_nystrom_normal_equations(features: BlockNystrom, X, Y, split_every: int = 8):
     "`BlockNystrom.normal_equations` on Dask arrays: (Z^T Z, Z^T Y) of each row block on its worker, summed by a tree."
-    dask, da = _dask()
     X, Y = as_row_blocks(X, Y)
     r, t = int(features.offsets[-1]), Y.shape[1]
-    (f,) = _persist(dask.delayed(features, pure=True))
-    Gs, Bs = [], []
-    for xb, yb in zip(X.to_delayed().ravel(), Y.to_delayed().ravel()):
-        g = dask.delayed(_ne_terms, pure=True, nout=2)(f, xb, yb)
-        Gs.append(da.from_delayed(g[0], (r, r), dtype=float)[None])
-        Bs.append(da.from_delayed(g[1], (r, t), dtype=float)[None])
-    G, B = dask.compute(da.concatenate(Gs).sum(axis=0, split_every=split_every),
-                        da.concatenate(Bs).sum(axis=0, split_every=split_every))
-    return (G + G.T) / 2, np.asarray(B)
+    G, B = tree_sum(_ne_terms, features, X, Y, ((r, r), (r, t)), split_every)
+    return (G + G.T) / 2, B
 
 
 def dask_rows(X, idx, name: str = "X"):
