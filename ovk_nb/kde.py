@@ -14,7 +14,8 @@ from sklearn.base import BaseEstimator
 
 from .decoding import (argmin_in_batches, as_samples, candidate_grams, checked_gram, feature_space_loss, fit_grams,
                              kernel_diag, n_items, take_items)
-from .distributed import is_dask_array
+# floor 1; dask itself is imported only for Dask data
+from .distributed import dask_argmin, is_dask_array
 from .linalg import EigenFactor, eigh_psd
 from .validation import (Interval, Options, check_fitted, check_matrix, check_X, fit_context,
                                validate_params)
@@ -145,7 +146,6 @@ def _score_candidates(est, block, Zt):
 
 def _predict_dask_candidates(est, X, candidates, batch_size):
     "predict for checked inputs X and a Dask array of candidates: scored blockwise on the workers, the winners gathered."
-    from ovk_nb.distributed import dask_argmin
     light = object.__new__(type(est))                       # what _candidate_terms needs, without the n x n arrays
     light.__dict__.update({k: v for k, v in est.__dict__.items() if k not in _NOT_FOR_SCORING})
     Zt = (est.coef_ @ est._kx(X)).T                         # (n_test, n)

@@ -13,6 +13,9 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from .kernels import RBF, ColumnKernel, OVKernel, ScalarKernel, sq_distances
+# floor 1; dask itself is imported only for Dask data
+from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
+                                dask_block_nystrom_predict, dask_rows, is_dask_array)
 from .linalg import BlockNystrom, _chunks, eigh_psd
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
@@ -517,15 +520,9 @@ class _MVMLBase(BaseEstimator):
         return float(self.mu)
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #8aed034b
-def _is_dask(X) -> bool:
-    "A Dask array, recognised without importing dask (ovk_nb.distributed is imported only when one is given)."
-    return type(X).__module__.split(".")[0] == "dask"
-
-
 def _fetch_rows(X, idx):
     "X[idx] on the driver; of a Dask X only these rows are fetched (`ovk_nb.distributed.dask_rows`, checked finite)."
-    if _is_dask(X):
-        from ovk_nb.distributed import dask_rows           # imports dask: only for Dask data
+    if is_dask_array(X):
         return dask_rows(X, idx, "X")
     return X[idx]
 
@@ -582,7 +579,7 @@ def _prepare(self, X):
     n = X.shape[0]
     groups = check_views(self.views, X.shape[1])
     p = _n_landmarks(self.n_components, n)
-    if _is_dask(X) and p == n:
+    if is_dask_array(X) and p == n:
         raise ValueError(f"n_components={self.n_components!r} takes all {n} samples as landmarks: on a Dask array X that "
                          "would bring all of X to the driver; give a number of landmarks < n (an int, or a fraction < 1)")
     rng = np.random.default_rng(rs.randint(0, 2 ** 31 - 1))
@@ -595,8 +592,7 @@ def _prepare(self, X):
 def _solve_columns(self, X, Y, yy=None):
     """One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState. A Dask X (Y Dask or numpy):
     G and B = Z^T Y summed on the workers; yy: the columns' y^T y (None: from a numpy Y)."""
-    if _is_dask(X):
-        from ovk_nb.distributed import dask_block_nystrom_normal_equations
+    if is_dask_array(X):
         G, B = dask_block_nystrom_normal_equations(self.features_, X, Y)
     else:
         G, B = self.features_.normal_equations(X, Y)
@@ -622,8 +618,7 @@ def _solve_columns(self, X, Y, yy=None):
 
 
 def _decision(self, X, chunk: int = 4096):
-    if _is_dask(X):                                 # blockwise on the workers: a Dask array (m,) or (m, t)
-        from ovk_nb.distributed import dask_block_nystrom_predict
+    if is_dask_array(X):                                 # blockwise on the workers: a Dask array (m,) or (m, t)
         check_fitted(self, "n_features_in_")
         _check_dask_X(X, "predicting", p=self.n_features_in_)
         F = dask_block_nystrom_predict(self.features_, X, self.coef_)
@@ -668,7 +663,7 @@ def _dask_regression_inputs(X, y):
     """MVML.fit's inputs for a Dask X: (X, Y (n, 1) numpy for the checks and y^T y, the targets for the workers: y itself if it
     is a Dask array, else Y). y (n numbers) comes to the driver; X does not."""
     _check_dask_X(X, "MVML needs two samples", min_samples=2)
-    yd = y if _is_dask(y) else None
+    yd = y if is_dask_array(y) else None
     Y = check_input(_as_1d(y.compute() if yd is not None else y), "Y", ensure_2d=False, min_samples=2,
                     why="MVML needs two samples")
     Y = Y[:, None] if Y.ndim == 1 else Y
@@ -692,7 +687,7 @@ class MVML(RegressorMixin, _MVMLBase):
     @fit_context
     def fit(self, X, y):
         "Fit on X (n, p) and y (n,); a Dask array X fits on the Dask workers (y Dask or numpy), see 'On a Dask cluster'."
-        if _is_dask(X):
+        if is_dask_array(X):
             X, Y, Yw = _dask_regression_inputs(X, y)
         else:
             X, Y, _ = check_X_Y(X, _as_1d(y), min_samples=2, why="MVML needs two samples")
@@ -732,7 +727,6 @@ def _pm_targets(codes, k: int):
 
 def _dask_pm_targets(X, codes, k: int):
     "The +-1 targets as a Dask array in X's row blocks, built on the workers from the class codes (n numbers sent, not n x k)."
-    from ovk_nb.distributed import as_row_blocks
     _, c = as_row_blocks(X, codes)
     t = 1 if k == 2 else k
     return c.map_blocks(lambda b: _pm_targets(b[:, 0].astype(np.int64), k), chunks=(c.chunks[0], (t,)), dtype=float)
@@ -745,14 +739,14 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     @fit_context
     def fit(self, X, y):
         from sklearn.utils.multiclass import check_classification_targets
-        y = _as_1d(y.compute() if _is_dask(y) else y)   # n labels: small, on the driver
+        y = _as_1d(y.compute() if is_dask_array(y) else y)   # n labels: small, on the driver
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per row of X), got shape {y.shape}")
         try:
             check_classification_targets(y)
         except ValueError as e:                        # scikit-learn's message does not name the argument
             raise ValueError(f"y: {e}") from None
-        if _is_dask(X):
+        if is_dask_array(X):
             _check_dask_X(X, "MVML needs two samples", min_samples=2)
             if X.shape[0] != len(y):
                 raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {len(y)}")
@@ -762,7 +756,7 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
         k = len(classes)
         if k < 2:
             raise ValueError(f"y must contain at least two classes, got {k}")
-        Y = _dask_pm_targets(X, yi, k) if _is_dask(X) else _pm_targets(yi, k)
+        Y = _dask_pm_targets(X, yi, k) if is_dask_array(X) else _pm_targets(yi, k)
         self._prepare(X)
         sts = self._solve_columns(X, Y, [float(len(yi))] * (1 if k == 2 else k))     # y^T y = n for +-1 targets
         offs = self.features_.offsets
@@ -784,7 +778,7 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     def predict(self, X):
         F = self.decision_function(X)
         i = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
-        return i.map_blocks(self.classes_.__getitem__, dtype=self.classes_.dtype) if _is_dask(F) else self.classes_[i]
+        return i.map_blocks(self.classes_.__getitem__, dtype=self.classes_.dtype) if is_dask_array(F) else self.classes_[i]
 
     @property
     def A_(self):

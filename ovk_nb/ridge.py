@@ -18,6 +18,9 @@ from sklearn.model_selection import KFold
 
 from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, SumKernel, gaussian_times_J,
                             linear_quadratic, paper000_J)
+# floor 1; dask itself is imported only for Dask data
+from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
+                                dask_nystrom_fit, dask_predict, is_dask_array)
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
@@ -200,7 +203,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1). A fit that fails leaves the
         estimator as it was (`fit_context`)."""
-        if _is_dask(X):                    # n too large for one machine: Nystrom or CG on the Dask workers
+        if is_dask_array(X):                    # n too large for one machine: Nystrom or CG on the Dask workers
             return _fit_dask(self, X, Y)
         self.kernel_ = _resolve_kernel(self.kernel, Y)
         X, Y, y1d = _check_XY(self.kernel_, X, Y)
@@ -216,21 +219,15 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         "f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y; a Dask array for a Dask X."
-        if _is_dask(X):
+        if is_dask_array(X):
             return _predict_dask(self, X)
         X = check_X(self, X)
         F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_)
         return F[:, 0] if self._y1d else F
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #219bff2e
-def _is_dask(X) -> bool:
-    "A Dask array, recognised without importing dask (ovk_nb.distributed is imported only when one is given)."
-    return type(X).__module__.split(".")[0] == "dask"
-
-
 def _fit_dask(est, X, Y):
     "OVKRidge.fit on a Dask array X (Y Dask or numpy): Nystrom (normal equations summed on the workers) or CG (matvec there)."
-    from ovk_nb.distributed import as_row_blocks, dask_cg_fit, dask_nystrom_fit   # imports dask: only for Dask data
     y1d = np.ndim(Y) == 1
     X, Y = as_row_blocks(X, Y)
     kernel = _resolve_kernel(est.kernel, Y)
@@ -262,7 +259,6 @@ def _fit_dask(est, X, Y):
 
 def _predict_dask(est, X):
     "OVKRidge.predict on a Dask array: blockwise on the workers, a Dask array back."
-    from ovk_nb.distributed import dask_kernel_predict, dask_predict
     check_fitted(est, "n_features_in_")
     if X.ndim != 2 or X.shape[1] != est.n_features_in_:
         raise ValueError(f"X must be 2-D with {est.n_features_in_} features, got shape {X.shape}")
