@@ -10,9 +10,9 @@ import numpy as np
 from .linalg import BlockNystrom, KernelParts, NystromModel, NystromSystem, _chunks, jacobi_preconditioner, pcg
 
 # %% auto #0
-__all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'tree_sum', 'dask_nystrom_fit', 'dask_predict',
-           'DaskKernelOperator', 'dask_cg_fit', 'dask_kernel_predict', 'dask_argmin', 'dask_block_nystrom',
-           'dask_block_nystrom_normal_equations', 'dask_rows', 'dask_block_nystrom_predict']
+__all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'check_dask_X', 'tree_sum', 'dask_nystrom_fit',
+           'dask_predict', 'DaskKernelOperator', 'dask_cg_fit', 'dask_kernel_predict', 'dask_argmin',
+           'dask_block_nystrom', 'dask_block_nystrom_normal_equations', 'dask_rows', 'dask_block_nystrom_predict']
 
 # %% ../nbs/1_shared/08_distributed.ipynb #389c83cb
 def is_dask_array(X) -> bool:
@@ -42,6 +42,21 @@ def as_row_blocks(X, Y=None):
         raise ValueError(f"Y must have one row per row of X ({X.shape[0]}), got shape {Y.shape}")
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     return X, Y.rechunk((X.chunks[0], -1)).astype(float)
+
+
+def check_dask_X(X, why: str, p: int | None = None, min_samples: int = 1):
+    """The checks of `validation.check_input` that need no pass over a Dask X (finiteness is checked blockwise on the
+    workers, naming X); `p`: the number of features expected, `why`: what needs `min_samples` rows."""
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions")
+    if any(np.isnan(s) for s in X.shape):
+        raise ValueError("X has unknown chunk sizes (call X.compute_chunk_sizes() first)")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"X must hold real numbers, got dtype {X.dtype}")
+    if X.shape[0] < min_samples:
+        raise ValueError(f"X: found {X.shape[0]} sample(s) while a minimum of {min_samples} is required ({why})")
+    if p is not None and X.shape[1] != p:
+        raise ValueError(f"X has {X.shape[1]} features, but the estimator is expecting {p} features as input.")
 
 
 def _finite(block, name):

@@ -15,7 +15,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from .kernels import RBF, ColumnKernel, OVKernel, ScalarKernel, sq_distances
 # floor 1; dask itself is imported only for Dask data
 from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
-                                dask_block_nystrom_predict, dask_rows, is_dask_array)
+                                dask_block_nystrom_predict, dask_rows, is_dask_array,
+                                check_dask_X)
 from .linalg import BlockNystrom, _chunks, eigh_psd
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
@@ -620,26 +621,13 @@ def _solve_columns(self, X, Y, yy=None):
 def _decision(self, X, chunk: int = 4096):
     if is_dask_array(X):                                 # blockwise on the workers: a Dask array (m,) or (m, t)
         check_fitted(self, "n_features_in_")
-        _check_dask_X(X, "predicting", p=self.n_features_in_)
+        check_dask_X(X, "predicting", p=self.n_features_in_)
         F = dask_block_nystrom_predict(self.features_, X, self.coef_)
         return F[:, 0] if self.coef_.ndim == 1 else F
     X = check_X(self, X)
     out = [self.features_(X[sl]) @ self.coef_ for sl in _chunks(len(X), chunk)]
     return np.concatenate(out) if out else np.zeros((0,) + self.coef_.shape[1:])
 
-
-def _check_dask_X(X, why: str, p: int | None = None, min_samples: int = 1):
-    "The checks of check_input that need no pass over a Dask X (finiteness is checked blockwise on the workers, naming X)."
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions")
-    if any(np.isnan(s) for s in X.shape):
-        raise ValueError("X has unknown chunk sizes (call X.compute_chunk_sizes() first)")
-    if X.dtype.kind not in "biuf":
-        raise ValueError(f"X must hold real numbers, got dtype {X.dtype}")
-    if X.shape[0] < min_samples:
-        raise ValueError(f"X: found {X.shape[0]} sample(s) while a minimum of {min_samples} is required ({why})")
-    if p is not None and X.shape[1] != p:
-        raise ValueError(f"X has {X.shape[1]} features, but the estimator is expecting {p} features as input.")
 
 
 _MVMLBase._prepare, _MVMLBase._solve_columns, _MVMLBase._decision = _prepare, _solve_columns, _decision
@@ -662,7 +650,7 @@ def _as_1d(y):
 def _dask_regression_inputs(X, y):
     """MVML.fit's inputs for a Dask X: (X, Y (n, 1) numpy for the checks and y^T y, the targets for the workers: y itself if it
     is a Dask array, else Y). y (n numbers) comes to the driver; X does not."""
-    _check_dask_X(X, "MVML needs two samples", min_samples=2)
+    check_dask_X(X, "MVML needs two samples", min_samples=2)
     yd = y if is_dask_array(y) else None
     Y = check_input(_as_1d(y.compute() if yd is not None else y), "Y", ensure_2d=False, min_samples=2,
                     why="MVML needs two samples")
@@ -747,7 +735,7 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
         except ValueError as e:                        # scikit-learn's message does not name the argument
             raise ValueError(f"y: {e}") from None
         if is_dask_array(X):
-            _check_dask_X(X, "MVML needs two samples", min_samples=2)
+            check_dask_X(X, "MVML needs two samples", min_samples=2)
             if X.shape[0] != len(y):
                 raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {len(y)}")
         else:

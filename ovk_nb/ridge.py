@@ -20,7 +20,8 @@ from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, Su
                             linear_quadratic, paper000_J)
 # floor 1; dask itself is imported only for Dask data
 from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
-                                dask_nystrom_fit, dask_predict, is_dask_array)
+                                dask_nystrom_fit, dask_predict, dask_rows,
+                                is_dask_array, check_dask_X)
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
@@ -249,7 +250,7 @@ def _fit_dask(est, X, Y):
         _choose_solver(parts, "nystrom", X.shape[0])
         n, p = X.shape[0], min(int(est.n_components), X.shape[0])
         idx = np.sort(np.random.default_rng(est.random_state).choice(n, p, replace=False))
-        est.landmarks_ = np.asarray(X[idx].compute(), dtype=float)
+        est.landmarks_ = dask_rows(X, idx, "X")
         est._nystrom = dask_nystrom_fit(parts, X, Y, float(est.lam), est.landmarks_)
         est.n_components_ = [f.rank for f in est._nystrom.feats]
         est.solver_ = "nystrom"
@@ -260,8 +261,7 @@ def _fit_dask(est, X, Y):
 def _predict_dask(est, X):
     "OVKRidge.predict on a Dask array: blockwise on the workers, a Dask array back."
     check_fitted(est, "n_features_in_")
-    if X.ndim != 2 or X.shape[1] != est.n_features_in_:
-        raise ValueError(f"X must be 2-D with {est.n_features_in_} features, got shape {X.shape}")
+    check_dask_X(X, "predicting", p=est.n_features_in_)
     F = (dask_predict(est._nystrom, X) if est.solver_ == "nystrom" else
          dask_kernel_predict(est.kernel_, X, est.X_fit_, est.coef_))
     return F[:, 0] if est._y1d else F
