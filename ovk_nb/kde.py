@@ -77,6 +77,12 @@ def sylvester_coef(k, L, operator: str = "covariance", lam: float = 0.1, eps: fl
                     {"operator": [Options(OPERATORS)], "lam": [_POSITIVE], "eps": [_POSITIVE]}, "sylvester_coef")
     return _kde_factor(k, L, operator, eps).smoothed(lam).T
 
+# %% ../nbs/2_algorithms/04_kde.ipynb #93bd67f0
+def _criterion(terms, Z):
+    "C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> from the candidates' terms (Lc, base) and Z = Q k_x (n, n_test): (n_test, n_cand)."
+    Lc, base = terms
+    return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
+
 # %% ../nbs/2_algorithms/04_kde.ipynb #de39d869
 class _KDECore(BaseEstimator):
     "Fit / criterion / predict shared by the KDE estimators: subclasses define `_fit_coef(k, L)`."
@@ -114,9 +120,7 @@ class _KDECore(BaseEstimator):
 
     def _scores(self, X, terms):
         "The criterion for checked inputs X and the candidates' terms (Lc, base)."
-        Lc, base = terms
-        Z = self.coef_ @ self._kx(X)                       # (n, n_test): O(n^2) per test input
-        return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
+        return _criterion(terms, self.coef_ @ self._kx(X))  # Z (n, n_test): O(n^2) per test input
 
     def decision_scores(self, X, candidates=None) -> np.ndarray:
         "Criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4), shape (n_test, n_candidates); smaller is better."
@@ -140,8 +144,7 @@ _NOT_FOR_SCORING = ("coef_", "L_fit_", "X_fit_", "ridge_coef_", "components_", "
 
 def _score_candidates(est, block, Zt):
     "The criterion for a block of candidates and a batch of test inputs given by Zt = (Q k_x)^T: (len(Zt), len(block))."
-    Lc, base = est._candidate_terms(block)
-    return base[None, :] - 2.0 * (Lc @ Zt.T).T
+    return _criterion(est._candidate_terms(block), Zt.T)
 
 
 def _predict_dask_candidates(est, X, candidates, batch_size):
