@@ -228,10 +228,16 @@ def primal_start(kernel, lam: float, Xd, Phi_d) -> dict:
 
 
 @patch
+def _primal_of(self: OSKAAR, d, reg) -> dict:
+    "`primal_start` on the stored rounds `d` (a slice: a dictionary): their inputs and their labels' features."
+    return primal_start(self.kernel_, self.lam, self._X[d], self.decoder_.features(self._codes[d], reg))
+
+
+@patch
 def _switch(self: OSKAAR, reg):
     "The budgeted variant once its dictionary (the first m inputs) is full; inputs and codes are not kept any more."
     m = self.budget
-    self._primal = primal_start(self.kernel_, self.lam, self._X[:m], self.decoder_.features(self._codes[:m], reg))
+    self._primal = self._primal_of(slice(0, m), reg)
     self._X, self._codes, self._factor = self._X[:m].copy(), self._codes[:m].copy(), None
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2584b51b
@@ -272,7 +278,7 @@ def _feature_estimates(self: OSKAAR, X):
     (n_seen_ = m), the next round is the primal one: its state is built here (and dropped), as the next block will."""
     P, reg, m = self._primal, self._reg, self.budget
     if P is None and m is not None and self.n_seen_ == m:
-        P = primal_start(self.kernel_, self.lam, self._X[:m], self.decoder_.features(self._codes[:m], reg))
+        P = self._primal_of(slice(0, m), reg)
     if P is None:
         n = self._n_in
         Kxo = self.kernel_(X, self._X[:n]) if n else np.zeros((len(X), 0))

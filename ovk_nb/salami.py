@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .decoding import Decoder
 from .kernels import ScalarKernel
 from .linalg import NystromFeatures
-from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates, primal_start
+from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates
 from .streaming import step_record
 from .validation import Interval, InstanceOf, check_fitted
 from .weights import exp_weights
@@ -142,7 +142,7 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
         if k < r:                                                  # budgeted, its dictionary x_s .. x_{s+m-1} full
             if isinstance(f, KAARFactor):
                 d = slice(s - x0, s - x0 + m)
-                f = primal_start(self.kernel_, self.lam, self._X[d], self.decoder_.features(self._codes[d], reg))
+                f = self._primal_of(d, reg)
             G, f = primal_block(f, Xb[a + k:a + r], self.decoder_.features(cb[a + k:a + r], reg))
             parts.append(G)
         rows.append(np.vstack(parts) if len(parts) > 1 else parts[0])
@@ -206,7 +206,7 @@ def _feature_estimates(self: SALAMI, X):
     for s, f, w in zip(self._starts, self._factors, self.weights_):
         if isinstance(f, KAARFactor) and f.n == self.budget:      # its dictionary is full: the next round is primal
             d = slice(s - x0, s - x0 + f.n)
-            f = primal_start(self.kernel_, self.lam, self._X[d], self.decoder_.features(self._codes[d], reg))
+            f = self._primal_of(d, reg)
         if isinstance(f, KAARFactor):
             G = G + w * self.decoder_.stats(f.weights(Kxo[:, s - x0:n], kd), self._codes[s - x0:n], reg)
         else:
