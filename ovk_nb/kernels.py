@@ -14,10 +14,11 @@ from scipy.spatial.distance import cdist
 from .validation import check_matrix, check_positive, check_psd, sym_in_weights
 
 # %% auto #0
-__all__ = ['Params', 'ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'OVKernel',
-           'Separable', 'SumKernel', 'BlockKernel', 'paper000_J', 'gaussian_times_J', 'linear_quadratic',
-           'grid_weights', 'OutputOperator', 'gaussian_profile', 'IdentityOperator', 'MultiplicationOperator',
-           'IntegralOperator', 'truncate_operator', 'ColumnKernel', 'ScaledKernel']
+__all__ = ['GAMMA_RULES', 'Params', 'ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'data_gamma',
+           'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'resolve_kernel', 'BlockKernel', 'paper000_J',
+           'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
+           'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel',
+           'ScaledKernel']
 
 # %% ../nbs/1_shared/01_kernels.ipynb #5a1c0e02
 _PARAM_NAMES: dict = {}
@@ -89,9 +90,31 @@ class Params:
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_cache"}
 
+    def resolve(self, X, Y=None):
+        """A copy with every argument that is set from the training data (`gamma='scale'`, `T=None`) fixed from X (n, p)
+        and Y (n, d); nested kernels are resolved too. Returns `self` when nothing is data-driven. Estimators call it at
+        fit and keep the result as `kernel_`."""
+        params, new = self.get_params(deep=False), {}
+        for k, v in params.items():
+            if isinstance(v, Params):
+                new[k] = v.resolve(X, Y)
+            elif isinstance(v, (list, tuple)) and v and all(isinstance(u, Params) for u in v):
+                new[k] = type(v)(u.resolve(X, Y) for u in v)
+        new.update(self._resolve_own(X, Y, {**params, **new}))
+        if all(new[k] is params[k] or (isinstance(new[k], (list, tuple)) and all(a is b for a, b in zip(new[k], params[k])))
+               for k in new):
+            return self
+        return type(self)(**{**params, **new})
+
+    def _resolve_own(self, X, Y, params) -> dict:
+        "This object's own data-driven arguments, resolved: {name: value} (none by default)."
+        return {}
+
     def __repr__(self):
-        def show(v):      # a grid of 200 points or a 50 x 50 matrix reads as its shape
-            return f"array(shape={v.shape})" if isinstance(v, np.ndarray) and v.size > 16 else repr(v)
+        def show(v):      # a 4 x 4 matrix, a grid of 200 points: its shape, on one line
+            if isinstance(v, np.ndarray) and (v.ndim > 1 or v.size > 8):
+                return f"array(shape={v.shape})"
+            return repr(v)
         args = ", ".join(f"{k}={show(v)}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
 
@@ -183,28 +206,87 @@ class Polynomial(ScalarKernel):
     def _diag(self, X): return (self.gamma * (X * X).sum(1) + self.coef0) ** self.degree
 
 # %% ../nbs/1_shared/01_kernels.ipynb #8d8cee2b
-class RBF(ScalarKernel):
-    "Gaussian kernel k(x, y) = exp(-gamma ||x - y||^2)"
-    def __init__(self, gamma: float = 1.0):
+GAMMA_RULES = ("scale", "median")
+_MEDIAN_ROWS = 500          # the median heuristic reads at most this many evenly spaced rows (O(500^2) distances)
+
+
+def data_gamma(rule: str, X, metric: str = "sqeuclidean") -> float:
+    """The bandwidth `rule` gives on the training inputs X: 'scale' = 1 / (n_features * X.var()) (SVC's default; for the L1
+    metric 1 / (n_features * X.std())), 'median' = 1 / median of the pairwise distances (squared for the Gaussian). A
+    constant X (zero spread) gives 1.0."""
+    X = check_matrix(X, "X", allow_1d=True)
+    p = X.shape[1]
+    if rule == "scale":
+        spread = float(X.var()) if metric == "sqeuclidean" else float(X.std())
+        return 1.0 / (p * spread) if spread > 0 and np.isfinite(spread) else 1.0
+    if rule == "median":
+        Xs = X[np.unique(np.linspace(0, len(X) - 1, min(len(X), _MEDIAN_ROWS)).astype(int))]
+        D = sq_distances(Xs, Xs) if metric == "sqeuclidean" else cdist(Xs, Xs, "cityblock")
+        m = float(np.median(D[np.triu_indices(len(Xs), 1)])) if len(Xs) > 1 else 0.0
+        return 1.0 / m if m > 0 and np.isfinite(m) else 1.0
+    raise ValueError(f"gamma must be a positive number or one of {GAMMA_RULES}, got {rule!r}")
+
+
+class _Bandwidth(ScalarKernel):
+    "A translation-invariant kernel exp(-gamma dist(x, y)); gamma a number or a rule ('scale', 'median') resolved at fit."
+    _metric = "sqeuclidean"
+
+    def __init__(self, gamma="scale"):
         self.gamma = gamma
+
     def validate(self):
+        if isinstance(self.gamma, str):
+            if self.gamma not in GAMMA_RULES:
+                raise ValueError(f"gamma must be a positive number or one of {GAMMA_RULES}, got {self.gamma!r}")
+            raise ValueError(f"{type(self).__name__}(gamma={self.gamma!r}) is set from the training inputs: an estimator "
+                             "resolves it at fit (its fitted `kernel_` holds the number); to use the kernel by itself call "
+                             "`kernel.resolve(X)` or give gamma as a number")
         check_positive(self.gamma, "gamma"); return self
+
+    def _resolve_own(self, X, Y, params):
+        g = params["gamma"]
+        return {"gamma": data_gamma(g, X, self._metric)} if isinstance(g, str) else {}
+
+    def _diag(self, X): return np.ones(len(X))
+
+
+class RBF(_Bandwidth):
+    """Gaussian kernel k(x, y) = exp(-gamma ||x - y||^2).
+
+    Parameters
+    ----------
+    gamma : float or {'scale', 'median'}, default='scale'
+        Inverse squared length-scale. 'scale' is 1 / (n_features * X.var()) on the training inputs (as scikit-learn's SVC),
+        'median' is 1 / median ||x_i - x_j||^2; either is resolved when an estimator fits (see `resolve`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k = RBF().resolve(np.array([[0.0], [2.0]]))       # X.var() = 1: gamma = 1
+    >>> k
+    RBF(gamma=1.0)
+    >>> float(k(np.array([[0.0]]), np.array([[1.0]]))[0, 0]) == float(np.exp(-1.0))
+    True
+    """
     def _gram(self, X, Y):
         K = _sqdist(X, Y); K *= -self.gamma
         return np.exp(K, out=K)
-    def _diag(self, X): return np.ones(len(X))
 
 
-class Laplacian(ScalarKernel):
-    "k(x, y) = exp(-gamma ||x - y||_1) (the L1 distance, as scikit-learn's `laplacian_kernel`)"
-    def __init__(self, gamma: float = 1.0):
-        self.gamma = gamma
-    def validate(self):
-        check_positive(self.gamma, "gamma"); return self
+class Laplacian(_Bandwidth):
+    """k(x, y) = exp(-gamma ||x - y||_1) (the L1 distance, as scikit-learn's `laplacian_kernel`).
+
+    Parameters
+    ----------
+    gamma : float or {'scale', 'median'}, default='scale'
+        'scale' is 1 / (n_features * X.std()) (the L1 distance grows like the standard deviation), 'median' 1 / the median
+        L1 distance, resolved at fit.
+    """
+    _metric = "cityblock"
+
     def _gram(self, X, Y):
         K = cdist(X, Y, "cityblock"); K *= -self.gamma
         return np.exp(K, out=K)
-    def _diag(self, X): return np.ones(len(X))
 
 # %% ../nbs/1_shared/01_kernels.ipynb #f9ea1294
 class OVKernel(Params):
@@ -259,12 +341,26 @@ class Separable(OVKernel):
     an `OutputOperator` (which brings its weights); `K.T` and `K.weights` read the matrix and the weights in use."""
     _stored_as = {"T": "_T", "weights": "_weights"}
 
-    def __init__(self, scalar_kernel: ScalarKernel, T, weights=None):
+    def __init__(self, scalar_kernel: ScalarKernel | None = None, T=None, weights=None):
         self.scalar_kernel, self._T, self._weights = scalar_kernel, T, weights
+
+    def _resolve_own(self, X, Y, params):
+        "scalar_kernel=None -> RBF(gamma='scale') on X; T=None -> the identity of Y's width."
+        out = {}
+        if params["scalar_kernel"] is None:
+            out["scalar_kernel"] = RBF().resolve(X)
+        if params["T"] is None:
+            if Y is None:
+                raise ValueError("Separable(T=None) is the identity of Y's width: resolve it with kernel.resolve(X, Y)")
+            out["T"] = np.eye(1 if np.ndim(Y) == 1 else np.shape(Y)[1])
+        return out
 
     def _output(self):
         "(T matrix, weights or None), checked: square, self-adjoint for the weights, PSD."
         T, weights = self._T, self._weights
+        if T is None:
+            raise ValueError("Separable(T=None) is the identity of Y's width, set when an estimator fits (its `kernel_` holds "
+                             "it); to use the kernel by itself call `kernel.resolve(X, Y)` or give T")
         if hasattr(T, "matrix") and hasattr(T, "weights"):   # an OutputOperator (defined below)
             weights = T.weights if weights is None else weights
             T = T.matrix
@@ -276,6 +372,9 @@ class Separable(OVKernel):
         return check_psd(T, "T", weights), weights
 
     def validate(self):
+        if self.scalar_kernel is None:
+            raise ValueError("Separable(scalar_kernel=None) is RBF(gamma='scale'), set when an estimator fits; to use the "
+                             "kernel by itself call `kernel.resolve(X, Y)` or give a scalar kernel")
         if not isinstance(self.scalar_kernel, ScalarKernel):
             raise ValueError(f"scalar_kernel must be a ScalarKernel, got {type(self.scalar_kernel).__name__}")
         self.scalar_kernel.validate()
@@ -364,6 +463,28 @@ class SumKernel(OVKernel):
     def with_weights(self, weights):
         "A copy of this sum with other weights (the components are shared, not copied)."
         return SumKernel(self.kernels, weights)
+
+# %% ../nbs/1_shared/01_kernels.ipynb #0fafd99c
+def resolve_kernel(kernel, X, Y=None, default=None, name: str = "kernel", kind=None):
+    """The kernel an estimator fits with, resolved on its training data: `kernel`, or `default()` when it is None
+    (default: `Separable(RBF(gamma='scale'), T=None)`, the Gaussian kernel with SVC's bandwidth and the identity of Y's
+    width), with every data-driven argument set from X and Y (`Params.resolve`). `kind` (a class or tuple) is what
+    `kernel` must be; a ValueError names `name` otherwise. The caller's object is never changed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, Y = np.array([[0.0], [2.0]]), np.zeros((2, 3))
+    >>> resolve_kernel(None, X, Y)
+    Separable(scalar_kernel=RBF(gamma=1.0), T=array(shape=(3, 3)), weights=None)
+    """
+    kind = kind or OVKernel
+    if kernel is None:
+        kernel = default() if default is not None else Separable(RBF(), None)
+    if not isinstance(kernel, kind):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise ValueError(f"{name} must be an instance of {names} (or None for the default), got {type(kernel).__name__}")
+    return kernel.resolve(X, Y)
 
 # %% ../nbs/1_shared/01_kernels.ipynb #9c74cd1d
 class BlockKernel(OVKernel):
@@ -579,6 +700,12 @@ class ColumnKernel(ScalarKernel):
         if max(cols) >= X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} columns but the kernel uses column {max(cols)}")
         return cols
+
+    def resolve(self, X, Y=None):
+        "The inner kernel's data-driven arguments are set from the columns it reads."
+        X = check_matrix(X, "X", allow_1d=True)
+        inner = self.kernel.resolve(X[:, self._idx(X)], Y) if isinstance(self.kernel, Params) else self.kernel
+        return self if inner is self.kernel else ColumnKernel(inner, self.columns)
 
     def _gram(self, X, Y): return self.kernel._gram(X[:, self._idx(X)], Y[:, self._idx(Y)])
     def _diag(self, X): return self.kernel._diag(X[:, self._idx(X)])

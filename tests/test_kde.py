@@ -186,26 +186,26 @@ def test_sklearn_conventions(make):
 def test_bad_hyper_parameters(kwargs, match):
     X, Y, _, _ = problem(0, 10)
     with pytest.raises(ValueError, match=match):
-        OVKDE(RBF(), RBF(), **kwargs).fit(X, Y)
+        OVKDE(RBF(1.0), RBF(1.0), **kwargs).fit(X, Y)
 
 
 def test_bad_inputs():
     X, Y, Xt, Yc = problem(0, 10)
     with pytest.raises(ValueError, match="same number of samples"):
-        OVKDE(RBF(), RBF()).fit(X, Y[:4])
+        OVKDE(RBF(1.0), RBF(1.0)).fit(X, Y[:4])
     Xn = X.copy(); Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        OVKDE(RBF(), RBF()).fit(Xn, Y)
+        OVKDE(RBF(1.0), RBF(1.0)).fit(Xn, Y)
     Yi = Y.copy(); Yi[1, 1] = np.inf
     with pytest.raises(ValueError, match="(NaN|inf)"):
-        OVKDE(RBF(), RBF()).fit(X, Yi)
+        OVKDE(RBF(1.0), RBF(1.0)).fit(X, Yi)
     with pytest.raises(ValueError, match="input_kernel"):
-        OVKDE("rbf", RBF()).fit(X, Y)
+        OVKDE("rbf", RBF(1.0)).fit(X, Y)
     with pytest.raises(ValueError, match="output_kernel"):
-        OVKDE(RBF(), None).fit(X, Y)
+        OVKDE(RBF(1.0), None).fit(X, Y)
     with pytest.raises(ValueError, match="minimum of 2"):
-        OVKDE(RBF(), RBF()).fit(X[:1], Y[:1])
-    m = OVKDE(RBF(), RBF()).fit(X, Y)
+        OVKDE(RBF(1.0), RBF(1.0)).fit(X[:1], Y[:1])
+    m = OVKDE(RBF(1.0), RBF(1.0)).fit(X, Y)
     with pytest.raises(ValueError, match="features"):
         m.predict(Xt[:, :2])
     with pytest.raises(ValueError, match="features"):
@@ -216,17 +216,17 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="output_features"):
         m.predict_embedding(Xt, np.ones((3, 2)))
     with pytest.raises(ValueError, match="n_components"):
-        WestonKDE(RBF(), RBF(), n_components=0).fit(X, Y)
+        WestonKDE(RBF(1.0), RBF(1.0), n_components=0).fit(X, Y)
     with pytest.raises(ValueError, match="n_components"):
-        WestonKDE(RBF(), RBF(), n_components=11).fit(X, Y)
+        WestonKDE(RBF(1.0), RBF(1.0), n_components=11).fit(X, Y)
     with pytest.raises(ValueError, match="Gram matrix of shape"):
-        OVKDE(lambda A, B: np.ones((2, 2)), RBF()).fit(X, Y)
+        OVKDE(lambda A, B: np.ones((2, 2)), RBF(1.0)).fit(X, Y)
 
 
 def test_loss_and_rbf_loss():
     rng = np.random.default_rng(0)
     Y, P = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
-    m = OVKDE(RBF(), RBF(1 / (2 * 1.5 ** 2)))
+    m = OVKDE(RBF(1.0), RBF(1 / (2 * 1.5 ** 2)))
     np.testing.assert_allclose(m.loss(Y, P), rbf_loss(Y, P, 1.5), atol=1e-12)
     np.testing.assert_allclose(rbf_loss(Y, Y, 1.0), 0.0)
     assert (rbf_loss(Y, P, 1.0) <= 2).all()

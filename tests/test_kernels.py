@@ -30,7 +30,7 @@ def kernel_kinds(d, rng):
         "linear_quadratic": linear_quadratic(d, mu=0.3),
         "sum": SumKernel([Separable(RBF(2.0), T), Separable(Linear(), np.eye(d))], [0.5, 1.5]),
         "block": BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * T, d),
-        "integral_uniform": Separable(RBF(1.0), IntegralOperator(t, weights="uniform")) if d > 1 else Separable(RBF(), T),
+        "integral_uniform": Separable(RBF(1.0), IntegralOperator(t, weights="uniform")) if d > 1 else Separable(RBF(1.0), T),
     }
 
 
@@ -103,9 +103,9 @@ def test_truncated_pinv_is_a_projection_inverse():
 def test_bad_inputs_raise_clear_errors():
     # constructors store their arguments (scikit-learn's clone and set_params need that); a bad one fails at use
     with pytest.raises(ValueError, match="symmetric"):
-        Separable(RBF(), [[1.0, 1.0], [0.0, 1.0]]).output_dim
+        Separable(RBF(1.0), [[1.0, 1.0], [0.0, 1.0]]).output_dim
     with pytest.raises(ValueError, match="positive semi-definite"):
-        Separable(RBF(), np.diag([1.0, -1.0])).gram(np.ones((1, 2)))
+        Separable(RBF(1.0), np.diag([1.0, -1.0])).gram(np.ones((1, 2)))
     with pytest.raises(ValueError, match="gamma"):
         RBF(-1)(np.ones((2, 2)))
     with pytest.raises(ValueError, match="gamma"):
@@ -113,9 +113,9 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="degree"):
         Polynomial(0).diag(np.ones((2, 2)))
     with pytest.raises(ValueError, match="NaN or inf"):
-        RBF()(np.array([[np.nan, 1.0]]))
+        RBF(1.0)(np.array([[np.nan, 1.0]]))
     with pytest.raises(ValueError, match="same number of features"):
-        RBF()(np.ones((2, 3)), np.ones((2, 4)))
+        RBF(1.0)(np.ones((2, 3)), np.ones((2, 4)))
     K = gaussian_times_J(3)
     with pytest.raises(ValueError, match="C must have shape"):
         K.apply(np.ones((2, 2)), np.ones((4, 2)), np.ones((4, 2)))
@@ -130,9 +130,9 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="non-negative"):
         MultiplicationOperator(np.linspace(0, 1, 4), func=lambda t: t - 0.5).eig()
     with pytest.raises(ValueError, match="scale"):
-        ScaledKernel(RBF(), scale=0.0)(np.ones((2, 2)))
+        ScaledKernel(RBF(1.0), scale=0.0)(np.ones((2, 2)))
     with pytest.raises(ValueError, match="columns"):
-        ColumnKernel(RBF(), [-1])(np.ones((2, 2)))
+        ColumnKernel(RBF(1.0), [-1])(np.ones((2, 2)))
     with pytest.raises(ValueError, match="ScalarKernel"):
         Separable(gaussian_times_J(2), np.eye(2)).output_dim
 
@@ -192,7 +192,7 @@ def test_set_params_changes_what_the_kernel_computes():
     K.set_params(T=np.eye(3))                        # the derived output matrix and its eigendecomposition follow
     assert K.output_dim == 3 and np.allclose(K.T_eig()[0], 1.0)
     t = np.linspace(0, 1, 7)
-    Ko = Separable(RBF(), IntegralOperator(t))
+    Ko = Separable(RBF(1.0), IntegralOperator(t))
     w0 = Ko.weights.copy()
     Ko.set_params(T__weights="uniform")              # nested in the operator: the kernel's weights follow
     np.testing.assert_allclose(Ko.weights, grid_weights(t, "uniform"))

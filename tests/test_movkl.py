@@ -179,8 +179,8 @@ def test_bad_inputs():
         with pytest.raises(ValueError, match=msg):
             MovKL(K, **kw).fit(X, Y)
     for kernels, msg in [([], "non-empty"), (None, "non-empty"), ([("rbf", IdentityOperator(t))], "kernels\\[0\\]"),
-                         ([(RBF(), IdentityOperator(t)), (RBF(), IdentityOperator(np.linspace(0, 1, 4)))], "same grid"),
-                         ([(RBF(), np.array([[1.0, 2.0], [0.0, 1.0]]))], "symmetric")]:
+                         ([(RBF(1.0), IdentityOperator(t)), (RBF(1.0), IdentityOperator(np.linspace(0, 1, 4)))], "same grid"),
+                         ([(RBF(1.0), np.array([[1.0, 2.0], [0.0, 1.0]]))], "symmetric")]:
         with pytest.raises(ValueError, match=msg):
             MovKL(kernels).fit(X, Y)
     est = MovKL(K)
@@ -196,11 +196,11 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :1])
     with pytest.raises(ValueError, match="n_components"):
-        FunctionalKRR(RBF(), IntegralOperator(t), n_components=0).fit(X, Y)
+        FunctionalKRR(RBF(1.0), IntegralOperator(t), n_components=0).fit(X, Y)
     with pytest.raises(ValueError, match="operator"):
-        FunctionalKRR(RBF(), "integral").fit(X, Y)
+        FunctionalKRR(RBF(1.0), "integral").fit(X, Y)
     with pytest.raises(NotFittedError):
-        FunctionalKRR(RBF(), IntegralOperator(t)).predict(X)
+        FunctionalKRR(RBF(1.0), IntegralOperator(t)).predict(X)
     with pytest.raises(ValueError, match="same shape"):
         rsse(Y, Y[:, :-1])
     with pytest.raises(ValueError, match="0/1"):
@@ -215,7 +215,7 @@ def test_pickle_clone_and_score():
     c = clone(est)
     assert c.get_params()["r"] == 2.0 and not hasattr(c, "coef_")
     assert est.score(X, Y) > 0.5
-    f = FunctionalKRR(RBF(), IntegralOperator(t), 0.1, 4).fit(X, Y)
+    f = FunctionalKRR(RBF(1.0), IntegralOperator(t), 0.1, 4).fit(X, Y)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(f)).predict(X), f.predict(X))
 
 
@@ -230,9 +230,9 @@ def test_helper_kernels():
     np.testing.assert_allclose(ColumnKernel(RBF(0.3), [1, 3])(X), RBF(0.3)(X[:, [1, 3]]))
     np.testing.assert_allclose(ScaledKernel(Linear(), 2.5)(X), 2.5 * X @ X.T)
     with pytest.raises(ValueError, match="columns"):          # kernels check their arguments at use (clone, set_params)
-        ColumnKernel(RBF(), [])(X)
+        ColumnKernel(RBF(1.0), [])(X)
     with pytest.raises(ValueError, match="scale"):
-        ScaledKernel(RBF(), 0.0)(X)
+        ScaledKernel(RBF(1.0), 0.0)(X)
 
 
 def test_lowrank_preconditioner_still_gives_the_exact_solution():

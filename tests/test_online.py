@@ -185,7 +185,7 @@ def test_sklearn_api():
     est.fit(X[:50], Y[:50])                        # fit forgets the previous pass
     assert est.n_seen_ == 50
     y1 = Y[:, 0]
-    assert ONORMA(Separable(RBF(), np.eye(1))).fit(X, y1).predict(X).shape == (120,)
+    assert ONORMA(Separable(RBF(1.0), np.eye(1))).fit(X, y1).predict(X).shape == (120,)
     with pytest.raises(NotFittedError):
         MONORMA([gaussian_times_J(2)]).predict(X)
 
@@ -234,7 +234,7 @@ def test_more_bad_input():
     with pytest.raises(ValueError, match="features"):
         ONORMA(gaussian_times_J(2)).fit(X, Y).partial_fit(X[:, :2], Y)
     with pytest.raises(ValueError, match="kernel must be an instance of OVKernel"):
-        ONORMA(RBF()).fit(X, Y)
+        ONORMA(RBF(1.0)).fit(X, Y)
     with pytest.raises(ValueError, match="classes"):
         ONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError, match="number of classes"):

@@ -54,26 +54,26 @@ def cases():
     Xc, Yc, t = _curves()
     Xv, yv = _views()
     return {
-        "OVKRidge": (OVKRidge(Separable(RBF(), paper000_J(2)), lam=0.1), {"kernel__scalar_kernel__gamma": GAMMAS}, X, Y),
+        "OVKRidge": (OVKRidge(Separable(RBF(1.0), paper000_J(2)), lam=0.1), {"kernel__scalar_kernel__gamma": GAMMAS}, X, Y),
         "OVKRidge T": (OVKRidge(Separable(RBF(0.5), np.eye(2)), lam=0.1),
                        {"kernel__T": [np.eye(2), np.ones((2, 2))]}, X, Y),
-        "OVKRidgeCV": (OVKRidgeCV(Separable(RBF(), np.eye(2)), lams=(0.01, 0.1), cv=2),
+        "OVKRidgeCV": (OVKRidgeCV(Separable(RBF(1.0), np.eye(2)), lams=(0.01, 0.1), cv=2),
                        {"kernel__scalar_kernel__gamma": GAMMAS}, X, Y),
-        "ONORMA": (ONORMA(Separable(RBF(), np.eye(2)), lam=0.01, eta=0.5), {"kernel__scalar_kernel__gamma": GAMMAS}, X, Y),
+        "ONORMA": (ONORMA(Separable(RBF(1.0), np.eye(2)), lam=0.01, eta=0.5), {"kernel__scalar_kernel__gamma": GAMMAS}, X, Y),
         "MONORMA": (MONORMA(_seps(1.0), lam=0.01, eta=0.5), {"kernels": [_seps(g) for g in GAMMAS]}, X, Y),
-        "FunctionalKRR": (FunctionalKRR(RBF(), IntegralOperator(t), lam=0.1),
+        "FunctionalKRR": (FunctionalKRR(RBF(1.0), IntegralOperator(t), lam=0.1),
                           {"kernel__gamma": GAMMAS}, Xc, Yc),
         "FunctionalKRR operator": (FunctionalKRR(RBF(0.5), IntegralOperator(t), lam=0.1),
                                    {"operator__weights": ["trapezoid", "uniform"]}, Xc, Yc),
         "MovKL": (MovKL(_pairs(t, 1.0), lam=0.1), {"kernels": [_pairs(t, g) for g in GAMMAS]}, Xc, Yc),
-        "OVKDE": (OVKDE(RBF(), RBF(0.5), lam=0.1), {"input_kernel__gamma": GAMMAS}, X, Y),
-        "CortesKDE": (CortesKDE(RBF(), RBF(0.5), lam=0.1), {"input_kernel__gamma": GAMMAS}, X, Y),
-        "WestonKDE": (WestonKDE(RBF(), RBF(0.5), lam=0.1, n_components=5), {"input_kernel__gamma": GAMMAS}, X, Y),
-        "MVML": (MVML(kernel=RBF(), n_components=0.5, random_state=0), {"kernel__gamma": GAMMAS}, Xv, yv),
-        "MVMLClassifier": (MVMLClassifier(kernel=RBF(), n_components=0.5, random_state=0), {"kernel__gamma": GAMMAS},
+        "OVKDE": (OVKDE(RBF(1.0), RBF(0.5), lam=0.1), {"input_kernel__gamma": GAMMAS}, X, Y),
+        "CortesKDE": (CortesKDE(RBF(1.0), RBF(0.5), lam=0.1), {"input_kernel__gamma": GAMMAS}, X, Y),
+        "WestonKDE": (WestonKDE(RBF(1.0), RBF(0.5), lam=0.1, n_components=5), {"input_kernel__gamma": GAMMAS}, X, Y),
+        "MVML": (MVML(kernel=RBF(1.0), n_components=0.5, random_state=0), {"kernel__gamma": GAMMAS}, Xv, yv),
+        "MVMLClassifier": (MVMLClassifier(kernel=RBF(1.0), n_components=0.5, random_state=0), {"kernel__gamma": GAMMAS},
                            Xv, (yv > np.median(yv)).astype(int)),
-        "OSKAAR": (OSKAAR(RBF(), lam=0.1, decoder=Squared()), {"kernel__gamma": GAMMAS}, X, Y),
-        "SALAMI": (SALAMI(RBF(), lam=0.1, decoder=Squared(), eta=0.5), {"kernel__gamma": GAMMAS}, X, Y),
+        "OSKAAR": (OSKAAR(RBF(1.0), lam=0.1, decoder=Squared()), {"kernel__gamma": GAMMAS}, X, Y),
+        "SALAMI": (SALAMI(RBF(1.0), lam=0.1, decoder=Squared(), eta=0.5), {"kernel__gamma": GAMMAS}, X, Y),
     }
 
 
