@@ -18,7 +18,8 @@ __all__ = ['GAMMA_RULES', 'Params', 'ScalarKernel', 'sq_distances', 'check_gram_
            'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'resolve_kernel', 'BlockKernel', 'paper000_J',
            'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
            'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel',
-           'ScaledKernel']
+           'ScaledKernel', 'Coregionalization', 'theta', 'bounds', 'n_dims', 'hyperparameter_names', 'clone_with_theta',
+           'gram_gradient']
 
 # %% ../nbs/1_shared/01_kernels.ipynb #5a1c0e02
 _PARAM_NAMES: dict = {}
@@ -721,3 +722,255 @@ class ScaledKernel(ScalarKernel):
 
     def _gram(self, X, Y): return self.scale * self.kernel._gram(X, Y)
     def _diag(self, X): return self.scale * self.kernel._diag(X)
+
+# %% ../nbs/1_shared/01_kernels.ipynb #94abd23a
+def _check_int(v, name, lo, hi=None):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo or (hi is not None and v > hi):
+        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{name} must be an integer in {rng}, got {v!r}")
+    return int(v)
+
+
+class Coregionalization(Params):
+    """The output matrix of the intrinsic coregionalization model, T = W W^T + diag(kappa): a learnable PSD matrix for
+    `Separable`'s `T` (rank `rank`; rank = d is free-form).
+
+    Parameters
+    ----------
+    d : int or None, default=None
+        The number of outputs; None: Y's width, set when an estimator fits (`resolve`).
+    rank : int or None, default=None
+        The number of columns r of W, 1 <= r <= d; None: d.
+    W : array of shape (d, rank) or None, default=None
+        The low-rank factor (unconstrained); None: set from Y's covariance at fit.
+    kappa : array of shape (d,) or None, default=None
+        The positive diagonal; None: set from Y's variances at fit.
+    kappa_bounds : (float, float), default=(1e-8, 1e5)
+        Bounds of each kappa (its theta entry is log kappa).
+
+    Attributes
+    ----------
+    matrix : ndarray of shape (d, d)
+        T = W W^T + diag(kappa).
+    weights : None
+        No quadrature weights (the plain inner product of R^d), as `Separable` reads from an output operator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> C = Coregionalization(2, rank=1, W=[[1.0], [2.0]], kappa=[0.1, 0.2])
+    >>> C.matrix
+    array([[1.1, 2. ],
+           [2. , 4.2]])
+    >>> C.hyperparameter_names, C.n_dims
+    (['W[0,0]', 'W[1,0]', 'kappa[0]', 'kappa[1]'], 4)
+    >>> bool(np.allclose(C.clone_with_theta(C.theta).matrix, C.matrix))
+    True
+    """
+    weights = None
+
+    def __init__(self, d=None, rank=None, W=None, kappa=None, kappa_bounds=(1e-8, 1e5)):
+        self.d, self.rank, self.W, self.kappa, self.kappa_bounds = d, rank, W, kappa, kappa_bounds
+
+    def _checked(self):
+        if self.d is None or self.W is None or self.kappa is None:
+            raise ValueError("Coregionalization(d=None, W=None or kappa=None) is set from the training targets when an "
+                             "estimator fits (its `kernel_` holds the values); to use it by itself call "
+                             "`resolve(X, Y)` or give d, W and kappa")
+        d = _check_int(self.d, "d", 1)
+        r = d if self.rank is None else _check_int(self.rank, "rank", 1, d)
+        W = np.asarray(self.W, dtype=float)
+        if W.shape != (d, r) or not np.isfinite(W).all():
+            raise ValueError(f"W must be a finite array of shape (d, rank) = {(d, r)}, got shape {W.shape}")
+        kappa = np.asarray(self.kappa, dtype=float)
+        if kappa.shape != (d,) or not np.isfinite(kappa).all() or (kappa <= 0).any():
+            raise ValueError(f"kappa must be {d} positive numbers, got {self.kappa!r}")
+        b = np.asarray(self.kappa_bounds, dtype=float)
+        if b.shape != (2,) or not (0 < b[0] <= b[1] < np.inf):
+            raise ValueError(f"kappa_bounds must be two numbers 0 < low <= high < inf, got {self.kappa_bounds!r}")
+        return d, r, W, kappa, b
+
+    def validate(self):
+        self._cached("checked", self._checked); return self
+
+    @property
+    def matrix(self):
+        "T = W W^T + diag(kappa), (d, d)."
+        def build():
+            _, _, W, kappa, _ = self._checked()
+            T = W @ W.T
+            T[np.diag_indices_from(T)] += kappa
+            return T
+        return self._cached("matrix", build)
+
+    @property
+    def output_dim(self): return self._cached("checked", self._checked)[0]
+
+    def _hp(self):
+        d, r, W, kappa, b = self._cached("checked", self._checked)
+        names = [f"W[{i},{j}]" for i in range(d) for j in range(r)] + [f"kappa[{i}]" for i in range(d)]
+        bounds = np.vstack([np.tile([-np.inf, np.inf], (d * r, 1)), np.tile(np.log(b), (d, 1))])
+        return names, np.r_[W.ravel(), np.log(kappa)], bounds
+
+    def _with_theta(self, theta):
+        d, r, _, _, _ = self._cached("checked", self._checked)
+        return Coregionalization(d, self.rank, theta[:d * r].reshape(d, r).copy(), np.exp(theta[d * r:]), self.kappa_bounds)
+
+    def matrix_gradient(self):
+        "dT / dtheta, shape (n_dims, d, d) (for references and tests; `theta_gradient` is the fast contraction)."
+        d, r, W, kappa, _ = self._cached("checked", self._checked)
+        out = np.zeros((d * r + d, d, d))
+        for i in range(d):
+            for j in range(r):
+                E = np.zeros((d, d)); E[i] = W[:, j]      # d(W W^T)/dW_ij = e_i w_j^T + w_j e_i^T
+                out[i * r + j] = E + E.T
+            out[d * r + i, i, i] = kappa[i]
+        return out
+
+    def theta_gradient(self, G):
+        "dL/dtheta from G = dL/dT (d, d): (G + G^T) W for W, kappa * diag(G) for log kappa."
+        _, _, W, kappa, _ = self._cached("checked", self._checked)
+        G = np.asarray(G, dtype=float)
+        return np.r_[((G + G.T) @ W).ravel(), kappa * np.diag(G)]
+
+    def _resolve_own(self, X, Y, params):
+        if params["d"] is not None and params["W"] is not None and params["kappa"] is not None:
+            return {}
+        if Y is None:
+            raise ValueError("Coregionalization with d, W or kappa None is set from the training targets: resolve it with "
+                             "kernel.resolve(X, Y)")
+        Y = np.asarray(Y, dtype=float)
+        Y = Y[:, None] if Y.ndim == 1 else Y
+        d = Y.shape[1] if params["d"] is None else _check_int(params["d"], "d", 1)
+        if Y.shape[1] != d:
+            raise ValueError(f"Coregionalization has d={d} but Y has {Y.shape[1]} columns")
+        r = d if params["rank"] is None else _check_int(params["rank"], "rank", 1, d)
+        C = np.atleast_2d(np.cov(Y, rowvar=False, bias=True)) if len(Y) > 1 else np.zeros((d, d))
+        C = np.where(np.isfinite(C), C, 0.0)
+        scale = float(np.mean(np.diag(C)))
+        scale = scale if scale > 0 and np.isfinite(scale) else 1.0
+        e, V = np.linalg.eigh(C)
+        e, V = e[::-1][:r], V[:, ::-1][:, :r]
+        out = {"d": d}
+        out["W"] = V * np.sqrt(0.8 * np.maximum(e, 0.05 * scale)) if params["W"] is None else params["W"]
+        out["kappa"] = np.maximum(0.1 * np.diag(C), 0.01 * scale) if params["kappa"] is None else params["kappa"]
+        return out
+
+# %% ../nbs/1_shared/01_kernels.ipynb #511a06ce
+from fastcore.basics import patch as _patch
+
+
+def _no_hp(self):
+    "(names, theta, bounds) of the learnable hyper-parameters: none by default."
+    return [], np.zeros(0), np.zeros((0, 2))
+
+
+Params._hp = _no_hp
+Params._with_theta = lambda self, theta: type(self)(**self.get_params(deep=False))
+
+
+@_patch(as_prop=True)
+def theta(self: Params) -> np.ndarray:
+    "The learnable hyper-parameters as one flat vector, positive ones in log space (as scikit-learn's kernels)."
+    return self._hp()[1].copy()
+
+
+@_patch(as_prop=True)
+def bounds(self: Params) -> np.ndarray:
+    "Log-space bounds of `theta`, shape (n_dims, 2); -inf / inf where a parameter is unbounded."
+    return self._hp()[2].copy()
+
+
+@_patch(as_prop=True)
+def n_dims(self: Params) -> int:
+    "The number of learnable hyper-parameters (len(theta))."
+    return len(self._hp()[1])
+
+
+@_patch(as_prop=True)
+def hyperparameter_names(self: Params) -> list:
+    "The name of each entry of `theta` (nested ones as `scalar_kernel__gamma`, `T__W[0,1]`, `kernels[1]__...`)."
+    return list(self._hp()[0])
+
+
+@_patch
+def clone_with_theta(self: Params, theta):
+    "A new kernel with the hyper-parameters `theta` (the layout of `self.theta`); `self` is not changed."
+    t = np.asarray(theta, dtype=float)
+    if t.ndim != 1 or len(t) != self.n_dims or not np.isfinite(t).all():
+        raise ValueError(f"theta must be a finite 1-D array of length n_dims = {self.n_dims} for {type(self).__name__}, "
+                         f"got shape {t.shape}")
+    return self._with_theta(t)
+
+
+def _prefixed(prefix, obj):
+    names, th, b = obj._hp()
+    return [f"{prefix}__{n}" for n in names], th, b
+
+
+def _bandwidth_hp(self):
+    self.validate()                              # a rule ('scale') raises: resolve the kernel first
+    lo, hi = type(self).gamma_bounds
+    return ["gamma"], np.array([np.log(self.gamma)]), np.log([[lo, hi]])
+
+
+_Bandwidth.gamma_bounds = (1e-6, 1e6)
+_Bandwidth._hp = _bandwidth_hp
+_Bandwidth._with_theta = lambda self, theta: type(self)(gamma=float(np.exp(theta[0])))
+
+
+@_patch
+def gram_gradient(self: ScalarKernel, X):
+    """(K, dK): the Gram k(X, X) (n, n) and its derivatives with respect to `theta`, shape (n_dims, n, n)."""
+    X = check_matrix(X, "X", allow_1d=True)
+    K = self(X)
+    if self.n_dims:
+        raise ValueError(f"{type(self).__name__} has learnable hyper-parameters but no gram_gradient")
+    return K, np.zeros((0, len(X), len(X)))
+
+
+@_patch
+def gram_gradient(self: _Bandwidth, X):
+    "(K, dK) with dK[0] = dK / dlog(gamma) = -gamma D * K (D the squared Euclidean or the L1 distances)."
+    self.validate()
+    X = check_matrix(X, "X", allow_1d=True)
+    D = sq_distances(X, X) if self._metric == "sqeuclidean" else cdist(X, X, "cityblock")
+    D *= -self.gamma
+    K = check_gram_finite(np.exp(D), self, X)
+    return K, (D * K)[None]
+
+
+def _separable_hp(self):
+    names, th, b = _prefixed("scalar_kernel", self.scalar_kernel) if isinstance(self.scalar_kernel, Params) else _no_hp(self)
+    if isinstance(self._T, Params):
+        n2, t2, b2 = _prefixed("T", self._T)
+        names, th, b = names + n2, np.r_[th, t2], np.vstack([b, b2])
+    return names, th, b
+
+
+def _separable_with_theta(self, theta):
+    k, T = self.scalar_kernel, self._T
+    nk = k.n_dims if isinstance(k, Params) else 0
+    return Separable(k.clone_with_theta(theta[:nk]) if nk else k,
+                     T.clone_with_theta(theta[nk:]) if isinstance(T, Params) and T.n_dims else T, self._weights)
+
+
+Separable._hp, Separable._with_theta = _separable_hp, _separable_with_theta
+
+
+def _sum_hp(self):
+    names, th, b = [], [np.zeros(0)], [np.zeros((0, 2))]
+    for i, k in enumerate(self.kernels):
+        n, t, bb = _prefixed(f"kernels[{i}]", k)
+        names += n; th.append(t); b.append(bb)
+    return names, np.concatenate(th), np.vstack(b)
+
+
+def _sum_with_theta(self, theta):
+    out, i = [], 0
+    for k in self.kernels:
+        out.append(k.clone_with_theta(theta[i:i + k.n_dims]) if k.n_dims else k); i += k.n_dims
+    return SumKernel(out, self._weights)
+
+
+SumKernel._hp, SumKernel._with_theta = _sum_hp, _sum_with_theta

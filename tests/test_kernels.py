@@ -234,3 +234,75 @@ def test_estimators_holding_any_kernel_clone():
         est = clone(OVKRidge(kernel=K, lam=0.5))
         assert est.lam == 0.5 and type(est.kernel) is type(K), name
         np.testing.assert_array_equal(est.kernel.gram(np.eye(3)), K.gram(np.eye(3)))
+
+
+# ---- hyper-parameters as a flat log-space vector (issue 20) ----
+from ovk_nb.kernels import Coregionalization, resolve_kernel  # noqa: E402
+
+
+def _fd(f, theta, h=1e-6):
+    out = []
+    for j in range(len(theta)):
+        e = np.zeros(len(theta)); e[j] = h
+        out.append((f(theta + e) - f(theta - e)) / (2 * h))
+    return np.array(out)
+
+
+def test_theta_layout_and_round_trip():
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(10, 2)), rng.normal(size=(10, 3))
+    K = resolve_kernel(Separable(RBF("scale"), Coregionalization(rank=1)), X, Y)
+    assert K.hyperparameter_names == ["scalar_kernel__gamma", "T__W[0,0]", "T__W[1,0]", "T__W[2,0]",
+                                      "T__kappa[0]", "T__kappa[1]", "T__kappa[2]"]
+    assert K.bounds.shape == (7, 2) and np.isinf(K.bounds[1:4]).all() and np.isfinite(K.bounds[[0, 4, 5, 6]]).all()
+    np.testing.assert_allclose(K.theta[0], np.log(1 / (2 * X.var())))
+    K2 = K.clone_with_theta(K.theta + 0.3)
+    np.testing.assert_allclose(K2.theta, K.theta + 0.3)
+    assert K2.scalar_kernel.gamma == pytest.approx(K.scalar_kernel.gamma * np.exp(0.3))
+    np.testing.assert_allclose(K.clone_with_theta(K.theta).gram(X), K.gram(X), rtol=1e-14)
+    S = SumKernel([K, Separable(RBF(1.0), np.eye(3))])
+    assert S.n_dims == 8 and S.hyperparameter_names[-1] == "kernels[1]__scalar_kernel__gamma"
+    assert Linear().n_dims == 0 and Separable(Linear(), np.eye(2)).theta.shape == (0,)
+
+
+def test_gradients_against_finite_differences():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(9, 3))
+    for k in [RBF(0.3), Laplacian(0.8)]:
+        K, dK = k.gram_gradient(X)
+        np.testing.assert_allclose(K, k(X))
+        fd = _fd(lambda t: k.clone_with_theta(t)(X), k.theta)
+        assert np.abs(dK - fd).max() < 1e-7
+    C = Coregionalization(3, 2, rng.normal(size=(3, 2)), [0.2, 0.5, 1.0])
+    fd = _fd(lambda t: C.clone_with_theta(t).matrix, C.theta)
+    assert np.abs(C.matrix_gradient() - fd).max() < 1e-7
+    G = rng.normal(size=(3, 3))
+    np.testing.assert_allclose(C.theta_gradient(G), np.einsum("ij,tij->t", G, C.matrix_gradient()), rtol=1e-12)
+
+
+def test_coregionalization_is_an_output_matrix_and_a_parameter():
+    C = Coregionalization(2, 2, [[1.0, 0.0], [0.5, 1.0]], [0.1, 0.1])
+    K = Separable(RBF(1.0), C)
+    np.testing.assert_allclose(K.T, [[1.1, 0.5], [0.5, 1.35]])
+    assert K.weights is None and K.output_dim == 2
+    K.set_params(T__kappa=[1.0, 1.0])                  # the derived T follows set_params
+    np.testing.assert_allclose(np.diag(K.T), [2.0, 2.25])
+    from sklearn.base import clone
+    assert np.array_equal(clone(K).T, K.T)
+    assert np.array_equal(pickle.loads(pickle.dumps(K)).gram(np.eye(2)), K.gram(np.eye(2)))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda: RBF("scale").theta, "resolve"),
+    (lambda: Coregionalization(2).matrix, "resolve"),
+    (lambda: Coregionalization(2, 3, np.ones((2, 3)), [1, 1]).matrix, "rank"),
+    (lambda: Coregionalization(2, 1, np.ones((3, 1)), [1, 1]).matrix, "W must"),
+    (lambda: Coregionalization(2, 1, np.ones((2, 1)), [1, -1]).matrix, "kappa"),
+    (lambda: Coregionalization(2, 1, np.ones((2, 1)), [1, 1], kappa_bounds=(0, 1)).theta, "kappa_bounds"),
+    (lambda: RBF(1.0).clone_with_theta([1.0, 2.0]), "theta"),
+    (lambda: RBF(1.0).clone_with_theta([np.nan]), "theta"),
+    (lambda: Coregionalization().resolve(np.zeros((3, 1))), "resolve"),
+])
+def test_hyperparameter_bad_inputs(bad, match):
+    with pytest.raises(ValueError, match=match):
+        bad()
