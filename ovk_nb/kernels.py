@@ -18,8 +18,7 @@ __all__ = ['GAMMA_RULES', 'Params', 'ScalarKernel', 'sq_distances', 'check_gram_
            'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'resolve_kernel', 'BlockKernel', 'paper000_J',
            'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
            'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel',
-           'ScaledKernel', 'Coregionalization', 'theta', 'bounds', 'n_dims', 'hyperparameter_names', 'clone_with_theta',
-           'gram_gradient']
+           'ScaledKernel', 'Coregionalization']
 
 # %% ../nbs/1_shared/01_kernels.ipynb #5a1c0e02
 _PARAM_NAMES: dict = {}
@@ -857,9 +856,6 @@ class Coregionalization(Params):
         return out
 
 # %% ../nbs/1_shared/01_kernels.ipynb #511a06ce
-from fastcore.basics import patch as _patch
-
-
 def _no_hp(self):
     "(names, theta, bounds) of the learnable hyper-parameters: none by default."
     return [], np.zeros(0), np.zeros((0, 2))
@@ -869,32 +865,27 @@ Params._hp = _no_hp
 Params._with_theta = lambda self, theta: type(self)(**self.get_params(deep=False))
 
 
-@_patch(as_prop=True)
-def theta(self: Params) -> np.ndarray:
+def _theta(self) -> np.ndarray:
     "The learnable hyper-parameters as one flat vector, positive ones in log space (as scikit-learn's kernels)."
     return self._hp()[1].copy()
 
 
-@_patch(as_prop=True)
-def bounds(self: Params) -> np.ndarray:
+def _bounds(self) -> np.ndarray:
     "Log-space bounds of `theta`, shape (n_dims, 2); -inf / inf where a parameter is unbounded."
     return self._hp()[2].copy()
 
 
-@_patch(as_prop=True)
-def n_dims(self: Params) -> int:
+def _n_dims(self) -> int:
     "The number of learnable hyper-parameters (len(theta))."
     return len(self._hp()[1])
 
 
-@_patch(as_prop=True)
-def hyperparameter_names(self: Params) -> list:
+def _hyperparameter_names(self) -> list:
     "The name of each entry of `theta` (nested ones as `scalar_kernel__gamma`, `T__W[0,1]`, `kernels[1]__...`)."
     return list(self._hp()[0])
 
 
-@_patch
-def clone_with_theta(self: Params, theta):
+def _clone_with_theta(self, theta):
     "A new kernel with the hyper-parameters `theta` (the layout of `self.theta`); `self` is not changed."
     t = np.asarray(theta, dtype=float)
     if t.ndim != 1 or len(t) != self.n_dims or not np.isfinite(t).all():
@@ -908,6 +899,11 @@ def _prefixed(prefix, obj):
     return [f"{prefix}__{n}" for n in names], th, b
 
 
+# attached to the classes here (no new names in the module's namespace): properties of every kernel and operator
+Params.theta, Params.bounds, Params.n_dims = property(_theta), property(_bounds), property(_n_dims)
+Params.hyperparameter_names, Params.clone_with_theta = property(_hyperparameter_names), _clone_with_theta
+
+
 def _bandwidth_hp(self):
     self.validate()                              # a rule ('scale') raises: resolve the kernel first
     lo, hi = type(self).gamma_bounds
@@ -919,8 +915,7 @@ _Bandwidth._hp = _bandwidth_hp
 _Bandwidth._with_theta = lambda self, theta: type(self)(gamma=float(np.exp(theta[0])))
 
 
-@_patch
-def gram_gradient(self: ScalarKernel, X):
+def _scalar_gram_gradient(self, X):
     """(K, dK): the Gram k(X, X) (n, n) and its derivatives with respect to `theta`, shape (n_dims, n, n)."""
     X = check_matrix(X, "X", allow_1d=True)
     K = self(X)
@@ -929,8 +924,7 @@ def gram_gradient(self: ScalarKernel, X):
     return K, np.zeros((0, len(X), len(X)))
 
 
-@_patch
-def gram_gradient(self: _Bandwidth, X):
+def _bandwidth_gram_gradient(self, X):
     "(K, dK) with dK[0] = dK / dlog(gamma) = -gamma D * K (D the squared Euclidean or the L1 distances)."
     self.validate()
     X = check_matrix(X, "X", allow_1d=True)
@@ -938,6 +932,9 @@ def gram_gradient(self: _Bandwidth, X):
     D *= -self.gamma
     K = check_gram_finite(np.exp(D), self, X)
     return K, (D * K)[None]
+
+
+ScalarKernel.gram_gradient, _Bandwidth.gram_gradient = _scalar_gram_gradient, _bandwidth_gram_gradient
 
 
 def _separable_hp(self):
