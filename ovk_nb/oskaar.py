@@ -155,9 +155,37 @@ def _targets(self: OSKAAR, X, Y):
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #90c3bc61
 @patch
 def _run(self: OSKAAR, X, T):
-    "Blocks of at most `_block_size` rounds, cut where the budgeted variant switches to its primal form."
-    with threadpool_limits(self._threads):
-        self._run_blocks(X, *T)
+    """Blocks of at most `_block_size` rounds, cut where the budgeted variant switches to its primal form; compute, then
+    commit: if any block raises, the buffers' free rows the pass wrote are put back (`_free_rows`), then the attributes."""
+    state, saved = dict(self.__dict__), [(a, s, a[s].copy()) for a, s in self._free_rows(len(X))]
+    try:
+        with threadpool_limits(self._threads):
+            self._run_blocks(X, *T)
+    except BaseException as e:
+        for a, s, v in saved:
+            a[s] = v
+        self.__dict__.clear(); self.__dict__.update(state)
+        if isinstance(e, np.linalg.LinAlgError):          # K + lam I is positive definite: only overflow breaks it
+            raise ValueError(f"the factorisation of K + lam I failed ({e}): the kernel's values are too large; scale the "
+                             "inputs (e.g. StandardScaler) or choose a smaller gamma") from None
+        raise
+
+
+@patch
+def _free_rows(self: OSKAAR, n) -> list:
+    """(array, rows) of every buffer that a pass of n rounds may write in place: the rows past the live ones of the per-step
+    records, the stored inputs and codes, and the live exact factors' buffers (`KAARFactor.extend` borders in place). A
+    buffer that fills is replaced by a new array, so no write lands past these rows: saving them costs O(n x row)."""
+    r, g = self.n_seen_ - self._rec0, self._n_in
+    rows = [(getattr(self, k), slice(r, r + n)) for k in self._step_records]
+    rows += [(self._X, slice(g, g + n)), (self._codes, slice(g, g + n))]
+    return rows + [(f.buf, slice(f.n, f.n + n)) for f in self._exact_factors()]
+
+
+@patch
+def _exact_factors(self: OSKAAR) -> list:
+    "The live `KAARFactor`s (one; none once the budgeted variant is primal)."
+    return [self._factor] if isinstance(self._factor, KAARFactor) else []
 
 
 @patch
@@ -209,6 +237,9 @@ def _block_exact(self: OSKAAR, Xb, cb, reg):
 def _record(self: OSKAAR, G, cb, reg):
     "Decode the block's rounds, record decisions, task and surrogate losses; the stream moves on by B rounds."
     g, B, dec = self.n_seen_, len(G), self.decoder_
+    if not np.isfinite(G).all():                          # overflow in the factor or the primal state: never a silent NaN
+        raise ValueError(f"non-finite feature estimates at rounds {g}..{g + B - 1}: the kernel's values on these inputs "
+                         "overflow the factorisation; scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
     Z = dec.decode(G, reg, g + np.arange(B))
     loss = dec.task_loss(Z, cb, reg)
     r = g - self._rec0                                    # the records keep the steps from `_rec0` on
@@ -248,14 +279,19 @@ def primal_block(P: dict, Xb, Phi) -> tuple:
     and R <- R chol(I + H^T H), S <- S + F_b^T Phi_b. Returns (G, the new state); P is left as it was."""
     F = P["nf"](Xb)
     R, B = P["R"], len(Xb)
-    H = _forward(R, F.T).T
-    Lb = cholesky(np.eye(B) + H @ H.T, lower=True, check_finite=False)
-    C = solve_triangular(Lb, np.eye(B), lower=True, check_finite=False) / np.diag(Lb)[:, None]
-    V = _backward(R, (C @ H).T).T                                   # row k: (P_k f_k)^T
-    S = np.pad(P["S"], ((0, 0), (0, Phi.shape[1] - P["S"].shape[1])))
-    G = V @ S + np.tril(V @ F.T, -1) @ Phi
-    Lh = cholesky(np.eye(len(R)) + H.T @ H, lower=True, check_finite=False)
-    return G, {**P, "R": R @ Lh, "S": S + F.T @ Phi}
+    with np.errstate(over="ignore", invalid="ignore"):              # overflow is refused below, by name
+        H = _forward(R, F.T).T
+        Lb = cholesky(np.eye(B) + H @ H.T, lower=True, check_finite=False)
+        C = solve_triangular(Lb, np.eye(B), lower=True, check_finite=False) / np.diag(Lb)[:, None]
+        V = _backward(R, (C @ H).T).T                               # row k: (P_k f_k)^T
+        S = np.pad(P["S"], ((0, 0), (0, Phi.shape[1] - P["S"].shape[1])))
+        G = V @ S + np.tril(V @ F.T, -1) @ Phi
+        Lh = cholesky(np.eye(len(R)) + H.T @ H, lower=True, check_finite=False)
+        new = {**P, "R": R @ Lh, "S": S + F.T @ Phi}
+    if not (np.isfinite(G).all() and np.isfinite(new["R"]).all() and np.isfinite(new["S"]).all()):
+        raise ValueError(f"the budgeted state overflows on these {B} inputs (Nystrom features up to "
+                         f"{float(np.abs(F).max()):.3g}): scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
+    return G, new
 
 
 def primal_estimates(P: dict, X, D: int) -> np.ndarray:

@@ -115,6 +115,11 @@ def _run_blocks(self: SALAMI, X, codes, reg):
         self._block_salami(X[i:i + self._block_size], codes[i:i + self._block_size], reg)
     self._reg = reg
 
+@patch
+def _exact_factors(self: SALAMI) -> list:
+    "The experts' live `KAARFactor`s (`OSKAAR._free_rows` saves the rows a pass may border in place)."
+    return [f for f in self._factors if isinstance(f, KAARFactor)]
+
 # %% ../nbs/2_algorithms/07_salami.ipynb #f9faee50
 @patch
 def _expert_rows(self: SALAMI, Xb, cb, reg):

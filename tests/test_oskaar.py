@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from ovk_nb.decoding import CandidateSet, Hamming, Spearman, Squared, ZeroOne
 from ovk_nb.kde import CortesKDE, position_match_kernel
-from ovk_nb.kernels import RBF, Polynomial
+from ovk_nb.kernels import RBF, Linear, Polynomial
 from ovk_nb.linalg import NystromFeatures
 from ovk_nb.oskaar import OSKAAR, KAARFactor, oskaar_literal
 
@@ -193,3 +193,60 @@ def test_labels_that_are_not_a_sequence_are_refused_naming_Y():
     for bad in (None, 3.0):
         with pytest.raises(ValueError, match=r"\bY\b"):
             OSKAAR().fit(X, bad)
+
+
+# --- compute, then commit: a batch that fails anywhere leaves every attribute and every buffer bit-identical ----------
+def state_bytes(v):
+    "Every attribute, recursively (factor objects, primal-state dicts, expert lists), arrays by their full buffers' bytes."
+    if isinstance(v, np.ndarray):
+        return ("array", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, dict):
+        return ("dict", tuple((k, state_bytes(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return ("seq", tuple(state_bytes(x) for x in v))
+    if hasattr(v, "__dict__") and not isinstance(v, type):
+        return (type(v).__name__, state_bytes(vars(v)))
+    return ("value", repr(v))
+
+
+class Picky(RBF):
+    "An RBF kernel whose own code raises (a user's kernel failing) on inputs with a first coordinate of 99."
+    def _gram(self, X, Y):
+        if (X[:, 0] == 99).any() or (Y[:, 0] == 99).any():
+            raise RuntimeError("the user's kernel failed")
+        return super()._gram(X, Y)
+
+
+def learners():
+    from ovk_nb.salami import SALAMI
+    return {"oskaar": lambda k: OSKAAR(k, lam=0.5, decoder=Hamming()),
+            "oskaar-budget": lambda k: OSKAAR(k, lam=0.5, decoder=Hamming(), budget=40),    # switches at round 40
+            "salami": lambda k: SALAMI(k, lam=0.5, decoder=Hamming(), lifetime=2),
+            "salami-all": lambda k: SALAMI(k, lam=0.5, decoder=Hamming(), lifetime=None),
+            "salami-budget": lambda k: SALAMI(k, lam=0.5, decoder=Hamming(), lifetime=2, budget=8)}
+
+
+@pytest.mark.parametrize("name", sorted(learners()))
+@pytest.mark.parametrize("fault", ["overflow", "kernel raises"])
+def test_a_batch_failing_late_leaves_every_buffer_bit_identical(name, fault):
+    """30 rounds (buffers with room left), then a batch of 20 whose last 2 rows fail in the kernel (a linear kernel
+    overflowing on 1e200, or the user's kernel raising): by then blocks of 4 rounds have bordered the factors, stored
+    inputs and codes, filled records, switched to the primal form (budget 40), started experts and forgotten inputs
+    (SALAMI). Everything must be as before the call, byte for byte, and the stream must go on as if it had never failed."""
+    r = np.random.default_rng(0)
+    X = r.normal(size=(80, 3))
+    Y = (X + r.normal(size=(80, 3)) > 0).astype(int)
+    kernel, bad, err = (Linear(), 1e200, ValueError) if fault == "overflow" else (Picky(0.5), 99.0, RuntimeError)
+    est, twin = learners()[name](kernel), learners()[name](kernel)
+    est._block_size = twin._block_size = 4
+    est.partial_fit(X[:30], Y[:30]); twin.partial_fit(X[:30], Y[:30])
+    before, pred = state_bytes(vars(est)), est.predict(X)
+    Xb = X[30:50].copy()
+    Xb[-2:, 0] = bad
+    with pytest.raises(err):
+        est.partial_fit(Xb, Y[30:50])
+    assert state_bytes(vars(est)) == before
+    np.testing.assert_array_equal(est.predict(X), pred)
+    est.partial_fit(X[30:], Y[30:]); twin.partial_fit(X[30:], Y[30:])
+    np.testing.assert_array_equal(est.surrogate_losses_, twin.surrogate_losses_)
+    np.testing.assert_array_equal(est.predict(X), twin.predict(X))
