@@ -120,6 +120,16 @@ def _exact_factors(self: SALAMI) -> list:
     "The experts' live `KAARFactor`s (`OSKAAR._free_rows` saves the rows a pass may border in place)."
     return [f for f in self._factors if isinstance(f, KAARFactor)]
 
+@patch
+def _use_params(self: SALAMI, first):
+    """Refuse a budget with `lifetime=None`: every expert would live forever, t experts of O(m^2) each at round t (750
+    experts, 3.4 MB at t = 750), so the budget would bound nothing."""
+    if self.budget is not None and self.lifetime is None:
+        raise ValueError(f"budget={self.budget} needs a lifetime: with lifetime=None every expert lives forever and the "
+                         "learner keeps t budgeted experts at round t (memory O(t m^2), unbounded); give lifetime=L (the "
+                         "covering schedule: at most 1 + ceil(L/2) (log2 t + 1) live experts, e.g. lifetime=4), or "
+                         "budget=None for the paper's exact schedule")
+
 # %% ../nbs/2_algorithms/07_salami.ipynb #f9faee50
 @patch
 def _expert_rows(self: SALAMI, Xb, cb, reg):

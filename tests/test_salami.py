@@ -140,7 +140,7 @@ def test_bad_inputs_are_refused_by_name_and_leave_the_learner_as_it_was():
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("lifetime,budget", [(None, 7), (2, 5), (3, 16)])
+@pytest.mark.parametrize("lifetime,budget", [(64, 7), (2, 5), (3, 16)])   # 64: every expert lives through the stream
 def test_budgeted_equals_literal_with_budgeted_experts(kind, lifetime, budget):
     X, Y, dec = make(kind, 45)
     eta = 0.05 if kind == "squared" else None
@@ -212,7 +212,7 @@ def test_budgeted_pickled_mid_stream_resumes_and_failures_leave_it_as_it_was(kin
 @pytest.mark.parametrize("n", [20, 21, 33])
 def test_budgeted_predict_is_the_decision_of_the_next_round(kind, n):
     X, Y, dec = make(kind, n + 1)
-    for cls, kw in ((OSKAAR, dict(budget=20)), (SALAMI, dict(budget=20, lifetime=2)), (SALAMI, dict(budget=4, lifetime=None))):
+    for cls, kw in ((OSKAAR, dict(budget=20)), (SALAMI, dict(budget=20, lifetime=2)), (SALAMI, dict(budget=4, lifetime=64))):
         est = cls(RBF(0.7), lam=0.2, decoder=dec, **kw).fit(X[:n], Y[:n])   # n = 20: the dictionary has just filled
         nxt = cls(RBF(0.7), lam=0.2, decoder=dec, **kw).fit(X, Y)
         want = nxt.decoder_.output(nxt.decisions_[n:].astype(int), nxt._reg)[0]
@@ -259,3 +259,50 @@ def test_centred_embedding_moves_weight_to_young_experts_after_a_change(seed, ki
     o = OSKAAR(RBF(1.0), lam=0.5, decoder=make_dec(True)).fit(X, Y)
     assert c.losses_[150:].mean() < 0.8 * p.losses_[150:].mean() < 0.8 * o.losses_[150:].mean()
     assert c.mean_start_[200] > p.mean_start_[200] + 20 and c.mean_start_[-1] > 200
+
+
+def nbytes(v):
+    "Bytes of every array the learner holds, recursively (experts' factors and primal states, dictionaries, records)."
+    if isinstance(v, np.ndarray):
+        return v.nbytes
+    if isinstance(v, dict):
+        return sum(nbytes(x) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return sum(nbytes(x) for x in v)
+    return nbytes(vars(v)) if hasattr(v, "__dict__") and not isinstance(v, type) else 0
+
+
+def test_a_budget_without_a_lifetime_is_refused():
+    "lifetime=None keeps every expert: t budgeted experts at round t (750 experts, 3.4 MB at t = 750), so it is refused."
+    X, Y, dec = make("hamming", 30)
+    with pytest.raises(ValueError, match="budget=5 needs a lifetime"):
+        SALAMI(RBF(0.7), decoder=dec, budget=5, lifetime=None).fit(X, Y)
+    est = SALAMI(RBF(0.7), decoder=dec, budget=5).fit(X, Y)              # the default lifetime (4) is fine
+    with pytest.raises(ValueError, match="lifetime was"):                # and cannot be dropped mid-stream
+        est.set_params(lifetime=None).partial_fit(X, Y)
+
+
+def test_with_a_budget_and_a_history_everything_kept_is_bounded():
+    """budget=m, lifetime=L, history=k, 3000 rounds in calls of 100: at most 1 + ceil(L/2)(log2 t + 1) experts, each of
+    O(m^2) (a factor of at most m points in a buffer of at most max(64, 2(m + B)) rows, or R, S and a dictionary of m),
+    at most m + B stored inputs, records of at most 2(k + 100) rows; the bytes held grow only with log t."""
+    m, L, k, B = 20, 4, 50, 32
+    r = np.random.default_rng(0)
+    X = r.normal(size=(3000, 3))
+    Y = (X + r.normal(size=(3000, 3)) > 0).astype(int)
+    est = SALAMI(RBF(0.7), lam=0.5, decoder=make("hamming")[2], lifetime=L, budget=m, history=k)
+    est._block_size = B
+    held = {}
+    for a in range(0, 3000, 100):
+        est.partial_fit(X[a:a + 100], Y[a:a + 100])
+        t = est.n_seen_
+        assert len(est._factors) <= 1 + -(-L // 2) * (int(np.log2(t)) + 1)
+        for f in est._factors:
+            if isinstance(f, dict):
+                assert f["R"].shape == (m, m) and f["S"].shape[0] == m and f["nf"].landmarks.shape == (m, 3)
+            else:
+                assert f.n <= m and len(f.buf) <= max(64, 2 * (m + B))
+        assert est._n_in <= m + B and len(est._X) <= max(64, 2 * (m + B))
+        assert max(len(getattr(est, name)) for name in est._step_records) <= 2 * (k + 100)
+        held[t] = nbytes(vars(est))
+    assert held[3000] <= 1.25 * held[1000] and held[3000] < 600_000            # measured: 366 kB at 1000, 390 kB at 3000
