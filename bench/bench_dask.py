@@ -72,7 +72,7 @@ if solver == "mvml":                                   # one target, three views
     Yte = Yte[:, 0]
 else:
     est = OVKRidge(K, lam=a["lam"], solver=solver, n_components=p, random_state=0, tol=a["tol"],
-                   preconditioner="jacobi" if solver == "cg" else "auto")
+                   preconditioner="jacobi" if solver == "cg" else "auto", center_y=False)
 out = {}
 if mode == "single":
     blocks = [block(b, m, d) for b, m in enumerate(sizes)]

@@ -79,8 +79,8 @@ def speed_rows(n, d, repeat, n_lams=20):
     KR = "sklearn KernelRidge (independent outputs, T = I)"
     methods = {
         KR: lambda: KernelRidge(alpha=LAM, kernel="rbf", gamma=GAMMA).fit(X, Y),
-        "ours, T = I, solver auto": lambda: OVKRidge(KI, lam=LAM).fit(X, Y),
-        "ours, Gaussian x J, solver auto": lambda: OVKRidge(K, lam=LAM).fit(X, Y),
+        "ours, T = I, solver auto": lambda: OVKRidge(KI, lam=LAM, center_y=False).fit(X, Y),
+        "ours, Gaussian x J, solver auto": lambda: OVKRidge(K, lam=LAM, center_y=False).fit(X, Y),
     }
     times, fits = {k: {m: [] for m, _ in MODES} for k in methods}, {}
     for _ in range(repeat):
@@ -100,7 +100,7 @@ def speed_rows(n, d, repeat, n_lams=20):
             row["rel. diff. of predictions to KernelRidge"] = rel(m.predict(X[:500]), kr.predict(X[:500]))
         rows.append(row)
     C_auto = fits["ours, Gaussian x J, solver auto"].coef_
-    t, _, m = modes_time(lambda: OVKRidge(K, lam=LAM, solver="eigen").fit(X, Y))
+    t, _, m = modes_time(lambda: OVKRidge(K, lam=LAM, solver="eigen", center_y=False).fit(X, Y))
     rows.append({"section": "speed", "n": n, "d": d, "method": "ours, Gaussian x J, solver eigen (one eigh)",
                  **time_cols(t, best[KR], "KernelRidge"), "rel. diff. of coef to the cholesky solve": rel(m.coef_, C_auto)})
     lams = np.logspace(-8, 0, n_lams)
@@ -149,7 +149,7 @@ def accuracy_rows(n, d, repeat):
                      "rel. diff. of coef to dense": 0.0})
         solvers = ["eigen", "cholesky", "cg", "nystrom"] if isinstance(K, Separable) else ["cholesky", "cg", "nystrom"]
         for solver in solvers:
-            t, _, m = modes_time(lambda: OVKRidge(K, lam=LAM, solver=solver, tol=1e-12, n_components=n).fit(X, Y), repeat)
+            t, _, m = modes_time(lambda: OVKRidge(K, lam=LAM, solver=solver, tol=1e-12, n_components=n, center_y=False).fit(X, Y), repeat)
             P = m.predict(X)
             rows.append({"section": "accuracy", "n": n, "d": d, "method": f"ours {solver}, {name}" + (f" ({m.n_iter_} it.)" if solver == "cg" else "")
                          + (" (p = n)" if solver == "nystrom" else ""), **time_cols(t, t_ref, "dense"),
@@ -184,7 +184,7 @@ with threadpool_limits(threads if threads > 0 else None):      # 0: as installed
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     base = hwm()
     t = time.perf_counter()
-    m = OVKRidge(gaussian_times_J(d, gamma), lam=lam, solver="nystrom", n_components=p, random_state=0).fit(X, Y)
+    m = OVKRidge(gaussian_times_J(d, gamma), lam=lam, solver="nystrom", n_components=p, random_state=0, center_y=False).fit(X, Y)
     t_fit = time.perf_counter() - t
     t = time.perf_counter(); P = m.predict(Xte); t_pred = time.perf_counter() - t
 peak = hwm()
@@ -197,12 +197,12 @@ def nystrom_rows(n_exact, n_big, d, ps, p_big):
     X, Y = make_paper000_synthetic(n_exact + 2000, d, random_state=2, return_X_y=True)
     Xte, Yte, X, Y = X[n_exact:], Y[n_exact:], X[:n_exact], Y[:n_exact]
     K = gaussian_times_J(d, GAMMA)
-    t_ex, _, m = modes_time(lambda: OVKRidge(K, lam=LAM).fit(X, Y))
+    t_ex, _, m = modes_time(lambda: OVKRidge(K, lam=LAM, center_y=False).fit(X, Y))
     P_ex = m.predict(Xte)
     mse_ex = float(((P_ex - Yte) ** 2).sum(1).mean())
     rows = [{"section": "nystrom", "n": n_exact, "d": d, "method": f"exact ({m.solver_})", **time_cols(t_ex), "test MSE": mse_ex}]
     for p in ps:
-        t, _, mn = modes_time(lambda: OVKRidge(K, lam=LAM, solver="nystrom", n_components=p, random_state=0).fit(X, Y))
+        t, _, mn = modes_time(lambda: OVKRidge(K, lam=LAM, solver="nystrom", n_components=p, random_state=0, center_y=False).fit(X, Y))
         P = mn.predict(Xte)
         rows.append({"section": "nystrom", "n": n_exact, "d": d, "method": f"nystrom p = {p}", **time_cols(t),
                      "test MSE": float(((P - Yte) ** 2).sum(1).mean()), "rel. diff. of test predictions to exact": rel(P, P_ex)})

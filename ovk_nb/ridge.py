@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from fastcore.basics import patch
 from sklearn.model_selection import KFold
 
-from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, SumKernel, gaussian_times_J,
+from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, SumKernel, gaussian_times_J, resolve_kernel,
                             linear_quadratic, paper000_J)
 # floor 1; dask itself is imported only for Dask data
 from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
@@ -28,8 +28,8 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                fit_context)
 
 # %% auto #0
-__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_ND', 'DEFAULT_LAMS', 'ridge_dense_reference', 'OVKRidge',
-           'solver_agreement', 'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_ND', 'DASK_RESOLVE_ROWS', 'DEFAULT_LAMS', 'ridge_dense_reference',
+           'OVKRidge', 'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -84,24 +84,18 @@ _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 _RIDGE_CONSTRAINTS = {
     "kernel": [OVKernel, None], "lam": [_POSITIVE], "solver": [Options(SOLVERS)], "tol": [_POSITIVE],
     "max_iter": [Interval(numbers.Integral, 1, None), None], "preconditioner": [Options(PRECONDITIONERS), None],
-    "n_components": [Interval(numbers.Integral, 1, None)], "random_state": ["random_state"],
+    "n_components": [Interval(numbers.Integral, 1, None)], "random_state": ["random_state"], "center_y": ["boolean"],
 }
 
 
-def _check_XY(kernel, X, Y):
-    return check_X_Y(X, Y, output_dim=kernel.output_dim, min_samples=1, why="ridge needs data")
-
-
-def _resolve_kernel(kernel, Y):
-    """The kernel to fit with: `kernel`, or by default (None) a Gaussian kernel RBF(1.0) with the identity output matrix of
-    Y's width, so that `OVKRidge().fit(X, Y)` fits as scikit-learn's `KernelRidge().fit(X, y)` does."""
-    if kernel is not None:
-        return kernel
-    try:
-        d = 1 if np.ndim(Y) == 1 else int(np.shape(Y)[1])
-    except (ValueError, IndexError, TypeError):          # a malformed Y: check_X_Y names the problem
-        d = 1
-    return Separable(RBF(1.0), np.eye(d))
+def _fit_data(kernel, X, Y):
+    """(X, Y, y_was_1d, kernel_): the checked data and the kernel to fit with, resolved on them (`resolve_kernel`: None is
+    `Separable(RBF(gamma='scale'), identity of Y's width)`); Y must have the kernel's output_dim columns."""
+    X, Y, y1d = check_X_Y(X, Y, min_samples=1, why="ridge needs data")
+    kernel_ = resolve_kernel(kernel, X, Y)
+    if Y.shape[1] != kernel_.output_dim:
+        raise ValueError(f"Y must have {kernel_.output_dim} columns (the kernel's output dimension), got {Y.shape[1]}")
+    return X, Y, y1d, kernel_
 
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #703cbbe5
@@ -177,28 +171,89 @@ def _apply_chunked(kernel, X, X_fit, C, chunk=None):
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
 class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """Kernel ridge regression with an operator-valued kernel: minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2,
-    i.e. solves (K + lam I) vec(C) = vec(Y) and predicts f(x) = sum_i K(x, x_i) c_i.
+    """Kernel ridge regression with an operator-valued kernel.
 
-    kernel: an OVKernel (Separable, SumKernel, BlockKernel, ...); None (default): Separable(RBF(1.0), identity of Y's width),
-        kept as `kernel_` after fit.
-    lam: regularisation > 0 (KernelRidge's alpha).
-    solver: 'auto' (dense if n d <= 1000, else cholesky if T has <= 8 distinct eigenvalue groups, else eigen for a Separable,
-        else cg), 'dense' (Cholesky of the nd x nd Gram), 'eigen' (eigh of the scalar Gram, Separable only; keeps the
-        factorisation for lam paths and LOO), 'cholesky' (one Cholesky per distinct eigenvalue of T; Separable or sums of
-        Separables with commuting T), 'cg' (preconditioned conjugate gradients, any kernel) or 'nystrom' (n_components
-        landmarks; Separable or sums of Separables).
-    tol, max_iter, preconditioner: CG's relative residual tolerance, iteration cap (None: 10 n d) and
-        preconditioner ('auto', 'separable', 'jacobi' or None).
-    n_components, random_state: number of Nystrom landmarks (capped at n) and the seed that draws them.
-    A Dask array as X fits on the Dask workers: solver 'auto'/'nystrom' (Nystrom) or 'cg' (exact CG); see `_fit_dask`.
+    Minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2, i.e. solves (K + lam I) vec(C) = vec(Y), and predicts
+    f(x) = sum_i K(x, x_i) c_i.
+
+    Parameters
+    ----------
+    kernel : OVKernel or None, default=None
+        The operator-valued kernel (`Separable`, `SumKernel`, `BlockKernel`, ...). None is
+        `Separable(RBF(gamma='scale'), T=None)`: a Gaussian kernel with bandwidth 1 / (n_features * X.var()) and the
+        identity of Y's width. Data-driven arguments are resolved at fit; the result is `kernel_`.
+    lam : float, default=1.0
+        Regularisation > 0 (KernelRidge's `alpha`).
+    solver : {'auto', 'dense', 'eigen', 'cholesky', 'cg', 'nystrom'}, default='auto'
+        'auto': dense if n d <= 1000, else cholesky if T has <= 8 distinct eigenvalue groups, else eigen for a Separable,
+        else cg. 'dense': Cholesky of the nd x nd Gram. 'eigen': eigh of the scalar Gram (Separable only; keeps the
+        factorisation for lam paths and LOO). 'cholesky': one Cholesky per distinct eigenvalue of T (Separable or sums of
+        Separables with commuting T). 'cg': preconditioned conjugate gradients (any kernel). 'nystrom': `n_components`
+        landmarks (Separable or sums of Separables).
+    tol : float, default=1e-10
+        CG's relative residual tolerance.
+    max_iter : int or None, default=None
+        CG's iteration cap (None: 10 n d).
+    preconditioner : {'auto', 'separable', 'jacobi'} or None, default='auto'
+        CG's preconditioner.
+    n_components : int, default=300
+        Number of Nystrom landmarks (capped at n).
+    random_state : int, Generator or None, default=None
+        Seed that draws the Nystrom landmarks (and, for a Dask X, the rows that resolve the kernel).
+    center_y : bool, default=True
+        Subtract the training mean of each output before solving and add it back when predicting (as
+        `GaussianProcessRegressor(normalize_y=True)`): the penalty then shrinks towards the mean, not towards 0. False
+        solves the literal system (K + lam I) vec(C) = vec(Y) (the papers' model).
+
+    Attributes
+    ----------
+    kernel_ : OVKernel
+        The kernel fitted with, data-driven arguments resolved (e.g. the number `gamma='scale'` gave).
+    y_mean_ : ndarray of shape (n_outputs,)
+        The mean subtracted from Y (zeros when `center_y=False`).
+    coef_ : ndarray of shape (n_samples, n_outputs)
+        The coefficients c_i (None for the Nystrom solver, whose model lives in feature space).
+    solver_ : str
+        The solver used.
+    n_iter_ : int
+        CG iterations (1 for a direct factorisation).
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training inputs.
+    n_features_in_ : int
+        Number of input features.
+    n_outputs_ : int
+        Number of outputs d.
+    landmarks_, n_components_ : ndarray, list of int
+        Nystrom only: the landmark rows and the numerical rank kept per scalar kernel.
+
+    See Also
+    --------
+    OVKRidgeCV : lam chosen by leave-one-out or k-fold cross-validation.
+
+    Notes
+    -----
+    A Dask array as X fits on the Dask workers: solver 'auto'/'nystrom' (Nystrom; 'auto' warns that it approximates) or
+    'cg' (exact CG).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb import OVKRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1])]
+    >>> model = OVKRidge(lam=0.01).fit(X, Y)
+    >>> model.predict(X[:2]).shape
+    (2, 2)
+    >>> bool(model.score(X, Y) > 0.9)
+    True
     """
     _parameter_constraints = _RIDGE_CONSTRAINTS
 
     def __init__(self, kernel=None, lam=1.0, solver="auto", tol=1e-10, max_iter=None, preconditioner="auto",
-                 n_components=300, random_state=None):
+                 n_components=300, random_state=None, center_y=True):
         self.kernel, self.lam, self.solver, self.tol, self.max_iter = kernel, lam, solver, tol, max_iter
         self.preconditioner, self.n_components, self.random_state = preconditioner, n_components, random_state
+        self.center_y = center_y
 
     @fit_context
     def fit(self, X, Y):
@@ -206,8 +261,9 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         estimator as it was (`fit_context`)."""
         if is_dask_array(X):                    # n too large for one machine: Nystrom or CG on the Dask workers
             return _fit_dask(self, X, Y)
-        self.kernel_ = _resolve_kernel(self.kernel, Y)
-        X, Y, y1d = _check_XY(self.kernel_, X, Y)
+        X, Y, y1d, self.kernel_ = _fit_data(self.kernel, X, Y)
+        self.y_mean_ = Y.mean(axis=0) if self.center_y else np.zeros(Y.shape[1])
+        Y = Y - self.y_mean_
         parts = KernelParts(self.kernel_)
         solver = _choose_solver(parts, self.solver, len(X))
         with blas_threads(_solve_threads(solver, len(X), parts.d)):     # one thread for small systems, see above
@@ -224,14 +280,25 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             return _predict_dask(self, X)
         X = check_X(self, X)
         F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_)
+        F += _y_mean(self)
         return F[:, 0] if self._y1d else F
 
+
+def _y_mean(est):
+    "The mean added back to predictions (zeros for a model pickled before `center_y` existed)."
+    return getattr(est, "y_mean_", 0.0)
+
 # %% ../nbs/2_algorithms/00_ridge.ipynb #219bff2e
+DASK_RESOLVE_ROWS = 2000         # a Dask fit sets data-driven kernel arguments (gamma='scale', ...) from this many drawn rows
+
+
 def _fit_dask(est, X, Y):
     "OVKRidge.fit on a Dask array X (Y Dask or numpy): Nystrom (normal equations summed on the workers) or CG (matvec there)."
     y1d = np.ndim(Y) == 1
     X, Y = as_row_blocks(X, Y)
-    kernel = _resolve_kernel(est.kernel, Y)
+    n = X.shape[0]
+    sample = np.sort(np.random.default_rng(est.random_state).choice(n, min(n, DASK_RESOLVE_ROWS), replace=False))
+    kernel = resolve_kernel(est.kernel, dask_rows(X, sample, "X"), np.zeros((len(sample), Y.shape[1])))
     d = kernel.output_dim
     if Y.shape[1] != d:
         raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {d}")
@@ -240,6 +307,8 @@ def _fit_dask(est, X, Y):
         raise ValueError(f"a Dask array X needs solver='nystrom' (or 'auto') or solver='cg', got solver={est.solver!r}: the "
                          "other solvers factor the n x n Gram on one machine")
     est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 1, None, None, None
+    est.y_mean_ = np.asarray(Y.mean(axis=0).compute(), dtype=float) if est.center_y else np.zeros(d)
+    Y = Y - est.y_mean_
     if est.solver == "cg":
         Yn = np.asarray(Y.compute(), dtype=float)
         C, info, Xn = dask_cg_fit(parts, X, Yn, float(est.lam), est.tol, est.max_iter, est.preconditioner)
@@ -247,6 +316,10 @@ def _fit_dask(est, X, Y):
             warnings.warn(f"CG did not reach tol={est.tol} in {info['iterations']} iterations", ConvergenceWarning)
         est.coef_, est.n_iter_, est.X_fit_, est._Y_fit, est.solver_ = C, info["iterations"], Xn, Yn, "cg"
     else:
+        if est.solver == "auto" and n > est.n_components:
+            warnings.warn(f"solver='auto' on a Dask X fits a Nystrom approximation with n_components={est.n_components} "
+                          f"landmarks of n={n} rows (a numpy X gets the exact fit): pass solver='nystrom' to choose it, "
+                          "or solver='cg' for the exact fit on the workers", UserWarning, stacklevel=3)
         _choose_solver(parts, "nystrom", X.shape[0])
         n, p = X.shape[0], min(int(est.n_components), X.shape[0])
         idx = np.sort(np.random.default_rng(est.random_state).choice(n, p, replace=False))
@@ -263,7 +336,7 @@ def _predict_dask(est, X):
     check_fitted(est, "n_features_in_")
     check_dask_X(X, "predicting", p=est.n_features_in_)
     F = (dask_predict(est._nystrom, X) if est.solver_ == "nystrom" else
-         dask_kernel_predict(est.kernel_, X, est.X_fit_, est.coef_))
+         dask_kernel_predict(est.kernel_, X, est.X_fit_, est.coef_)) + _y_mean(est)
     return F[:, 0] if est._y1d else F
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
@@ -295,7 +368,7 @@ def predict_path(self: OVKRidge, X, lams):
     "Predictions on X for each lam: (len(lams), m, d). O(m n^2) once, then O(m n d) per lam."
     X = check_X(self, X)
     f = _fitted_eigen(self)
-    return f.predict_path(KernelParts(self.kernel_).grams(X, self.X_fit_)[0], _check_lams(lams, self.lam))
+    return f.predict_path(KernelParts(self.kernel_).grams(X, self.X_fit_)[0], _check_lams(lams, self.lam)) + _y_mean(self)
 
 
 @patch
@@ -309,7 +382,8 @@ def refit(self: OVKRidge, lam):
 
 @patch
 def loo_residuals(self: OVKRidge, lam=None):
-    "Exact leave-one-out residuals y_i - f^{-i}(x_i), shape (n, d), for one lam (default self.lam)."
+    """Leave-one-out residuals y_i - f^{-i}(x_i), shape (n, d), for one lam (default self.lam); exact for center_y=False,
+    with center_y=True the mean is the one of all n rows (the O(1/n) part of leaving a row out of the mean is not redone)."""
     f = _fitted_eigen(self)
     lam = _check_lams(lam, self.lam)
     if len(lam) != 1:
@@ -349,7 +423,7 @@ def solver_agreement(n=80, d=3, lam=0.05, seed=0, solvers=("eigen", "cholesky", 
         for solver in solvers:
             try:
                 t0 = time.perf_counter()
-                m = OVKRidge(K, lam=lam, solver=solver, n_components=n, tol=1e-12).fit(X, Y)
+                m = OVKRidge(K, lam=lam, solver=solver, n_components=n, tol=1e-12, center_y=False).fit(X, Y)
                 times[solver] = time.perf_counter() - t0
             except ValueError:
                 row[solver] = None; continue
@@ -397,29 +471,71 @@ def _cv_errors(est, X, Y, lams, separable):
     return np.array(errs)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #831dca6c
-DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 1, 15))     # lams=None: 1e-6 to 10, two per decade
+DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 3, 19))     # lams=None: 1e-6 to 1000, two per decade
 
 
 class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    "OVKRidge with lam chosen among `lams` by closed-form leave-one-out (cv='loo') or k-fold cross-validation (cv=int or splitter)."
+    """`OVKRidge` with lam chosen by closed-form leave-one-out or k-fold cross-validation.
+
+    Parameters
+    ----------
+    kernel : OVKernel or None, default=None
+        As `OVKRidge` (None: `Separable(RBF(gamma='scale'), T=None)`, resolved on each training set).
+    lams : array-like of float or None, default=None
+        Candidate regularisations; None is `DEFAULT_LAMS`, 1e-6 to 1e3, two per decade.
+    cv : int, 'loo' or splitter, default=5
+        k-fold (shuffled `KFold` with `random_state`), closed-form leave-one-out ('loo', Separable kernels), or any
+        scikit-learn splitter.
+    solver, tol, n_components, random_state, center_y
+        As `OVKRidge`.
+
+    Attributes
+    ----------
+    lam_ : float
+        The chosen lam (smallest mean validation error).
+    lams_ : ndarray
+        The candidates.
+    cv_errors_ : ndarray of shape (n_folds, n_lams)
+        Mean squared validation error per fold and lam (one row for 'loo').
+    mean_cv_errors_ : ndarray of shape (n_lams,)
+        Their mean over folds.
+    best_estimator_ : OVKRidge
+        Refit on all data with `lam_`.
+    kernel_, coef_ : OVKernel, ndarray
+        Those of `best_estimator_`.
+    refit_time_ : float
+        Seconds of the final fit.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb import OVKRidgeCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 2)); Y = np.c_[np.sin(X[:, 0]), X[:, 1] ** 2]
+    >>> model = OVKRidgeCV(random_state=0).fit(X, Y)
+    >>> bool(model.lam_ in model.lams_) and model.predict(X).shape == (80, 2)
+    True
+    """
     _parameter_constraints = {
-        **{k: _RIDGE_CONSTRAINTS[k] for k in ("kernel", "solver", "tol", "n_components", "random_state")},
+        **{k: _RIDGE_CONSTRAINTS[k] for k in ("kernel", "solver", "tol", "n_components", "random_state", "center_y")},
         "lams": ["array-like", None], "cv": [Interval(numbers.Integral, 2, None), Options(("loo",)), _SPLITTER],
     }
 
-    def __init__(self, kernel=None, lams=None, cv=5, solver="auto", tol=1e-10, n_components=300, random_state=None):
+    def __init__(self, kernel=None, lams=None, cv=5, solver="auto", tol=1e-10, n_components=300, random_state=None,
+                 center_y=True):
         self.kernel, self.lams, self.cv, self.solver = kernel, lams, cv, solver
-        self.tol, self.n_components, self.random_state = tol, n_components, random_state
+        self.tol, self.n_components, self.random_state, self.center_y = tol, n_components, random_state, center_y
 
     def _ridge(self, lam, solver=None):
         return OVKRidge(self.kernel, lam=lam, solver=solver or self.solver, tol=self.tol,
-                        n_components=self.n_components, random_state=self.random_state)
+                        n_components=self.n_components, random_state=self.random_state, center_y=self.center_y)
 
     @fit_context
     def fit(self, X, Y):
         lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
-        kernel = _resolve_kernel(self.kernel, Y)
-        X, Y, y1d = _check_XY(kernel, X, Y)
+        X, Y, y1d, kernel = _fit_data(self.kernel, X, Y)
         self.cv_errors_ = _cv_errors(self, X, Y, lams, _one_part(KernelParts(kernel)))
         self.lams_ = lams
         self.mean_cv_errors_ = self.cv_errors_.mean(axis=0)
@@ -438,3 +554,8 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def coef_(self):
         check_fitted(self, "best_estimator_")
         return self.best_estimator_.coef_
+
+    @property
+    def kernel_(self):
+        check_fitted(self, "best_estimator_")
+        return self.best_estimator_.kernel_

@@ -1,5 +1,6 @@
 """The Dask paths against their single-machine twins, on a real LocalCluster (2 worker processes, no mocks): OVKRidge's Nystrom
 and exact CG fits, KDE pre-images over a Dask candidate set, block Nystrom features."""
+import warnings
 import numpy as np
 import pytest
 
@@ -88,7 +89,7 @@ def test_dask_cg_recomputed_grams_and_refusals(client):
     "cache_grams=False recomputes the Gram rows at each product: same iterates; the separable preconditioner is refused."
     X, Y = data(n=400)
     K = linear_quadratic(3, 0.3)
-    ref = OVKRidge(K, lam=0.5, solver="cg", tol=1e-12, preconditioner="jacobi").fit(X, Y)
+    ref = OVKRidge(K, lam=0.5, solver="cg", tol=1e-12, preconditioner="jacobi", center_y=False).fit(X, Y)
     Xd = da.from_array(X, chunks=(150, 5))
     C, info, Xn = dask_cg_fit(KernelParts(K), Xd, Y, 0.5, tol=1e-12, cache_grams=False)
     assert info["converged"] and not info["cache_grams"] and info["iterations"] > 1
@@ -230,3 +231,18 @@ def test_mvml_dask_refusals(client):
         MVML(MVML_VIEWS, n_components=20).fit(Xd, np.where(np.arange(400) == 3, np.nan, y))
     with pytest.raises(ValueError, match="X has 3 features"):
         m.predict(Xd[:, :3])
+
+
+def test_dask_defaults_resolve_on_a_sample_and_auto_warns(client):
+    "Issue 19: a Dask X with the default kernel resolves gamma on drawn rows; solver='auto' says it fits Nystrom."
+    X, Y = data(n=600)
+    Xd = da.from_array(X, chunks=(200, 5))
+    with pytest.warns(UserWarning, match="Nystrom approximation"):
+        m = OVKRidge(n_components=100, random_state=0).fit(Xd, Y)
+    assert m.solver_ == "nystrom" and m.kernel_.scalar_kernel.gamma == pytest.approx(1 / (X.shape[1] * X.var()))
+    np.testing.assert_allclose(m.y_mean_, Y.mean(0), rtol=1e-12)
+    ref = OVKRidge(m.kernel_, solver="nystrom", n_components=100, random_state=0).fit(X, Y)   # same kernel, numpy
+    np.testing.assert_allclose(np.asarray(m.predict(Xd).compute()), ref.predict(X), rtol=0, atol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        OVKRidge(solver="nystrom", n_components=100, random_state=0).fit(Xd, Y)      # chosen: no warning

@@ -126,7 +126,7 @@ def _ridge_paths(Xtr, Yc, Xte, lams=ORACLE_LAMS, n_loo=len(SCALAR_LAMS)):
     med, _ = _kernel_scales(Xtr)
     paths = []
     for b in BANDWIDTHS:
-        est = OVKRidge(Separable(RBF(1.0 / (b * med)), np.eye(Yc.shape[1])), solver="eigen").fit(Xtr, Yc)
+        est = OVKRidge(Separable(RBF(1.0 / (b * med)), np.eye(Yc.shape[1])), solver="eigen", center_y=False).fit(Xtr, Yc)
         paths.append((est.predict_path(Xte, lams), np.stack([est.loo_residuals(l) for l in lams[:n_loo]])))
     return paths
 
