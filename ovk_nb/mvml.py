@@ -12,19 +12,19 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from .kernels import RBF, ColumnKernel, OVKernel, ScalarKernel, sq_distances
+from .kernels import RBF, ColumnKernel, OVKernel, ScalarKernel, resolve_kernel, sq_distances
 # floor 1; dask itself is imported only for Dask data
 from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
                                 dask_block_nystrom_predict, dask_rows, is_dask_array,
                                 check_dask_X)
-from .linalg import BlockNystrom, _chunks, eigh_psd
+from .linalg import BlockNystrom, _chunks, blas_threads, eigh_psd
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0
-__all__ = ['METRICS', 'MultiViewKernel', 'Metric', 'group_norms', 'objective', 'g_step', 'w_step', 'a_step', 'prox_step',
-           'MVMLState', 'alternate', 'LowRankMetric', 'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank',
-           'mvml_dense_reference', 'full_g_reference', 'stack_views', 'check_views', 'mean_distance_gamma', 'MVML',
-           'MVMLClassifier']
+__all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'MultiViewKernel', 'Metric', 'group_norms',
+           'objective', 'g_step', 'w_step', 'a_step', 'prox_step', 'MVMLState', 'alternate', 'LowRankMetric',
+           'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank', 'mvml_dense_reference', 'full_g_reference',
+           'stack_views', 'check_views', 'mean_distance_gamma', 'MVML', 'MVMLClassifier']
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #a1aca1b3
 def _embed(Z, offs):
@@ -224,7 +224,7 @@ def alternate(P: _Problem, M: Metric, w, learn_metric: bool, learn_w: bool, mu: 
         hist.append(J)
         if hist[-2] - J <= tol * abs(hist[-2]):
             break
-    return MVMLState(M, g, w, hist, it, steps)
+    return MVMLState(M, g, w, hist, max(it, 1), steps)   # a fixed metric: one pass (the g-step), as scikit-learn counts
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #0d2bea7b
 @dataclass
@@ -385,8 +385,9 @@ def alternate_lowrank(P: _Problem, M0: LowRankMetric, L: _Lifted, learn_w, mu, a
         return v, p, Hv, data, data + P.lam * p + P.eta * M.frob2()
 
     v, p, Hv, data, J = gstep()
-    hist, steps, t = [J], [], mu
+    hist, steps, t, it = [J], [], mu, 0
     while len(hist) - 1 < max_iter:
+        it += 1                                    # the passes run (an undone last one included)
         saved = (M, L, h, HU, T, UHU, v, p)
         u = (h - Hv) / P.lam                       # B^{-1} v by the g-step's optimality (H + lam B^{-1}) v = h
         if learn_w and (new := _w_update(P, M, L, M0, v, p, J)) is not None:
@@ -406,7 +407,7 @@ def alternate_lowrank(P: _Problem, M0: LowRankMetric, L: _Lifted, learn_w, mu, a
         hist.append(J)
         if hist[-2] - J <= tol * abs(hist[-2]):
             break
-    return MVMLState(M, M.basis @ v, L.w.copy(), hist, len(hist) - 1, steps)
+    return MVMLState(M, M.basis @ v, L.w.copy(), hist, max(it, 1), steps)
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #52bf2ad7
 def mvml_dense_reference(Zs, y, lam, eta, A0, w0, n_iter=3, mu=0.1, learn_w=False, sparse=False, a_steps=1):
@@ -492,6 +493,79 @@ def mean_distance_gamma(Xv, rng, m: int = 500) -> float:
     "gamma = 1 / (2 sigma^2) with sigma the mean distance between samples (paper, section 4.2), on <= m samples."
     return _gamma_of(Xv[_subsample(len(Xv), rng, m)])
 
+_VIEWS_HOW = ("give X as one 2-D array (n_samples, n_features) with views = the column indices of each view (e.g. "
+              "views=[[0, 1], [2, 3, 4]]), or as a list of per-view 2-D arrays [X1, X2, ...] or a dict {name: array, ...} "
+              "whose arrays have the same rows (then views=None)")
+
+
+def _ndim(a):
+    "The number of dimensions of an array-like (None for a ragged nested list)."
+    if hasattr(a, "ndim"):
+        return a.ndim
+    if not isinstance(a, (list, tuple)):
+        return None
+    try:
+        return np.ndim(a)
+    except ValueError:
+        return None
+
+
+def _view_arrays(X):
+    """(names or None, arrays) when X is given as views: a dict {name: 2-D array} or a list/tuple of 2-D arrays; None for
+    one 2-D X (an array, a DataFrame, a list of rows)."""
+    import scipy.sparse as sp
+    if isinstance(X, dict) and not sp.issparse(X):      # (scipy's dok_matrix is a dict)
+        if not X:
+            raise ValueError(f"X is an empty dict: {_VIEWS_HOW}")
+        return list(X), list(X.values())
+    if isinstance(X, (list, tuple)) and len(X) and all(_ndim(a) == 2 for a in X):
+        return None, list(X)
+    return None
+
+
+def _views_input(est, X, fitting: bool):
+    """(X, groups, names): per-view arrays (a list, or a dict of named views) stacked side by side with their column groups; a 2-D
+    X as it is, groups and names None (`views` then says them). When predicting, X must have the structure `fit` had: the same names
+    (a dict, in any order) or number of views (a list) and each view's width."""
+    va = _view_arrays(X)
+    layout = getattr(est, "_view_layout", None) if not fitting else None
+    if va is None:
+        if _ndim(X) == 3:
+            raise ValueError(f"X must be 2-D, got a 3-D array of shape {np.shape(X)}: {_VIEWS_HOW}")
+        if layout is not None:
+            raise ValueError(f"X: {type(est).__name__} was fitted on {_describe(layout)}; give X in the same form")
+        return X, None, None
+    names, arrays = va
+    if fitting and est.views is not None:
+        raise ValueError(f"views must be None when X is given as per-view arrays (they are the views), got views={est.views!r}")
+    if not fitting:
+        if layout is None:
+            raise ValueError(f"X: {type(est).__name__} was fitted on one 2-D X (views={est.views!r}); give X in the same form, "
+                             "not per-view arrays")
+        fnames, widths = layout
+        if (names is None) != (fnames is None) or (names is not None and set(names) != set(fnames)) \
+                or len(arrays) != len(widths):
+            got = f"a dict with views {names}" if names is not None else f"a list of {len(arrays)} views"
+            raise ValueError(f"X: {type(est).__name__} was fitted on {_describe(layout)}, got {got}")
+        if names is not None:
+            arrays = [X[k] for k in fnames]                     # the order of fit
+    Xs, groups = stack_views(list(arrays))
+    if not fitting:
+        bad = [i for i, (g, w) in enumerate(zip(groups, layout[1])) if len(g) != w]
+        if bad:
+            i = bad[0]
+            name = repr(layout[0][i]) if layout[0] is not None else str(i)
+            raise ValueError(f"X: view {name} has {len(groups[i])} features, but {type(est).__name__} is expecting "
+                             f"{layout[1][i]} features in it")
+    return Xs, groups, names
+
+
+def _describe(layout):
+    names, widths = layout
+    if names is not None:
+        return "a dict of views " + ", ".join(f"{n!r} ({w} columns)" for n, w in zip(names, widths))
+    return f"a list of {len(widths)} per-view arrays of widths {list(widths)}"
+
 # %% ../nbs/2_algorithms/05_mvml.ipynb #66c71264
 _POS = Interval(numbers.Real, 0, None, closed="neither")
 
@@ -500,13 +574,13 @@ class _MVMLBase(BaseEstimator):
     _parameter_constraints = {
         "views": [None, "array-like"], "kernel": [None, ScalarKernel, list], "lam": [_POS],
         "eta": [Interval(numbers.Real, 0, None)], "metric": [Options(METRICS)], "learn_w": ["boolean"],
-        "n_components": [Interval(numbers.Integral, 1, None), Interval(numbers.Real, 0, 1, closed="right")],
+        "n_components": [Options(("auto",)), Interval(numbers.Integral, 1, None), Interval(numbers.Real, 0, 1, closed="right")],
         "mu": [None, _POS], "a_steps": [Interval(numbers.Integral, 0, None)],
         "max_iter": [Interval(numbers.Integral, 1, None)], "tol": [Interval(numbers.Real, 0, None)],
         "random_state": ["random_state"], "rcond": [Interval(numbers.Real, 0, 1, closed="neither")],
     }
 
-    def __init__(self, views=None, kernel=None, lam=0.1, eta=1.0, metric="learned", learn_w=False, n_components=1.0,
+    def __init__(self, views=None, kernel=None, lam=0.1, eta=1.0, metric="learned", learn_w=False, n_components="auto",
                  mu=None, a_steps=1, max_iter=10, tol=1e-6, random_state=None, rcond=1e-12):
         self.views, self.kernel, self.lam, self.eta, self.metric, self.learn_w = views, kernel, lam, eta, metric, learn_w
         self.n_components, self.mu, self.a_steps, self.max_iter, self.tol = n_components, mu, a_steps, max_iter, tol
@@ -529,22 +603,36 @@ def _fetch_rows(X, idx):
 
 
 def _kernels(kernel, groups, X, rng):
+    """The kernel of each view, resolved on its columns: None -> RBF with mean_distance_gamma (the same draws for every
+    view; only the drawn rows of X are read); a ScalarKernel or a list of them with data-driven arguments (RBF(gamma='scale'),
+    'median') -> `resolve_kernel` on the view's columns (of a Dask X: on <= 500 drawn rows, fetched once)."""
     v = len(groups)
     if kernel is None:      # mean_distance_gamma per view, the same draws; only the drawn rows of X are read
         subs = [_subsample(X.shape[0], rng) for _ in groups]
         rows, ends = _fetch_rows(X, np.concatenate(subs)), np.cumsum([0] + [len(s) for s in subs])
         # C order, as X[:, c][sub] was (X[sub][:, c] comes out in F order, and the BLAS products of sq_distances round differently)
-        ks = [RBF(_gamma_of(np.ascontiguousarray(rows[a:b][:, c]))) for a, b, c in zip(ends[:-1], ends[1:], groups)]
-    elif isinstance(kernel, ScalarKernel):
+        return [RBF(_gamma_of(np.ascontiguousarray(rows[a:b][:, c]))) for a, b, c in zip(ends[:-1], ends[1:], groups)]
+    if isinstance(kernel, ScalarKernel):
         ks = [kernel] * v
     else:
         if len(kernel) != v or not all(isinstance(k, ScalarKernel) for k in kernel):
-            raise ValueError(f"kernel must be a ScalarKernel or a list of {v} ScalarKernels (one per view)")
+            raise ValueError(f"kernel must be a ScalarKernel or a list of {v} ScalarKernels (one per view), got "
+                             f"{[type(k).__name__ for k in kernel]}")
         ks = list(kernel)
-    return ks
+    rows = X
+    if is_dask_array(X) and any(k.resolve(np.zeros((2, len(c)))) is not k for k, c in zip(ks, groups)):   # data-driven
+        rows = _fetch_rows(X, _subsample(X.shape[0], rng))
+    return [resolve_kernel(k, rows[:, c], kind=ScalarKernel, name="kernel") for k, c in zip(ks, groups)]
 
 
-def _n_landmarks(n_components, n: int) -> int:
+AUTO_RANK = 1000    # n_components='auto': every sample a landmark while v n <= AUTO_RANK, else AUTO_RANK // v per view
+AUTO_MIN_LANDMARKS = 50
+
+
+def _n_landmarks(n_components, n: int, v: int = 1) -> int:
+    "Landmarks per view: 'auto' (see AUTO_RANK), an int (<= n), or a fraction of n."
+    if isinstance(n_components, str):       # 'auto' (the constraints allow no other string)
+        return n if v * n <= AUTO_RANK else min(n, max(AUTO_MIN_LANDMARKS, AUTO_RANK // v))
     if isinstance(n_components, numbers.Integral):
         if n_components > n:
             raise ValueError(f"n_components must be <= the number of samples {n}, got {n_components}")
@@ -571,50 +659,100 @@ def _initial_lowrank(G, offs, rcond):
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #b0697249
 from sklearn.utils import check_random_state  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
+
+MVML_THREADS_MIN_RANK = 1500    # r (total rank) at and above which the few large products and eigh use every BLAS thread
 
 
-def _prepare(self, X):
-    "Set views_, kernels_, landmarks_, features_ on the estimator (shared permutation from random_state)."
+def _threads(size: int):
+    "BLAS thread limit for one large routine (a Gram product, an eigh) of size `size`: None (as installed) from MVML_THREADS_MIN_RANK, else 1."
+    return None if size >= MVML_THREADS_MIN_RANK else 1
+
+
+def _prepare(self, X, groups=None):
+    "Set views_, kernels_, n_components_, landmarks_, features_ on the estimator (shared permutation from random_state)."
     rs = check_random_state(self.random_state)
     n = X.shape[0]
-    groups = check_views(self.views, X.shape[1])
-    p = _n_landmarks(self.n_components, n)
+    groups = check_views(self.views, X.shape[1]) if groups is None else groups
+    p = _n_landmarks(self.n_components, n, len(groups))
     if is_dask_array(X) and p == n:
         raise ValueError(f"n_components={self.n_components!r} takes all {n} samples as landmarks: on a Dask array X that "
                          "would bring all of X to the driver; give a number of landmarks < n (an int, or a fraction < 1)")
     rng = np.random.default_rng(rs.randint(0, 2 ** 31 - 1))
     ks = _kernels(self.kernel, groups, X, rng)
     landmarks = np.sort(rs.permutation(n)[:p])
-    feats = BlockNystrom([ColumnKernel(k, c) for k, c in zip(ks, groups)], _fetch_rows(X, landmarks), rcond=self.rcond)
-    self.views_, self.kernels_, self.landmarks_, self.features_ = groups, ks, landmarks, feats
+    with blas_threads(_threads(p)):                  # v kernels and eigh of p x p
+        feats = BlockNystrom([ColumnKernel(k, c) for k, c in zip(ks, groups)], _fetch_rows(X, landmarks), rcond=self.rcond)
+    self.views_, self.kernels_, self.n_components_, self.landmarks_, self.features_ = groups, ks, p, landmarks, feats
 
 
-def _solve_columns(self, X, Y, yy=None):
-    """One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState. A Dask X (Y Dask or numpy):
-    G and B = Z^T Y summed on the workers; yy: the columns' y^T y (None: from a numpy Y)."""
-    if is_dask_array(X):
-        G, B = dask_block_nystrom_normal_equations(self.features_, X, Y)
-    else:
-        G, B = self.features_.normal_equations(X, Y)
-    yy = [float(Y[:, t] @ Y[:, t]) for t in range(B.shape[1])] if yy is None else yy
+def _target_scale(y) -> float:
+    "The power of two s with max |y / s| in [1, 2) (1 for y = 0): y / s and every quantity scaled by s are exact."
+    m = float(np.max(np.abs(y))) if len(y) else 0.0
+    return float(np.ldexp(1.0, int(np.frexp(m)[1]) - 1)) if m > 0 and np.isfinite(m) else 1.0
+
+
+_RESCALE = ("rescale y, e.g. fit on y / y.std() and multiply the predictions back, or wrap the model in "
+            "sklearn.compose.TransformedTargetRegressor(regressor=..., transformer=StandardScaler())")
+
+
+def _scaled_problem(G, b, yy, s, offs, lam, eta, mu, omega):
+    """(P, mu) of one target in units of s (`_target_scale`): b = Z^T y / s and yy = ||y / s||^2 given; J(g, A; y, eta) =
+    s^2 J(g / s, A; y / s, eta / s^2), and a metric step t on the first is t s^2 on the second, so the iterates are the same
+    (exactly: s is a power of two) while every intermediate stays near 1. ValueError naming y when ||y||^2 or eta / s^2 is
+    not a float64."""
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        s2 = s * s
+        eta_s, mu_s, J0 = eta / s2, mu * s2, yy * s2
+    ok = 0 < s2 < np.inf and np.isfinite(J0) and np.isfinite(eta_s) and 0 < mu_s < np.inf and np.isfinite(b).all()
+    if not ok:
+        raise ValueError(f"y is out of float64's range for MVML's objective (max |y| about {s:.3g}, ||y||^2 = "
+                         f"{J0:.3g}, the metric's weight eta / scale^2 = {eta_s:.3g}): {_RESCALE}")
+    return _Problem(G, b, float(yy), offs, float(lam), float(eta_s), omega), float(mu_s)
+
+
+def _unscale(st: MVMLState, s: float) -> MVMLState:
+    "The state in y's units: g s, J s^2, steps t / s^2 (the metric is the same)."
+    with np.errstate(over="ignore"):
+        s2 = s * s
+    st = MVMLState(st.M, st.g * s, st.w, [float(J * s2) for J in st.objective], st.n_iter,
+                   [float(t / s2) for t in st.steps])
+    if not np.all(np.isfinite(st.objective)) or not np.all(np.isfinite(st.g)):
+        raise ValueError(f"MVML's objective is not finite (J = {st.objective[-1]:.3g}): check the scale of X's views "
+                         f"and the kernels, or {_RESCALE}")
+    return st
+
+
+def _solve_columns(self, X, Y, yy, scales):
+    """One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState (in Y's units). Column t
+    is solved in units of scales[t] (`_scaled_problem`): yy[t] = ||Y[:, t] / scales[t]||^2. A Dask X (Y Dask or numpy): G
+    and B = Z^T Y summed on the workers."""
+    r = int(self.features_.offsets[-1])
+    scales = np.asarray(scales, float)
+    with blas_threads(_threads(r)):                  # n x r blocks times their transpose: one large product per chunk
+        if is_dask_array(X):
+            G, B = dask_block_nystrom_normal_equations(self.features_, X, Y)
+            B = B / scales[None, :]
+        else:
+            G, B = self.features_.normal_equations(X, np.asarray(Y, float).reshape(len(X), -1) / scales[None, :])
     offs = self.features_.offsets
     omega = {"learned": "frobenius", "sparse": "group"}.get(self.metric, "none")
     learn = self.metric in ("learned", "sparse") and self.a_steps > 0
     mu, v = self._mu(), len(offs) - 1
     w0, out = np.full(v, 1.0 / v), []
-    with threadpool_limits(1 if offs[-1] < 1000 else None):     # small eigh/Cholesky: threads only add overhead
-        if self.metric == "learned" and learn:                  # the fast path: one lifted problem for every target
+    with blas_threads(_threads(r)):                  # eigh of the lifted problem (k <= r) and its block products
+        if self.metric == "learned" and learn:       # the fast path: one lifted problem for every target
             M0 = _initial_lowrank(G, offs, self.rcond)
             L = _Lifted(G, M0, w0, offs)
         else:
             M0 = _initial_metric(self.metric, G, offs, self.rcond)
+    with blas_threads(1):                            # the alternation: many small products and solves (see the decision)
         for t in range(B.shape[1]):
-            P = _Problem(G, B[:, t], float(yy[t]), offs, float(self.lam), float(self.eta), omega)
-            out.append(alternate_lowrank(P, M0, L, bool(self.learn_w), mu, int(self.a_steps), int(self.max_iter),
-                                         float(self.tol)) if isinstance(M0, LowRankMetric) else
-                       alternate(P, M0, w0, learn, bool(self.learn_w), mu, int(self.a_steps), int(self.max_iter),
-                                 float(self.tol), float(self.rcond)))
+            P, mu_t = _scaled_problem(G, B[:, t], yy[t], scales[t], offs, self.lam, self.eta, mu, omega)
+            st = (alternate_lowrank(P, M0, L, bool(self.learn_w), mu_t, int(self.a_steps), int(self.max_iter),
+                                    float(self.tol)) if isinstance(M0, LowRankMetric) else
+                  alternate(P, M0, w0, learn, bool(self.learn_w), mu_t, int(self.a_steps), int(self.max_iter),
+                            float(self.tol), float(self.rcond)))
+            out.append(_unscale(st, scales[t]))
     return out
 
 
@@ -624,10 +762,11 @@ def _decision(self, X, chunk: int = 4096):
         check_dask_X(X, "predicting", p=self.n_features_in_)
         F = dask_block_nystrom_predict(self.features_, X, self.coef_)
         return F[:, 0] if self.coef_.ndim == 1 else F
-    X = check_X(self, X)
-    out = [self.features_(X[sl]) @ self.coef_ for sl in _chunks(len(X), chunk)]
+    check_fitted(self, "n_features_in_")
+    X = check_X(self, _views_input(self, X, fitting=False)[0])
+    with blas_threads(_threads(int(self.features_.offsets[-1]))):
+        out = [self.features_(X[sl]) @ self.coef_ for sl in _chunks(len(X), chunk)]
     return np.concatenate(out) if out else np.zeros((0,) + self.coef_.shape[1:])
-
 
 
 _MVMLBase._prepare, _MVMLBase._solve_columns, _MVMLBase._decision = _prepare, _solve_columns, _decision
@@ -665,16 +804,108 @@ def _pattern(M: Metric, offs, rtol=1e-10):
     return N > rtol * max(N.max(initial=0.0), 1e-300)
 
 
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    views : list of lists of int, or None, default=None
+        The columns of each view in one 2-D ``X`` (e.g. ``[[0, 1], [2, 3, 4]]``: view 0 is columns 0-1, view 1 columns 2-4);
+        they must partition the columns. None: one view of all the columns, or, when ``X`` is given as per-view arrays (a
+        list ``[X1, X2, ...]`` or a dict ``{name: Xname}`` of 2-D arrays with the same rows, as multi-view libraries take
+        them), those views (then ``views`` must be None, and ``predict`` takes the same structure).
+    kernel : ScalarKernel, list of ScalarKernel, or None, default=None
+        One kernel for every view, or one per view. Data-driven arguments (``RBF(gamma='scale')``, ``'median'``) are resolved
+        on each view's columns at fit. None: per view, ``RBF`` with gamma = 1 / (2 sigma^2), sigma the mean distance between
+        <= 500 drawn samples of the view (the paper's rule, section 4.2; see the notebook's decision). The fitted kernels
+        are ``kernels_``.
+    lam : float > 0, default=0.1
+        Ridge penalty on g (lambda in eq. 13).
+    eta : float >= 0, default=1.0
+        Penalty on the metric (eta Omega(A)): Frobenius norm for 'learned', group norm for 'sparse'. It is in the units of
+        ||y||^2 (the data term), so rescaling y by c acts as eta / c^2.
+    metric : {'learned', 'sparse', 'cov', 'identity'}, default='learned'
+        'learned': A learned with the Frobenius penalty (eq. 13); 'sparse': with the group penalty (eq. 14, block-sparse
+        A); 'cov': fixed A = Z^T Z (MVML_Cov); 'identity': fixed A = I (MVML_I, kernel ridge on sum_l w_l^2 K_l).
+    learn_w : bool, default=False
+        Learn the view weights w (eq. 17); else w = 1 / v.
+    n_components : 'auto', int or float in (0, 1], default='auto'
+        Landmarks per view of the block Nystrom approximation (shared by all views): an int, or a fraction of n (1.0 = all
+        samples = the exact kernel). 'auto': every sample while v n <= 1000 (v views; the exact method, under about a
+        second here), else 1000 // v landmarks per view (at least 50), so the total rank r stays near 1000 (fit time
+        O(n r^2 + r^3); measured in the notebook: digits, n = 1200, exact 99.5 % in 2.3 s, 1000 landmarks ~ 1.3 s).
+    mu : float > 0 or None, default=None
+        First metric step size; None: min(1/2, 0.45 / eta). mu * eta < 1/2 is required (A stays positive definite).
+    a_steps : int >= 0, default=1
+        Metric steps per outer iteration (many steps collapse A to rank one, see the notebook).
+    max_iter : int >= 1, default=10
+        Outer iterations (w, metric, g) at most.
+    tol : float >= 0, default=1e-6
+        Stop when an iteration lowers the objective by less than tol relatively.
+    random_state : int, RandomState or None, default=None
+        The landmarks' draw (and the samples of the default bandwidth rule).
+    rcond : float in (0, 1), default=1e-12
+        Relative cut-off of the eigenvalues kept (Nystrom features, metrics).
+"""
+
+_ATTRS_DOC = """
+    views_ : list of ndarray
+        The column indices of each view in the (stacked) X.
+    view_names_ : list or None
+        The keys of X when it was given as a dict of views, else None.
+    kernels_ : list of ScalarKernel
+        The kernel of each view, resolved.
+    n_components_ : int
+        Landmarks per view.
+    landmarks_ : ndarray of int
+        The training rows used as landmarks.
+    features_ : BlockNystrom
+        The block Nystrom features z(x) (r = features_.offsets[-1] columns).
+    n_features_in_ : int
+        Columns of X (of all views together).
+"""
+
+
 class MVML(RegressorMixin, _MVMLBase):
-    """Multi-view metric learning (Huusari, Kadri & Capponi 2018) for regression: f(x) = sum_l w_l z_l(x)^T g_l with
-    the metric A learned ('learned', eq. 13; 'sparse', eq. 14) or fixed ('cov': MVML_Cov, 'identity': MVML_I).
-    n_components: landmarks per view (int, or a fraction of n; 1.0 = all samples = the exact kernel), shared by all views.
-    a_steps: metric steps per outer iteration (many steps collapse A to rank one, see the notebook); mu: their first
-    step size (None: min(1/2, 0.45/eta); mu * eta < 1/2 is required)."""
+    __doc__ = """Multi-view metric learning (Huusari, Kadri & Capponi 2018) for regression: f(x) = sum_l w_l z_l(x)^T g_l,
+    z_l the block Nystrom features of view l, with the metric A between views learned ('learned', eq. 13; 'sparse', eq. 14)
+    or fixed ('cov': MVML_Cov, 'identity': MVML_I). Every parameter has a default: ``MVML().fit(X, y)`` fits one view of
+    all the columns with the paper's bandwidth rule.
+""" + _PARAMS_DOC + """
+    Attributes
+    ----------
+    coef_ : ndarray (r,)
+        Coefficients of the predictor f(x) = z(x)^T coef_ (coef_ = D_w g).
+    g_, w_ : ndarray
+        g (r,) and the view weights w (v,).
+    metric_ : Metric or LowRankMetric
+        The metric A in factored form; ``A_`` is it dense (r, r), ``kernel_`` the learned multi-view kernel (an OVKernel).
+    objective_ : list of float
+        The objective J after the first g-step and after each outer iteration (never increasing).
+    n_iter_ : int
+        Outer iterations run (1 for a fixed metric: one solve).
+    steps_ : list of float
+        The accepted metric step sizes (0.0: no decrease found).
+    sparsity_ : ndarray of bool (v, v)
+        The view pairs whose block of A is not zero.""" + _ATTRS_DOC + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.mvml import MVML
+    >>> rng = np.random.default_rng(0)
+    >>> X1, X2 = rng.normal(size=(60, 2)), rng.normal(size=(60, 3))        # two views of the same 60 samples
+    >>> y = np.sin(X1[:, 0]) + X2[:, 1]
+    >>> m = MVML().fit({"a": X1, "b": X2}, y)                             # a dict (or a list) of views
+    >>> m.predict({"a": X1[:3], "b": X2[:3]}).shape
+    (3,)
+    >>> X = np.hstack([X1, X2])                                            # or one X and the views' columns
+    >>> MVML(views=[[0, 1], [2, 3, 4]]).fit(X, y).score(X, y) > 0.9
+    True
+    """
 
     @fit_context
     def fit(self, X, y):
-        "Fit on X (n, p) and y (n,); a Dask array X fits on the Dask workers (y Dask or numpy), see 'On a Dask cluster'."
+        """Fit on X and y (n,). X: one 2-D array (n, p) whose views ``views`` names, or a list / dict of per-view 2-D arrays
+        with the same rows; a Dask array X fits on the Dask workers (y Dask or numpy), see 'On a Dask cluster'."""
+        X, groups, names = _views_input(self, X, fitting=True)
         if is_dask_array(X):
             X, Y, Yw = _dask_regression_inputs(X, y)
         else:
@@ -682,18 +913,22 @@ class MVML(RegressorMixin, _MVMLBase):
             Yw = Y
         if Y.shape[1] != 1:
             raise ValueError(f"y must be 1-D (one target), got shape {np.shape(y)}")
-        self._prepare(X)
-        st = self._solve_columns(X, Yw, [float(Y[:, 0] @ Y[:, 0])])[0]
+        self._prepare(X, groups)
+        s = _target_scale(Y[:, 0])
+        ys = Y[:, 0] / s
+        st = self._solve_columns(X, Yw, [float(ys @ ys)], [s])[0]
         offs = self.features_.offsets
         self.metric_, self.g_, self.w_, self.objective_, self.n_iter_, self.steps_ = st.M, st.g, st.w, st.objective, \
             st.n_iter, st.steps
         self.coef_ = np.repeat(st.w, np.diff(offs)) * st.g
         self.sparsity_ = _pattern(st.M, offs)
         self.n_features_in_ = X.shape[1]
+        self.view_names_ = names
+        self._view_layout = None if groups is None else (names, [len(g) for g in groups])
         return self
 
     def predict(self, X):
-        "f(x) for each row of X, shape (m,) (a Dask array for a Dask X)."
+        "f(x) for each row of X (given as at fit: one 2-D array, or the same list / dict of views), shape (m,) (a Dask array for a Dask X)."
         return self._decision(X)
 
     @property
@@ -721,32 +956,70 @@ def _dask_pm_targets(X, codes, k: int):
 
 
 class MVMLClassifier(ClassifierMixin, _MVMLBase):
-    """MVML for classification: binary on +-1 targets, multi-class one-vs-all, argmax of the outputs. Same parameters
-    as MVML; fitted metrics_, g_, w_, coef_ (r, n_classes or 1), objective_ and n_iter_ per problem."""
+    __doc__ = """MVML for classification (paper 003, section 4.2): binary on +-1 targets (+1 for ``classes_[1]``), multi-class
+    one-vs-all with one metric, g and w per class on shared features; the label is the sign or the argmax of the outputs.
+    Every parameter has a default: ``MVMLClassifier().fit(X, y)`` fits one view of all the columns.
+""" + _PARAMS_DOC + """
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+    coef_ : ndarray (r, 1) for two classes, else (r, n_classes)
+        Coefficients of the outputs z(x)^T coef_ (one column per one-vs-all problem).
+    g_, w_ : ndarray
+        g (r, t) and the view weights w (v, t) of the t problems.
+    metrics_ : list of Metric or LowRankMetric
+        The metric of each problem; ``A_`` is it dense (one (r, r) for two classes, else a list).
+    objective_ : list of lists of float
+        The objective history of each problem.
+    n_iter_ : int
+        The most outer iterations run by any problem (1 for a fixed metric).
+    sparsity_ : list of ndarray of bool (v, v)
+        The view pairs whose block of A is not zero, per problem.""" + _ATTRS_DOC + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.mvml import MVMLClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["a", "b"], 30)
+    >>> X1 = rng.normal(size=(60, 2)) + (y == "b")[:, None]               # view 1
+    >>> X2 = rng.normal(size=(60, 3)) - (y == "b")[:, None]               # view 2
+    >>> clf = MVMLClassifier().fit([X1, X2], y)                          # a list (or a dict) of views
+    >>> clf.score([X1, X2], y) > 0.8
+    True
+    >>> clf.predict([X1[:2], X2[:2]]).tolist()
+    ['a', 'a']
+    """
 
     @fit_context
     def fit(self, X, y):
         from sklearn.utils.multiclass import check_classification_targets
+        X, groups, names = _views_input(self, X, fitting=True)
         y = _as_1d(y.compute() if is_dask_array(y) else y)   # n labels: small, on the driver
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per row of X), got shape {y.shape}")
         try:
             check_classification_targets(y)
+            classes, yi = np.unique(y, return_inverse=True)
         except ValueError as e:                        # scikit-learn's message does not name the argument
             raise ValueError(f"y: {e}") from None
+        except TypeError:                              # e.g. str and int labels: they cannot be sorted (scikit-learn too raises
+            kinds = sorted({type(v).__name__ for v in y.ravel()})          # a TypeError there)
+            raise ValueError(f"y: labels of mixed types ({', '.join(kinds)}) cannot be ordered; give labels of one type, "
+                             "e.g. y.astype(str)") from None
         if is_dask_array(X):
             check_dask_X(X, "MVML needs two samples", min_samples=2)
             if X.shape[0] != len(y):
                 raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {len(y)}")
         else:
             X, _, _ = check_X_Y(X, np.zeros(len(y)), min_samples=2, why="MVML needs two samples")
-        classes, yi = np.unique(y, return_inverse=True)
         k = len(classes)
         if k < 2:
             raise ValueError(f"y must contain at least two classes, got {k}")
         Y = _dask_pm_targets(X, yi, k) if is_dask_array(X) else _pm_targets(yi, k)
-        self._prepare(X)
-        sts = self._solve_columns(X, Y, [float(len(yi))] * (1 if k == 2 else k))     # y^T y = n for +-1 targets
+        self._prepare(X, groups)
+        t = 1 if k == 2 else k
+        sts = self._solve_columns(X, Y, [float(len(yi))] * t, [1.0] * t)     # y^T y = n for +-1 targets (scale 1)
         offs = self.features_.offsets
         self.classes_ = classes
         self.metrics_ = [s.M for s in sts]
@@ -756,6 +1029,8 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
         self.objective_, self.n_iter_ = [s.objective for s in sts], max(s.n_iter for s in sts)
         self.sparsity_ = [_pattern(s.M, offs) for s in sts]
         self.n_features_in_ = X.shape[1]
+        self.view_names_ = names
+        self._view_layout = None if groups is None else (names, [len(g) for g in groups])
         return self
 
     def decision_function(self, X):
@@ -764,6 +1039,7 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
         return F[:, 0] if len(self.classes_) == 2 else F
 
     def predict(self, X):
+        "The labels, from the sign (two classes) or the argmax of `decision_function` (X given as at fit)."
         F = self.decision_function(X)
         i = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
         return i.map_blocks(self.classes_.__getitem__, dtype=self.classes_.dtype) if is_dask_array(F) else self.classes_[i]

@@ -52,7 +52,7 @@ def test_kernel_ridge_identities(metric):
     kr = KernelRidge(alpha=0.1, kernel="precomputed").fit(G, y)
     np.testing.assert_allclose(m.predict(X), kr.predict(G), atol=1e-6)
     np.testing.assert_allclose(m.predict(Xt), kr.predict(Gt), atol=1e-6)
-    assert m.n_iter_ == 0
+    assert m.n_iter_ == 1                     # one pass (the g-step), as scikit-learn counts a direct solve
 
 
 @settings(max_examples=25, deadline=None)
@@ -124,3 +124,123 @@ def test_lowrank_alternation_follows_eigen_form(seed):
     np.testing.assert_allclose(m.objective_, ref.objective, rtol=1e-5)
     np.testing.assert_allclose(m.A_, ref.M.dense(), atol=1e-4 * np.abs(ref.M.dense()).max())
     assert objective(P, m.metric_, m.w_, m.g_) == pytest.approx(m.objective_[-1], rel=1e-9)
+
+
+
+def test_huge_target_is_refused_by_name_not_nan():
+    "Issue 19: y * 1e154 overflowed ||y||^2 and left objective_ all NaN with no step accepted and no warning."
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"y is out of float64's range.*rescale y"):
+        MVML(views=[[0, 1], [2, 3, 4]], kernel=RBF(.5)).fit(X, y * 1e154)
+
+
+def test_target_scale_is_exact_and_silent():
+    """The problem is solved in units of a power of two of y's size: fit(c y, eta, mu) = c fit(y, eta / c^2, mu c^2) with
+    the same metric, and no overflow on the way (before: 40 overflow warnings in the metric-step trials at c = 2^505)."""
+    import warnings
+    X, y = _data()
+    c = 2.0 ** 505
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = MVML(VIEWS, RBF(0.5), eta=1.0, mu=0.2, n_components=20, random_state=0).fit(X, c * y)
+    assert np.isfinite(big.objective_).all() and np.isfinite(big.coef_).all()
+    for c, eta, mu in ((c, 1.0, 0.2), (2.0 ** -40, 1e-3, 0.2)):
+        m1 = MVML(VIEWS, RBF(0.5), eta=eta, mu=mu, n_components=20, random_state=0, max_iter=4).fit(X, c * y)
+        m2 = MVML(VIEWS, RBF(0.5), eta=eta / c ** 2, mu=mu * c ** 2, n_components=20, random_state=0, max_iter=4).fit(X, y)
+        np.testing.assert_allclose(m1.predict(X) / c, m2.predict(X), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(m1.A_, m2.A_, rtol=1e-12, atol=1e-14 * np.abs(m2.A_).max())
+        np.testing.assert_allclose(np.array(m1.steps_) * c ** 2, m2.steps_, rtol=1e-12)
+    small = MVML(VIEWS, RBF(0.5), eta=1e-3, n_components=20, random_state=0, max_iter=4).fit(X, 2.0 ** -40 * y)
+    assert any(t > 0 for t in small.steps_)              # metric steps accepted in y's units
+
+
+def test_n_iter_counts_passes():
+    X, y = _data()
+    for metric in ("identity", "cov", "learned", "sparse"):
+        assert MVML(VIEWS, RBF(0.5), metric=metric, n_components=10, random_state=0).fit(X, y).n_iter_ >= 1
+        c = MVMLClassifier(VIEWS, RBF(0.5), metric=metric, n_components=10, random_state=0).fit(X, y > 0)
+        assert c.n_iter_ >= 1
+
+
+def test_mixed_label_types_value_error():
+    "str and int labels cannot be sorted: a ValueError naming y (was a raw TypeError from np.unique)."
+    X, _ = _data()
+    y = np.array(["a", 1] * 15, dtype=object)
+    with pytest.raises(ValueError, match="y: labels of mixed types"):
+        MVMLClassifier(VIEWS).fit(X, y)
+    with pytest.raises(ValueError, match="^y: "):
+        MVMLClassifier(VIEWS).fit(X, np.array([1, "a"] * 15, dtype=object))
+
+
+def _two_views(seed=0, n=40):
+    r = np.random.default_rng(seed)
+    X1, X2 = r.normal(size=(n, 2)), r.normal(size=(n, 3))
+    return X1, X2, np.sin(X1[:, 0]) + X2[:, 1] * X2[:, 2]
+
+
+def test_views_as_list_or_dict_of_arrays():
+    "Per-view arrays (a list, or a dict of named views) fit and predict as the stacked X with the matching `views`."
+    X1, X2, y = _two_views()
+    ref = MVML(views=[[0, 1], [2, 3, 4]], n_components=20, random_state=0).fit(np.hstack([X1, X2]), y)
+    ml = MVML(n_components=20, random_state=0).fit([X1, X2], y)
+    md = MVML(n_components=20, random_state=0).fit({"img": X1, "txt": X2}, y)
+    for m, Xt in ((ml, [X1[:5], X2[:5]]), (ml, (X1[:5], X2[:5])), (md, {"txt": X2[:5], "img": X1[:5]})):
+        np.testing.assert_array_equal(m.predict(Xt), ref.predict(np.hstack([X1, X2])[:5]))
+        assert [list(v) for v in m.views_] == [[0, 1], [2, 3, 4]]
+    assert md.view_names_ == ["img", "txt"] and ml.view_names_ is None
+    c = MVMLClassifier(n_components=20, random_state=0).fit({"img": X1, "txt": X2}, y > 0)
+    assert c.predict({"img": X1, "txt": X2}).shape == (40,)
+    with pytest.raises(ValueError, match="fitted on a dict of views 'img'"):
+        md.predict([X1, X2])
+    with pytest.raises(ValueError, match="got a dict with views"):
+        md.predict({"img": X1, "other": X2})
+    with pytest.raises(ValueError, match="view 'txt' has 2 features.*expecting 3"):
+        md.predict({"img": X1, "txt": X2[:, :2]})
+    with pytest.raises(ValueError, match="fitted on a list of 2 per-view arrays"):
+        ml.predict(np.hstack([X1, X2]))
+    with pytest.raises(ValueError, match="fitted on one 2-D X"):
+        ref.predict([X1, X2])
+    with pytest.raises(ValueError, match="views must be None when X is given as per-view arrays"):
+        MVML(views=[[0, 1], [2, 3, 4]]).fit([X1, X2], y)
+    with pytest.raises(ValueError, match="same number of rows"):
+        MVML().fit([X1, X2[:30]], y)
+
+
+def test_3d_x_says_how_to_declare_views():
+    X1, X2, y = _two_views()
+    with pytest.raises(ValueError, match=r"views=\[\[0, 1\], \[2, 3, 4\]\].*list of per-view 2-D arrays"):
+        MVML().fit(np.stack([X1[:, :2], X2[:, :2]], axis=1), y)
+
+
+@pytest.mark.parametrize("Est", [MVML, MVMLClassifier])
+def test_docstrings_describe_every_parameter(Est):
+    import inspect
+    doc = Est.__doc__
+    for name in inspect.signature(Est).parameters:
+        assert f"\n    {name} : " in doc, name
+    for section in ("Parameters\n", "Attributes\n", "Examples\n"):
+        assert section in doc
+
+
+def test_defaults_construct_fit_and_resolve_kernels():
+    "MVML() / MVMLClassifier() fit with no argument; kernels_ holds the resolved per-view kernels; 'auto' landmarks."
+    from ovk_nb.mvml import AUTO_RANK
+    X1, X2, y = _two_views(n=60)
+    m = MVML().fit(np.hstack([X1, X2]), y)
+    assert m.n_components_ == 60 and len(m.kernels_) == 1 and isinstance(m.kernels_[0].gamma, float)
+    assert MVMLClassifier().fit([X1, X2], y > 0).n_components_ == 60
+    m = MVML(kernel=RBF()).fit({"a": X1, "b": 10 * X2}, y)         # gamma='scale' resolved on each view's columns
+    assert m.kernels_[0].gamma == pytest.approx(1 / (2 * X1.var())) and m.kernels_[1].gamma == pytest.approx(1 / (300 * X2.var()))
+    r = np.random.default_rng(0)
+    Xb = r.normal(size=(AUTO_RANK // 2 + 10, 4))
+    m = MVML(views=[[0, 1], [2, 3]], metric="identity").fit(Xb, Xb[:, 0])
+    assert m.n_components_ == AUTO_RANK // 2 < len(Xb)           # v n > AUTO_RANK: AUTO_RANK // v landmarks per view
+
+
+@pytest.mark.parametrize("Est", [MVML, MVMLClassifier])
+def test_check_estimator_with_defaults(Est):
+    "scikit-learn's checks on the defaults (every check applies: none is declared inapplicable)."
+    from sklearn.utils.estimator_checks import check_estimator
+    res = check_estimator(Est(), on_fail=None)
+    bad = [(r["check_name"], str(r["exception"])[:200]) for r in res if r["status"] == "failed"]
+    assert not bad, bad
