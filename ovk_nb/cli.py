@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .reproduce import load_experiments, run_experiments, short_title
+# ovk_nb.reproduce (scikit-learn, scipy, pandas: 3 s) is imported by the subcommands that need it, so that
+# `ovk-nb --version` and `--help` start in a fraction of a second
 
 # %% auto #0
 __all__ = ['main']
@@ -37,8 +38,9 @@ def _parser():
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(argv)          # --version and --help exit here, before any heavy import
     if args.cmd == "reproduce":
+        from ovk_nb.reproduce import load_experiments, run_experiments
         if args.list:
             _print_list(load_experiments())
             return 0
@@ -66,6 +68,7 @@ def main(argv=None) -> int:
 
 def _print_list(experiments):
     "The experiments grouped by paper: one heading per paper, then each name and its title without the paper repeated."
+    from ovk_nb.reproduce import short_title
     groups = {}
     for name, e in experiments.items():
         groups.setdefault(e.paper or "", []).append((name, e.title))

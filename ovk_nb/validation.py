@@ -15,8 +15,8 @@ from sklearn.exceptions import NotFittedError
 
 # %% auto #0
 __all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf', 'Predicate',
-           'validate_params', 'validate_estimator_params', 'check_input', 'check_X_Y', 'check_fitted', 'check_X',
-           'fit_context']
+           'validate_params', 'validate_estimator_params', 'check_input', 'check_X_Y', 'check_fitted', 'feature_names',
+           'check_feature_names', 'check_X', 'fit_context']
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
 def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndarray:
@@ -230,9 +230,40 @@ def check_fitted(est, attr: str):
         raise NotFittedError(f"This {type(est).__name__} instance is not fitted yet; call fit first.")
 
 
+def feature_names(X):
+    "The column names of a pandas-like X whose names are all strings, as an object array; None otherwise (scikit-learn's rule)."
+    cols = getattr(X, "columns", None)
+    if cols is None or isinstance(X, np.ndarray):
+        return None
+    names = np.asarray(list(cols), dtype=object)
+    return names if len(names) and all(isinstance(c, str) for c in names) else None
+
+
+def check_feature_names(est, X, reset: bool):
+    """scikit-learn's feature-name contract: at fit (`reset`) record `feature_names_in_` from a DataFrame X (or remove a stale
+    one); afterwards a DataFrame with other names is a ValueError naming X, and plain arrays after named ones warn."""
+    names = feature_names(X)
+    if reset:
+        if names is not None:
+            est.feature_names_in_ = names
+        elif "feature_names_in_" in est.__dict__:
+            del est.feature_names_in_
+        return
+    fitted = getattr(est, "feature_names_in_", None)
+    if fitted is None and names is not None:
+        warnings.warn(f"X has feature names, but {type(est).__name__} was fitted without feature names", UserWarning)
+    elif fitted is not None and names is None:
+        warnings.warn(f"X does not have valid feature names, but {type(est).__name__} was fitted with feature names",
+                      UserWarning)
+    elif fitted is not None and (len(fitted) != len(names) or (fitted != names).any()):
+        raise ValueError(f"X: the feature names should match those that were passed during fit: "
+                         f"expected {list(fitted)[:10]}, got {list(names)[:10]}")
+
+
 def check_X(est, X):
-    "Test inputs of a fitted estimator: as scikit-learn checks them, with the training inputs' number of features."
+    "Test inputs of a fitted estimator: as scikit-learn checks them, with the training inputs' number of features (and names)."
     check_fitted(est, "n_features_in_")
+    check_feature_names(est, X, reset=False)
     p = est.n_features_in_
     X = check_input(X, "X")
     if X.shape[1] != p:
@@ -250,7 +281,11 @@ def fit_context(method):
         saved = dict(self.__dict__)
         try:
             validate_estimator_params(self)
-            return method(self, *args, **kwargs)
+            first = method.__name__ != "partial_fit" or not hasattr(self, "n_features_in_")
+            out = method(self, *args, **kwargs)
+            if args and first:
+                check_feature_names(self, args[0], reset=True)     # feature_names_in_ from a DataFrame X
+            return out
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
