@@ -6,17 +6,18 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
 from threadpoolctl import threadpool_limits
 
-from .decoding import CandidateSet, Decoder, ZeroOne, finite_labels
+from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, finite_labels, n_items
 from .linalg import NystromFeatures
-from .kernels import RBF, ScalarKernel
+from .kernels import RBF, ScalarKernel, resolve_kernel
 from .streaming import StreamLearner, step_record
-from .validation import Interval, InstanceOf, check_fitted
+from .validation import Interval, InstanceOf, check_fitted, check_input
 
 # %% auto #0
 __all__ = ['oskaar_literal', 'KAARFactor', 'OSKAAR', 'primal_start', 'primal_block', 'primal_estimates']
@@ -111,8 +112,54 @@ def weights(self: KAARFactor, Kxo, kdiag):
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #228e9165
 class OSKAAR(StreamLearner):
     """Online structured prediction with kernel aggregating algorithm regression (paper 002, Algorithm 2).
-    kernel: scalar input kernel (default RBF(1)); lam > 0; decoder: the loss and its decoder (`ovk_nb.decoding`,
-    default ZeroOne()); budget: None (exact) or m, the Nystrom variant on a dictionary of the first m inputs."""
+
+    Parameters
+    ----------
+    kernel : ScalarKernel or None, default=None
+        The scalar input kernel. None: `RBF(gamma='scale')`, its bandwidth 1 / (n_features * X.var()) set from the first
+        batch's inputs (a stream sees only its first batch), kept as `kernel_`.
+    lam : float > 0, default=1.0
+        KAAR's regularisation.
+    decoder : Decoder or None, default=None
+        The loss and its decoder (`ovk_nb.decoding`); None: `ZeroOne()`, the 0-1 loss over the labels seen.
+    budget : int >= 1 or None, default=None
+        None: the exact learner (O(t^2) memory). m: the Nystrom variant on the dictionary of the first m inputs, O(m^2 + mD)
+        memory and work per round.
+    history : int >= 0 or None, default=None
+        Per-step records kept: None every round (8 (2 + D) bytes a round, D the decisions' width; with a budget the only
+        memory that grows with t), k the last k rounds.
+
+    Attributes
+    ----------
+    kernel_ : ScalarKernel
+        The kernel used, with its data-driven arguments resolved on the first batch.
+    decoder_ : Decoder
+        The decoder used.
+    n_seen_ : int
+        Rounds played.
+    n_features_in_ : int
+        Number of input features.
+    losses_, surrogate_losses_, decisions_ : ndarray
+        Per-round task loss, surrogate loss and decision (the last `history` rounds).
+    cumulative_loss_ : float
+        Sum of the task losses of every round.
+
+    Notes
+    -----
+    `score(X, y)` follows scikit-learn (higher is better) and depends on the decoder: accuracy for `ZeroOne`, the
+    label-wise accuracy 1 - Hamming loss for `Hamming`, R^2 for `Squared`, Spearman's rank correlation 1 - 2 loss for
+    `Spearman`, minus the mean loss for `CandidateSet`. The task loss itself is `loss(X, y)`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.oskaar import OSKAAR
+    >>> X = np.random.default_rng(0).normal(size=(200, 2))
+    >>> y = np.where(X[:, 0] > 0, "right", "left")
+    >>> est = OSKAAR().fit(X, y)
+    >>> est.predict(X[:3]) == list(y[:3]), est.score(X[100:], y[100:]) > 0.9
+    (True, True)
+    """
     _parameter_constraints = {"kernel": [None, InstanceOf(ScalarKernel)], "lam": [Interval(numbers.Real, 0, None, "neither")],
                               "decoder": [None, InstanceOf(Decoder)], "budget": [None, Interval(numbers.Integral, 1, None)]}
     _frozen = ("kernel", "lam", "decoder", "budget")
@@ -125,12 +172,25 @@ class OSKAAR(StreamLearner):
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #fb920e9f
 @patch
-def _setup(self: OSKAAR, X, Y):
-    "Fitted copies of the kernel and the decoder, an empty registry; returns one encoded label (its shape and dtype)."
-    self.kernel_ = RBF(1.0) if self.kernel is None else self.kernel
+def _setup(self: OSKAAR, X, Y, classes=None):
+    """Fitted copies of the kernel (resolved on the first batch's inputs) and the decoder, an empty registry; returns one
+    encoded label (its shape and dtype). A `Squared` decoder with bounds of width w > 1 needs Y of w columns. `classes`
+    (scikit-learn's first `partial_fit` argument) fixes the 0-1 decoder's classes."""
+    self.kernel_ = resolve_kernel(self.kernel, X, kind=ScalarKernel, default=RBF)
     self.decoder_ = ZeroOne() if self.decoder is None else self.decoder
+    if classes is not None:
+        if not isinstance(self.decoder_, ZeroOne):
+            raise ValueError(f"classes applies to the 0-1 decoder (ZeroOne) only, got the decoder {self.decoder_!r}")
+        self.decoder_ = ZeroOne(classes=list(classes))
     self._reg = self.decoder_.start()
-    return self.decoder_.encode(finite_labels(Y, "Y")[:1], self._reg)[0]
+    Y = finite_labels(self._labels(Y, warn=False), "Y")
+    code = self.decoder_.encode(Y[:1], self._reg)[0]
+    self._y1d = np.ndim(Y) == 1                           # a 1-D y (a Squared decoder predicts a 1-D array then)
+    if isinstance(self.decoder_, Squared) and self.decoder_.bounds is not None:
+        w = max(np.size(b) for b in self.decoder_.bounds)
+        if w > 1 and code.shape[1] != w:
+            raise ValueError(f"Y must have {w} columns, the width of the Squared decoder's bounds, got {code.shape[1]}")
+    return code
 
 
 @patch
@@ -147,10 +207,31 @@ def _init_stream(self: OSKAAR, p, code):
 def _targets(self: OSKAAR, X, Y):
     """Labels encoded by the decoder against a *new* registry (committed only when the pass succeeds); numeric labels
     must be finite (a NaN row would be a new label of its own for the 0-1 decoder), refused naming Y."""
-    finite_labels(Y, "Y")
+    Y = finite_labels(self._labels(Y), "Y")
     if len(Y) != len(X):
         raise ValueError(f"X and Y must have the same number of samples, got {len(X)} and {len(Y)}")
     return self.decoder_.encode(Y, self._reg, step=self.n_seen_)
+
+@patch
+def _labels(self: OSKAAR, Y, name: str = "Y", warn: bool = True):
+    """Labels as the decoder reads them, checked as scikit-learn checks a classifier's y: None refused, an array-like
+    (`__array__`: pandas, array wrappers) made an array; for the 0-1 decoder a numeric column vector is raveled (with
+    scikit-learn's DataConversionWarning) and non-integer numbers (a continuous target) are refused."""
+    if Y is None:
+        raise ValueError(f"{name}: {type(self).__name__} requires y to be passed, but the target y is None")
+    if hasattr(Y, "__array__") and not isinstance(Y, np.ndarray):
+        Y = np.asarray(Y)
+    if isinstance(self.decoder_, ZeroOne) and isinstance(Y, np.ndarray) and Y.dtype.kind in "biuf":
+        if Y.ndim == 2 and Y.shape[1] == 1:
+            if warn:
+                from sklearn.exceptions import DataConversionWarning
+                warnings.warn("A column-vector y was passed when a 1d array was expected: the labels are its entries "
+                              "(ravel y; a row of several labels is one label)", DataConversionWarning, stacklevel=4)
+            Y = Y[:, 0]
+        if Y.dtype.kind == "f" and np.isfinite(Y).all() and (Y != np.round(Y)).any():
+            raise ValueError(f"Unknown label type: continuous. {name} holds non-integer numbers, and the 0-1 decoder "
+                             "(ZeroOne, the default) learns labels: give decoder=Squared() for a real-valued target")
+    return Y
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #90c3bc61
 @patch
@@ -321,26 +402,92 @@ def _feature_estimates(self: OSKAAR, X):
         return self.decoder_.stats(self._factor.weights(Kxo, self.kernel_.diag(X)), self._codes[:n], reg)
     return primal_estimates(P, X, self.decoder_.features(self._codes[:1], reg).shape[1])
 
+def _scalars(labels) -> bool:
+    "True when every label is a scalar (a number, a string): predictions are then a 1-D array, as scikit-learn's."
+    return all(np.ndim(v) == 0 and v is not None for v in labels)
+
+
+@patch(as_prop=True)
+def classes_(self: OSKAAR):
+    "The 0-1 decoder's classes (declared, or seen so far), sorted when they are comparable scalars."
+    check_fitted(self, "n_seen_")
+    if not isinstance(self.decoder_, ZeroOne):
+        raise AttributeError(f"classes_ exists with the 0-1 decoder (ZeroOne) only, not with {self.decoder_!r}")
+    labels = self._reg["labels"]
+    if not _scalars(labels):
+        return np.asarray(labels + [None], dtype=object)[:-1]
+    try:
+        return np.unique(np.asarray(labels))
+    except TypeError:                                     # mixed types: the order of first appearance
+        return np.asarray(labels, dtype=object)
+
+
 @patch
 def predict(self: OSKAAR, X):
-    "Decisions z = argmin_z <psi(z), g(x)> for the rows of X (no learning), in chunks of 1024 rows."
+    """Decisions z = argmin_z <psi(z), g(x)> for the rows of X (no learning), in chunks of 1024 rows: labels (a list for
+    `ZeroOne` and `CandidateSet`), arrays otherwise (1-D for `Squared` fitted on a 1-D y)."""
     check_fitted(self, "n_seen_")
     X = self._check_X(X)
     out = []
     for a in range(0, len(X), 1024):
         G = self._feature_estimates(X[a:a + 1024])
         out.extend(self.decoder_.output(self.decoder_.decode(G, self._reg, np.full(len(G), self.n_seen_ + 1)), self._reg))
-    return np.asarray(out) if not isinstance(self.decoder_, (ZeroOne, CandidateSet)) else out
+    if isinstance(self.decoder_, CandidateSet) or (isinstance(self.decoder_, ZeroOne) and not _scalars(out)):
+        return out                                        # structured outputs, or labels that are rows: a list
+    out = np.asarray(out)
+    return out[:, 0] if isinstance(self.decoder_, Squared) and getattr(self, "_y1d", False) else out
 
 
 @patch
-def score(self: OSKAAR, X, Y) -> float:
-    "Minus the mean task loss of the predictions on (X, Y) (higher is better, as scikit-learn expects)."
+def _scored(self: OSKAAR, X, y, sample_weight):
+    "(decisions and y as codes, the registry that knows y's labels, the weights) of a scored batch; X and y checked by name."
     check_fitted(self, "n_seen_")
     X = self._check_X(X)
-    codes, reg = self.decoder_.encode(Y, self._reg, step=self.n_seen_ + 1)
-    G = self._feature_estimates(X)
-    return -float(np.mean(self.decoder_.task_loss(self.decoder_.decode(G, reg, np.full(len(G), self.n_seen_ + 1)), codes, reg)))
+    y = finite_labels(self._labels(y, "y"), "y")
+    if n_items(y, "y") != len(X):
+        raise ValueError(f"X and y must have the same number of samples, got {len(X)} and {n_items(y, 'y')}")
+    w = None if sample_weight is None else check_input(sample_weight, "sample_weight", ensure_2d=False)
+    if w is not None and w.shape != (len(X),):
+        raise ValueError(f"sample_weight must have one weight per row of X ({len(X)}), got shape {w.shape}")
+    codes, reg = self.decoder_.encode(y, self._reg, step=self.n_seen_ + 1)
+    t = np.full(len(X), self.n_seen_ + 1)
+    return self.decoder_.decode(self._feature_estimates(X), reg, t), codes, reg, w
+
+
+@patch
+def loss(self: OSKAAR, X, y, sample_weight=None) -> float:
+    "The mean task loss Delta(z(x), y) of the predictions on (X, y) (lower is better; `score` is higher-is-better)."
+    Z, codes, reg, w = self._scored(X, y, sample_weight)
+    return float(np.average(self.decoder_.task_loss(Z, codes, reg), weights=w))
+
+
+@patch
+def score(self: OSKAAR, X, y, sample_weight=None) -> float:
+    """scikit-learn's score (higher is better), by decoder: accuracy (`ZeroOne`), label-wise accuracy 1 - Hamming loss
+    (`Hamming`), R^2 (`Squared`), Spearman's rank correlation 1 - 2 loss (`Spearman`), minus the mean loss otherwise."""
+    Z, codes, reg, w = self._scored(X, y, sample_weight)
+    dec = self.decoder_
+    if isinstance(dec, Squared):
+        from sklearn.metrics import r2_score
+        return float(r2_score(codes, Z, sample_weight=w))
+    mean = float(np.average(dec.task_loss(Z, codes, reg), weights=w))
+    if isinstance(dec, (ZeroOne, Hamming)):
+        return 1.0 - mean
+    return 1.0 - 2.0 * mean if isinstance(dec, Spearman) else -mean
+
+
+@patch
+def __sklearn_tags__(self: OSKAAR):
+    "A classifier with the 0-1 decoder (the default), a regressor with the squared one, a structured learner otherwise."
+    from sklearn.utils import ClassifierTags, RegressorTags
+    tags = super(OSKAAR, self).__sklearn_tags__()
+    tags.target_tags.required = True
+    if self.decoder is None or isinstance(self.decoder, ZeroOne):
+        tags.estimator_type, tags.classifier_tags = "classifier", ClassifierTags()
+    elif isinstance(self.decoder, Squared):
+        tags.estimator_type, tags.regressor_tags = "regressor", RegressorTags()
+        tags.target_tags.multi_output = True
+    return tags
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #51152fa2
 @patch

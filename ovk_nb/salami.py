@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 from fastcore.basics import patch
 
-from .decoding import Decoder
+from .decoding import Decoder, Squared
 from .kernels import ScalarKernel
 from .linalg import NystromFeatures
 from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates
@@ -29,10 +29,13 @@ def lifespan(s: int, lifetime) -> float:
     return float(lifetime * (s & -s))
 
 
-def default_eta(decoder, eta=None) -> float:
-    "eta, or the exp-concavity constant 1/(8 B^2) of the surrogate loss with B^2 = sup ||phi(y)||^2 (decoder.B2)."
+def default_eta(decoder, eta=None, d=None) -> float:
+    """eta, or the exp-concavity constant 1/(8 B^2) of the surrogate loss with B^2 = sup ||phi(y)||^2 (decoder.B2). d: the
+    labels' width, when known: a `Squared` decoder's scalar bounds then bound each of the d columns (B^2 grows with d)."""
     if eta is not None:
         return float(eta)
+    if isinstance(decoder, Squared) and decoder.bounds is not None and d is not None:
+        decoder = Squared(bounds=tuple(np.broadcast_to(np.asarray(b, float), (d,)) for b in decoder.bounds))
     B2 = float(decoder.B2)
     if not np.isfinite(B2) or B2 <= 0:
         raise ValueError(f"eta must be given (a learning rate > 0): the default 1/(8 B^2) needs a bounded feature map, "
@@ -91,10 +94,10 @@ class SALAMI(OSKAAR):
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #9e02ffa9
 @patch
-def _setup(self: SALAMI, X, Y):
+def _setup(self: SALAMI, X, Y, **setup):
     "OSKAAR's set-up, and the learning rate (refused when the default needs a bounded feature map and there is none)."
-    code = OSKAAR._setup(self, X, Y)
-    self.eta_ = default_eta(self.decoder_, self.eta)
+    code = OSKAAR._setup(self, X, Y, **setup)
+    self.eta_ = default_eta(self.decoder_, self.eta, d=code.shape[1] if code.ndim == 2 else None)
     return code
 
 

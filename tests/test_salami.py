@@ -306,3 +306,28 @@ def test_with_a_budget_and_a_history_everything_kept_is_bounded():
         assert max(len(getattr(est, name)) for name in est._step_records) <= 2 * (k + 100)
         held[t] = nbytes(vars(est))
     assert held[3000] <= 1.25 * held[1000] and held[3000] < 600_000            # measured: 366 kB at 1000, 390 kB at 3000
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([SALAMI(), SALAMI(decoder=Squared(), eta=0.5)])
+def test_sklearn_check_estimator(estimator, check):
+    "The default (a classifier: the 0-1 decoder) and the squared decoder (a regressor) pass every check, none expected to fail."
+    check(estimator)
+
+
+def test_score_takes_y_and_is_higher_is_better():
+    "score(X, y=y) is the accuracy for the default 0-1 decoder (it was minus the loss, under a parameter named Y)."
+    X, Y, dec = make("zeroone", 120)
+    est = SALAMI(RBF(0.7), lam=0.2).fit(X[:90], Y[:90])
+    acc = np.mean(np.asarray(est.predict(X[90:])) == Y[90:])
+    assert est.score(X[90:], y=Y[90:]) == pytest.approx(acc) == pytest.approx(1 - est.loss(X[90:], Y[90:]))
+    assert list(est.classes_) == ["a", "b", "c"]
+
+
+def test_default_eta_counts_every_column_under_scalar_bounds():
+    "Squared(bounds=(-1, 1)) on 3 columns: sup ||y||^2 = 3, B^2 = 1 + 3 + 9 (it used 1 column: B^2 = 3, eta 4x too large)."
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    est = SALAMI(decoder=Squared(bounds=(-1.0, 1.0))).fit(X, np.clip(X, -1, 1))
+    assert est.eta_ == pytest.approx(1 / (8 * 13))
