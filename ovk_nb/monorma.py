@@ -11,14 +11,14 @@ import numpy as np
 from fastcore.basics import patch
 from sklearn.base import MultiOutputMixin, RegressorMixin
 
-from .kernels import OVKernel
+from .kernels import RBF, OVKernel, Separable, data_gamma, resolve_kernel
 from .linalg import KernelParts
 from .streaming import KernelStream
-from .validation import Interval, Predicate, check_fitted
+from .validation import Interval, Predicate, check_fitted, check_input
 from .weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['monorma_reference', 'MONORMA']
+__all__ = ['DEFAULT_BANDWIDTHS', 'monorma_reference', 'MONORMA', 'default_kernels']
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #d99155dc
 def monorma_reference(kernels, X, Y, lam, etas, r, s=None):
@@ -45,19 +45,61 @@ def _is_kernel_list(v) -> bool:
     return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(k, OVKernel) for k in v)
 
 
+DEFAULT_BANDWIDTHS = (0.1, 1.0, 10.0)   # the default dictionary: RBF('scale')'s gamma times these
+
+
 class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     """MONORMA (paper 000, Algorithm 2): ONORMA's coefficients alpha shared by m kernels, g^j = sum_i K^j(x_i, .) alpha_i,
-    f = sum_j delta_j g^j, with the kernel weights delta updated after every step from gamma^j = ||g^j||^2 (eq. (6))."""
-    _parameter_constraints = {"kernels": [Predicate("a non-empty list of OVKernel instances (e.g. Separable, SumKernel)",
-                                                 _is_kernel_list)],
+    f = sum_j delta_j g^j, with the kernel weights delta updated after every step from gamma^j = ||g^j||^2 (eq. (6)).
+
+    Parameters
+    ----------
+    kernels : list of OVKernel or None, default=None
+        The m kernels (one output dimension). None: three Gaussians `Separable(RBF(c * gamma), T=None)`, gamma SVC's
+        'scale' bandwidth on the first batch's inputs and c in (0.1, 1, 10), each with the identity of the output width;
+        resolved at the first call and kept as `kernels_`.
+    lam, eta, schedule, truncation : as ONORMA
+    r : float, default=2
+        The l_r norm of the kernel weights (r >= 1).
+    history : int or None, default=None
+        With `record_errors=True`: keep only the last `history` steps of the records.
+    record_errors : bool, default=False
+        Keep per-step records, `errors_` and `weights_history_`: 8 (m + 1) bytes a step, growing with the stream unless
+        `history` bounds it. Off, the learner keeps O(budget): the live window, its inputs, the current weights and
+        running sums (`cumulative_error_`).
+    n_passes : int, default=1
+        Passes over the data made by `fit`; `partial_fit` and `learn_one` make one.
+
+    Attributes
+    ----------
+    kernels_ : list of OVKernel
+        The kernels in use, data-driven arguments resolved.
+    weights_ : ndarray of shape (m,)
+        The kernel weights delta after the last step.
+    gammas_ : ndarray of shape (m,)
+        ||g^j||^2 after the last step.
+    cumulative_error_ : float
+        Mean online error over every step so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3)); y = np.sin(X[:, 0])
+    >>> est = MONORMA().fit(X, y)
+    >>> len(est.kernels_), round(float(np.sum(est.weights_ ** 2)), 6)
+    (3, 1.0)
+    """
+    _parameter_constraints = {"kernels": [None, Predicate("a non-empty list of OVKernel instances (e.g. Separable, "
+                                                          "SumKernel), or None", _is_kernel_list)],
                               "r": [Interval(numbers.Real, 1, None)]}
-    _frozen = KernelStream._frozen + ("kernels",)
+    _frozen = KernelStream._frozen + ("kernels", "record_errors")
     _step_records = KernelStream._step_records + ("_hist",)
 
     def __init__(self, kernels=None, lam: float = 0.01, eta: float = 1.0, r: float = 2, schedule="invsqrt",
-                 truncation=None, history=None):
+                 truncation=None, history=None, record_errors: bool = False, n_passes: int = 1):
         self.kernels, self.lam, self.eta, self.r, self.schedule, self.truncation = kernels, lam, eta, r, schedule, truncation
-        self.history = history
+        self.history, self.record_errors, self.n_passes = history, record_errors, n_passes
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #342c4014
 def _stacked_parts(parts, d):
@@ -69,13 +111,22 @@ def _stacked_parts(parts, d):
     return M
 
 
+def default_kernels(X):
+    "MONORMA's default dictionary on the inputs X: Separable(RBF(c * gamma), T=None), gamma = 'scale', c in (0.1, 1, 10)."
+    g = data_gamma("scale", X)
+    return [Separable(RBF(c * g), None) for c in DEFAULT_BANDWIDTHS]
+
+
 @patch
 def _setup(self: MONORMA, X, Y):
-    "The kernels' parts, delta_0 = 1/m, gamma_0 = 0 and the stacked separable parts; returns the output dimension d."
-    dims = {k.output_dim for k in self.kernels}
+    "The kernels (`kernels_`, resolved), their parts, delta_0 = 1/m, gamma_0 = 0 and the stacked parts; returns d."
+    Y = check_input(Y, "Y", ensure_2d=False)      # checked again with X by `_targets`
+    kernels = default_kernels(X) if self.kernels is None else self.kernels
+    self.kernels_ = [resolve_kernel(k, X, Y, name="kernels") for k in kernels]
+    dims = {k.output_dim for k in self.kernels_}
     if len(dims) != 1:
         raise ValueError(f"kernels must share one output_dim, got {sorted(dims)}")
-    self._parts = [KernelParts(k) for k in self.kernels]
+    self._parts = [KernelParts(k) for k in self.kernels_]
     m, d = len(self._parts), dims.pop()
     self.weights_ = np.full(m, 1.0 / m)          # delta_0 = 1/m (the paper's "1/n" is a typo)
     self.gammas_ = np.zeros(m)
@@ -121,7 +172,8 @@ def _steps(self: MONORMA, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
     Cb = self._C[g0 - base:g0 - base + B]
     gam, r = self.gammas_.copy(), float(self.r)
     p1, p2, p3 = r / (r + 1.0), 1.0 / (r + 1.0), 1.0 / r
-    hist, Wv, r0 = self._hist, self._parts[0].w, self._rec0
+    hist = self._hist if "_hist" in self._records() else None    # kept with record_errors=True
+    Wv, r0 = self._parts[0].w, self._rec0
     Dp, Dl, et, d2, td = Dprev.tolist(), Dk.tolist(), etas.tolist(), (dec * dec).tolist(), (2.0 * dec).tolist()
     drops = (lo[1:] > lo[:-1]).tolist()
     Grow = np.ascontiguousarray(Gin.transpose(1, 0, 2))              # (B, nc, B): row k of every part
@@ -147,7 +199,8 @@ def _steps(self: MONORMA, Yb, etas, dec, lo, Dprev, Dk, crossG, Q, Gin, gen_in):
         if 0 < den < float("inf"):
             den = den ** p3
             dl = [x ** p2 / den for x in v]
-        hist[g0 - r0 + k] = dl
+        if hist is not None:
+            hist[g0 - r0 + k] = dl
     return Cb, np.array(dl), gam
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #972eac94

@@ -5,16 +5,20 @@
 # %% ../nbs/2_algorithms/01_onorma.ipynb #b29ef96a
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import solve_triangular
 from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
-from .kernels import OVKernel
+from .kernels import OVKernel, resolve_kernel
 from .linalg import KernelParts, group_columns
-from .streaming import KernelStream
-from .validation import Options, check_fitted
+from .streaming import KernelStream, StreamLearner
+from .validation import Options, check_fitted, check_input
 
 # %% auto #0
 __all__ = ['margin_grad', 'onorma_reference', 'ONORMA', 'decision_function']
@@ -57,32 +61,90 @@ def onorma_reference(kernel, X, Y, lam, etas, s=None, loss="squared", w=None):
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #e9faad5e
 class ONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
-    """ONORMA (paper 000, Algorithm 1): online regularised risk minimisation in the RKHS of an
-    operator-valued kernel. `loss="squared"`: l(z, y) = 1/2 ||z - y||^2 (regression, Y of shape (n, d));
-    `loss="margin"`: the multi-class hinge on d = n_classes scores (classification, labels in and out; the first
-    `partial_fit` call needs `classes`, the list of all labels)."""
-    _parameter_constraints = {"kernel": [OVKernel], "loss": [Options(("squared", "margin"))]}
-    _frozen = KernelStream._frozen + ("kernel", "loss")
+    """ONORMA (paper 000, Algorithm 1): online regularised risk minimisation in the RKHS of an operator-valued kernel.
+
+    Parameters
+    ----------
+    kernel : OVKernel or None, default=None
+        The operator-valued kernel. None: `Separable(RBF(gamma='scale'), T=None)`, the Gaussian kernel with SVC's bandwidth
+        on the first batch's inputs (one row, as in a first `learn_one`, has no spread: gamma = 1) and the identity of the
+        output width (the number of classes with the margin loss), resolved at the first call and kept as `kernel_`.
+    lam : float, default=0.01
+        Regularisation lambda >= 0 (eta_t * lam < 1 at every step).
+    eta : float, default=1.0
+        Step size scale: eta_t = eta / sqrt(t) ('invsqrt') or eta ('constant').
+    schedule : {'invsqrt', 'constant'} or callable, default='invsqrt'
+        The step schedule, or a function t -> eta_t.
+    truncation : None, int or (t0, eps), default=None
+        Coefficients kept: all, the last s, or Theorem 2's budget t0 + (t - t0)^(1/2 + eps).
+    loss : {'squared', 'margin'}, default='squared'
+        'squared': l(z, y) = 1/2 ||z - y||^2 (regression, Y of shape (n, d)); 'margin': the multi-class hinge on one score
+        per class (a classifier: labels in and out, continuous targets refused; the first `partial_fit` call needs
+        `classes`, the list of all labels; `fit` takes them from y).
+    history : int or None, default=None
+        With `record_errors=True`: keep only the per-step errors of the last `history` steps (at most 2 (history + n) rows).
+    record_errors : bool, default=False
+        Keep the online error of every step (`errors_`): 8 bytes a step, growing with the stream unless `history` bounds
+        it. Off, the learner keeps O(budget): the live window, its inputs and running sums (`cumulative_error_`,
+        `cumulative_risk_`).
+    n_passes : int, default=1
+        Passes over the data made by `fit` (the schedule goes on counting); `partial_fit` and `learn_one` make one.
+
+    Attributes
+    ----------
+    kernel_ : OVKernel
+        The kernel in use (`kernel`, or the default, with its data-driven arguments resolved).
+    classes_ : ndarray
+        The labels (margin loss).
+    n_seen_ : int
+        Steps taken so far.
+    cumulative_error_ : float
+        Mean online error (squared loss) or mistake rate (margin loss) over every step so far.
+    errors_ : ndarray
+        The per-step online errors (only with `record_errors=True`).
+    coef_, support_ : ndarray
+        The live coefficients alpha_{i,n} and their inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3)); y = np.sin(X[:, 0])
+    >>> est = ONORMA().fit(X, y)
+    >>> est.kernel_.output_dim, est.n_seen_
+    (1, 200)
+    """
+    _parameter_constraints = {"kernel": [OVKernel, None], "loss": [Options(("squared", "margin"))]}
+    _frozen = KernelStream._frozen + ("kernel", "loss", "record_errors")
 
     def __init__(self, kernel=None, lam: float = 0.01, eta: float = 1.0, schedule="invsqrt",
-                 truncation=None, loss: str = "squared", history=None):
+                 truncation=None, loss: str = "squared", history=None, record_errors: bool = False, n_passes: int = 1):
         self.kernel, self.lam, self.eta, self.schedule = kernel, lam, eta, schedule
         self.truncation, self.loss, self.history = truncation, loss, history
+        self.record_errors, self.n_passes = record_errors, n_passes
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #dcfd7f24
 @patch
 def _setup(self: ONORMA, X, Y, classes=None):
-    "The kernel's parts, the classes (margin loss) and ||f_0||^2 = 0; returns the output dimension d."
-    self._parts = KernelParts(self.kernel)
-    d = self._parts.d
+    "The kernel (`kernel_`, resolved on the first batch), its parts, the classes (margin loss), ||f_0||^2 = 0; returns d."
     if self.loss == "margin":
         if classes is None:
             raise ValueError("classes must be given to the first partial_fit call with loss='margin' "
                              "(the list of all labels)")
-        self.classes_ = np.unique(np.asarray(classes))
-        if len(self.classes_) != d:
-            raise ValueError(f"kernel.output_dim must equal the number of classes with loss='margin': "
-                             f"{d} != {len(self.classes_)}")
+        classes = np.asarray(classes)
+        check_classification_targets(classes)
+        self.classes_ = np.unique(classes)
+        if len(self.classes_) < 2:
+            raise ValueError(f"loss='margin' needs at least 2 classes, got {len(self.classes_)} class: {self.classes_}")
+        Yw = np.zeros((1, len(self.classes_)))      # the default output matrix: the identity of the number of classes
+    else:
+        Yw = check_input(Y, "Y", ensure_2d=False)   # checked again with X by `_targets`
+    self.kernel_ = resolve_kernel(self.kernel, X, Yw)
+    self._parts = KernelParts(self.kernel_)
+    d = self._parts.d
+    if self.loss == "margin" and len(self.classes_) != d:
+        raise ValueError(f"kernel.output_dim must equal the number of classes with loss='margin': "
+                         f"{d} != {len(self.classes_)}")
     self._gamma = 0.0            # ||f_t||^2 by eq. (6) (untruncated runs)
     self._risk_sum = 0.0
     return d
@@ -90,8 +152,14 @@ def _setup(self: ONORMA, X, Y, classes=None):
 
 @patch
 def fit(self: ONORMA, X, Y):
-    "Forget everything and make one pass over (X, Y) (margin loss: the classes are the labels of Y)."
-    return KernelStream.fit(self, X, Y, classes=np.unique(np.asarray(Y)) if self.loss == "margin" else None)
+    "Forget everything and make `n_passes` passes over (X, Y) (margin loss: the classes are the labels of Y)."
+    classes = None
+    if self.loss == "margin":
+        y = check_input(Y, "y", ensure_2d=False) if Y is None else np.asarray(Y)   # None: scikit-learn's message
+        Y = column_or_1d(y, warn=True) if y.ndim == 2 and y.shape[1] == 1 else y   # a column: warned and flattened
+        check_classification_targets(Y)
+        classes = np.unique(Y)
+    return KernelStream.fit(self, X, Y, classes=classes)
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #cc5b5139
 @patch
@@ -100,12 +168,20 @@ def _targets(self: ONORMA, X, Y):
     if self.loss == "squared":
         return KernelStream._targets(self, X, Y)
     y, n = np.asarray(Y), len(X)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
     if y.ndim != 1 or len(y) != n:
         raise ValueError(f"y must be a 1-D array of {n} labels with loss='margin', got shape {y.shape}")
     idx = np.clip(np.searchsorted(self.classes_, y), 0, len(self.classes_) - 1)
     if (self.classes_[idx] != y).any():
         raise ValueError(f"y contains labels not in classes: {sorted(set(np.unique(y)) - set(self.classes_))}")
     return idx
+
+
+@patch
+def _fast_target(self: ONORMA, x1, y):
+    "One target of `learn_one`: the numeric row of the squared loss, or the label's class index (`_targets`)."
+    return (KernelStream if self.loss == "squared" else StreamLearner)._fast_target(self, x1, y)
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #50f6980c
 def _solve_decoupled(P, Gi, rhs, rho):
@@ -187,7 +263,9 @@ def _solve_block(self: ONORMA, Xb, Yb, etas, dec, lo):
         for c, j in enumerate(P.sidx):
             rhs -= (Gc[j] @ Cw) @ P.TT[c]
     rho = dec / etas
-    if P.eig is not None:                   # outputs decouple in the joint eigenbasis of the T_c
+    if B == 1:                              # one step (learn_one): the system is rho_t b_t = rhs
+        Cb = rhs / rho[:, None]
+    elif P.eig is not None:                 # outputs decouple in the joint eigenbasis of the T_c
         Cb = _solve_decoupled(P, Gi, rhs, rho)
     else:                                   # one (B d x B d) lower-triangular system
         Cb = self._solve_coupled(P, Xb, Gi, mask, rhs, rho)
@@ -261,8 +339,10 @@ def _margin_loss(est) -> bool:
 
 @available_if(_margin_loss)
 def decision_function(self, X):
-    "The class scores f_n(X), shape (n, n_classes) (margin loss only)."
-    return self._scores(X)
+    """The class scores f_n(X), shape (n, n_classes) (margin loss only); with two classes scikit-learn's binary form,
+    f_n(X)_1 - f_n(X)_0 of shape (n,) (> 0: the second class)."""
+    F = self._scores(X)
+    return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
 
 
 ONORMA.decision_function = decision_function      # a descriptor: present on the classifier only
@@ -291,4 +371,5 @@ def __sklearn_tags__(self: ONORMA):
     if self.loss == "margin":
         from sklearn.utils import ClassifierTags
         tags.estimator_type, tags.classifier_tags, tags.regressor_tags = "classifier", ClassifierTags(), None
+        tags.target_tags.multi_output = False       # one label per row: the scores are one per class
     return tags

@@ -90,7 +90,8 @@ def window_start(truncation, k) -> np.ndarray:
 # %% ../nbs/1_shared/03_streaming.ipynb #5a7e1b02
 class StreamLearner(BaseEstimator):
     """Base of every online learner: the `partial_fit` template (validate -> `_setup` and `_init_stream` at the first call
-    -> `_targets` -> `_run`), `fit`, river's learn_one / predict_one / learn_many / predict_many and per-step records."""
+    -> `_targets` -> `_learn`: `_run` with every buffer's rows undone if it fails), `fit`, river's learn_one / predict_one /
+    learn_many / predict_many (learn_one on a validated fast path) and per-step records."""
     _frozen = ()               # hyper-parameters fixed at the first call (they shape the stream)
     _step_records = ()         # arrays with one row per step from step `_rec0` on, grown geometrically, pickled
     _threads = 1               # BLAS threads inside a pass (None: leave BLAS alone): many small products, see below
@@ -100,19 +101,28 @@ class StreamLearner(BaseEstimator):
     def _use_params(self, first):
         "Store what the pass reads from the validated hyper-parameters (nothing by default)."
 
+    def _records(self):
+        "The per-step records this learner keeps: all of `_step_records` (KernelStream: only with `record_errors=True`)."
+        return self._step_records
+
+    def _tail_rows(self):
+        "(name, first row) of every array a pass writes in place from that row on: the per-step records (see `_learn`)."
+        return [(name, self.n_seen_ - self._rec0) for name in self._records()]
+
 
 @patch
 def _grow_records(self: StreamLearner, n):
     """Room for n more rows in every per-step record. With `history=k` the steps older than the last k are dropped when
     the records fill (then they hold at most 2 (k + n) rows); geometric growth: amortised O(1) per step."""
-    if not self._step_records:
+    names = self._records()
+    if not names:
         return
     k, r0 = getattr(self, "history", None), self._rec0
-    if min(len(getattr(self, name)) for name in self._step_records) >= self.n_seen_ + n - r0:
+    if min(len(getattr(self, name)) for name in names) >= self.n_seen_ + n - r0:
         return
     new0 = r0 if k is None else max(r0, self.n_seen_ - k)
     keep = self.n_seen_ - new0
-    for name in self._step_records:
+    for name in names:
         old = getattr(self, name)
         size = max(keep + n, 2 * len(old)) if k is None else 2 * (keep + n)
         rec = np.zeros((size,) + old.shape[1:], dtype=old.dtype)
@@ -125,6 +135,9 @@ def _grow_records(self: StreamLearner, n):
 def _kept_steps(self: StreamLearner, name):
     "The kept rows of the per-step record `name`: every step, or the last `history` steps."
     check_fitted(self, "n_seen_")
+    if name not in self._records():
+        raise AttributeError(f"{type(self).__name__} keeps no per-step records (they grow with the stream): construct it "
+                             f"with record_errors=True to keep them (8 bytes a step and output, bounded by `history`)")
     k, end = getattr(self, "history", None), self.n_seen_ - self._rec0
     return getattr(self, name)[0 if k is None else max(0, end - k):end].copy()
 
@@ -137,10 +150,11 @@ def step_record(name: str, doc: str) -> property:
 @patch
 def _records_state(self: StreamLearner, state):
     "Put the kept rows of every per-step record into a pickle's `state` (and the step of their first row)."
-    for name in self._step_records:
+    names = self._records()
+    for name in names:
         state[name] = self._kept_steps(name)
-    if self._step_records:
-        state["_rec0"] = self.n_seen_ - len(state[self._step_records[0]])
+    if names:
+        state["_rec0"] = self.n_seen_ - len(state[names[0]])
     return state
 
 # %% ../nbs/1_shared/03_streaming.ipynb #884380d8
@@ -150,11 +164,21 @@ class KernelStream(StreamLearner):
     `_block` update over consecutive blocks of steps. scikit-learn: fit / partial_fit / predict / score;
     river: learn_one / predict_one / learn_many / predict_many."""
     _parameter_constraints = {"lam": [Interval(numbers.Real, 0, None)], "eta": [Interval(numbers.Real, 0, None, "neither")],
-                              "schedule": [Options(("invsqrt", "constant")), "callable"], "truncation": TRUNCATION}
+                              "schedule": [Options(("invsqrt", "constant")), "callable"], "truncation": TRUNCATION,
+                              "record_errors": ["boolean"], "n_passes": [Interval(numbers.Integral, 1, None)]}
     _frozen = ("truncation",)  # hyper-parameters fixed at the first call (they shape the stream); learners add theirs
     _step_records = ("_errs",)  # arrays with one row per step, grown with the buffers and pickled up to n_seen_
     _block_size = 256          # steps per block (BLAS-3 kernel blocks); tests set other values
     _chunk = 4096              # rows reserved at a time inside one partial_fit call
+
+    def _records(self):
+        "The per-step records, kept only with `record_errors=True` (they grow with the stream)."
+        return self._step_records if getattr(self, "record_errors", False) else ()
+
+    def _tail_rows(self):
+        "Buffers a pass writes in place from a row on: the records, and the inputs and coefficients after the live rows."
+        end = self.n_seen_ - self._base
+        return StreamLearner._tail_rows(self) + [("_X", end), ("_C", end)]
 
 # %% ../nbs/1_shared/03_streaming.ipynb #48e8b344
 @patch
@@ -169,22 +193,21 @@ def _init_stream(self: KernelStream, p, d):
 # %% ../nbs/1_shared/03_streaming.ipynb #deee871b
 @patch
 def _reserve(self: KernelStream, n):
-    "Room for n more rows: drop rows older than the window when full, grow geometrically (amortised O(1))."
+    """Room for n more rows. When full: new buffers holding the live rows only (rows older than the window dropped), of
+    the same size if that leaves half of it free, else twice what is needed (amortised O(1)); never a move in place."""
     need = self.n_seen_ + n - self._base
     cap = len(self._X)
-    moved = False
-    if need > cap and self._lo > self._base:
-        a, b = self._lo - self._base, self.n_seen_ - self._base
-        self._X[:b - a] = self._X[a:b]; self._C[:b - a] = self._C[a:b]
-        self._base = self._lo
-        need, moved = self.n_seen_ + n - self._base, True
-    if need > cap or (moved and 2 * need > cap):   # after a move, keep half the buffer free: the next move is far away
-        new = max(2 * need, 64)
+    if need > cap:
+        base = max(self._lo, self._base)
+        a, b = base - self._base, self.n_seen_ - self._base
+        need = self.n_seen_ + n - base
+        new = cap if (base > self._base and 2 * need <= cap) else max(2 * need, 64)
         for name in ("_X", "_C"):
             old = getattr(self, name)
             buf = np.zeros((new, old.shape[1]))
-            buf[:self.n_seen_ - self._base] = old[:self.n_seen_ - self._base]
+            buf[:b - a] = old[a:b]
             setattr(self, name, buf)
+        self._base = base
     self._grow_records(n)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #8bfc149c
@@ -209,11 +232,12 @@ def _predict_parts(self: KernelStream, parts, X, chunk=2048):
 # %% ../nbs/1_shared/03_streaming.ipynb #6b5d5367
 @patch
 def _renormalise(self: KernelStream):
-    "Fold the scale factor into the live coefficients before it underflows (O(window), rarely)."
+    "Fold the scale factor into the live coefficients before it underflows (O(window), rarely), into a new array."
     if self._D < 1e-50:
         a, b = self._lo - self._base, self.n_seen_ - self._base
-        self._C[a:b] *= self._D
-        self._D = 1.0
+        C = self._C.copy()                  # not in place: a pass that fails later leaves the committed _C as it was
+        C[a:b] *= self._D
+        self._C, self._D = C, 1.0
 
 
 @patch
@@ -260,16 +284,17 @@ def _block_start(self: KernelStream, Xb, dec, lo):
     "Store the block's inputs; return D_{t-1} and D_t for its steps and the stored coefficients b_s of the window before it."
     B, g0, base = len(Xb), self.n_seen_, self._base
     self._X[g0 - base:g0 - base + B] = Xb
-    Dprev = self._D * np.concatenate(([1.0], np.cumprod(dec[:-1])))
+    Dprev = self._D * np.concatenate(([1.0], np.cumprod(dec[:-1]))) if B > 1 else np.array([self._D])
     Dk = Dprev * dec
     return Dprev, Dk, self._C[int(lo[0]) - base:g0 - base]
 
 
 @patch
 def _record_errors(self: KernelStream, errs):
-    "Store the online errors of the block's steps (the block has not moved `n_seen_` yet)."
-    g0 = self.n_seen_
-    self._errs[g0 - self._rec0:g0 - self._rec0 + len(errs)] = errs
+    "Add the block's online errors to the running sum, and store them when the records are kept (`record_errors`)."
+    if "_errs" in self._records():
+        g0 = self.n_seen_
+        self._errs[g0 - self._rec0:g0 - self._rec0 + len(errs)] = errs
     self._err_sum += float(np.sum(errs))
 
 # %% ../nbs/1_shared/03_streaming.ipynb #9ac519e9
@@ -337,6 +362,27 @@ def _targets(self: KernelStream, X, Y):
     "Default targets: Y (n, d) (1-D when d = 1), finite, one row per row of X."
     return check_X_Y(X, Y, output_dim=self._C.shape[1])[1]
 
+
+@patch
+def _fast_target(self: KernelStream, x1, y):
+    """One target of `learn_one` by the cheap checks: d finite numbers (a number, a row, or a dict in the order of
+    `output_names_`) as a (1, d) array; None sends it to the full checks of `_targets`."""
+    if isinstance(y, Mapping):
+        names = self.__dict__.get("output_names_")
+        if names is None or len(y) != len(names):
+            return None
+        try:
+            t = np.array([y[k] for k in names])
+        except KeyError:
+            return None
+    else:
+        t = np.asarray(y)
+    d = self._C.shape[1]
+    if t.dtype.kind not in _NUMERIC or t.ndim > 1 or t.size != d:
+        return None
+    t = t.astype(float).reshape(1, d)
+    return t if np.isfinite(t).all() else None
+
 # %% ../nbs/1_shared/03_streaming.ipynb #14b3ce5d
 def _same(a, b) -> bool:
     "a and b equal as hyper-parameter values: the same object, equal, or sequences of such (a tuple is a list)."
@@ -346,6 +392,26 @@ def _same(a, b) -> bool:
         return a is b or bool(a == b)
     except (TypeError, ValueError):
         return False
+
+
+_PARAM_NAMES = {}
+
+
+@patch
+def _params_key(self: StreamLearner) -> tuple:
+    "The hyper-parameters' objects in the constructor's order (`learn_one` re-validates only when one is another object)."
+    cls = type(self)
+    if cls not in _PARAM_NAMES:
+        _PARAM_NAMES[cls] = tuple(cls._get_param_names())
+    d = self.__dict__
+    return tuple(d.get(k) for k in _PARAM_NAMES[cls])
+
+
+@patch
+def _params_unchanged(self: StreamLearner) -> bool:
+    "True when every hyper-parameter is the object validated at the last call (nothing set since)."
+    old = self.__dict__.get("_pkey")
+    return old is not None and all(a is b for a, b in zip(self._params_key(), old))
 
 
 @patch
@@ -359,6 +425,7 @@ def _validate_params(self: StreamLearner, first):
             raise ValueError(f"{k} was {self._fixed[k]!r} at the first partial_fit call and cannot change mid-stream "
                              f"(it shapes the stored expansion), got {params[k]!r}: call fit to start afresh")
     self._use_params(first)
+    self._pkey = self._params_key()
 
 
 @patch
@@ -369,6 +436,59 @@ def _use_params(self: KernelStream, first):
     self._lam, self._eta = float(self.lam), float(self.eta)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #a11a87cf
+class _BlasLimit:
+    """`blas_threads(limit)` for one pass, set and put back by the BLAS libraries' own calls: about 10 us where a
+    threadpoolctl context costs about 50 us, which a one-row `learn_one` would pay at every call."""
+    _libs = None
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def __enter__(self):
+        if self.limit is None:
+            return self
+        if _BlasLimit._libs is None:
+            from threadpoolctl import ThreadpoolController
+            _BlasLimit._libs = ThreadpoolController().select(user_api="blas").lib_controllers
+        self.old = [lib.get_num_threads() for lib in _BlasLimit._libs]
+        for lib, n in zip(_BlasLimit._libs, self.old):
+            if n != self.limit:
+                lib.set_num_threads(int(self.limit))
+        return self
+
+    def __exit__(self, *exc):
+        if self.limit is not None:
+            for lib, n in zip(_BlasLimit._libs, self.old):
+                if n != self.limit:
+                    lib.set_num_threads(n)
+
+
+@patch
+def _undo_point(self: StreamLearner, n):
+    "A copy of the rows a pass of n rows may write in place (`_tail_rows`), to write back if it fails: O(n) per buffer."
+    return [(a, r, a[r:r + n].copy()) for a, r in ((getattr(self, name), r) for name, r in self._tail_rows())]
+
+
+@patch
+def _learn(self: StreamLearner, X, T):
+    """The pass over validated rows X and targets T, then the running error. If anything raises, the rows the pass wrote
+    into the committed buffers are written back (`fit_context` puts the attributes back), so the learner is unchanged."""
+    saved = self._undo_point(len(X))
+    try:
+        with _BlasLimit(self._threads):     # small products: one thread (the decision above `_run`)
+            self._run(X, T)
+        self.cumulative_error_ = self._err_sum / self.n_seen_
+        if not np.isfinite(self.cumulative_error_):
+            warnings.warn(f"{type(self).__name__} diverged (non-finite online error): eta_t ||K(x, x)|| is too large "
+                          "for a stable gradient step; scale the inputs (or the kernel) down or lower eta",
+                          RuntimeWarning, stacklevel=2)
+    except BaseException:
+        for a, r, rows in saved:
+            a[r:r + len(rows)] = rows
+        raise
+    return self
+
+
 @patch
 @fit_context
 def partial_fit(self: StreamLearner, X, Y, **setup):
@@ -381,59 +501,171 @@ def partial_fit(self: StreamLearner, X, Y, **setup):
         self.n_features_in_ = X.shape[1]
         self._rec0 = 0
         self._init_stream(X.shape[1], d)
-    with blas_threads(self._threads):       # small products: one thread (the decision above `_run`)
-        self._run(X, self._targets(X, Y))
-    self.cumulative_error_ = self._err_sum / self.n_seen_
-    if not np.isfinite(self.cumulative_error_):
-        warnings.warn(f"{type(self).__name__} diverged (non-finite online error): eta_t ||K(x, x)|| is too large "
-                      "for a stable gradient step; scale the inputs (or the kernel) down or lower eta",
-                      RuntimeWarning, stacklevel=2)
-    return self
+    return self._learn(X, self._targets(X, Y))
 
 
 @patch
 @fit_context
 def fit(self: StreamLearner, X, Y, **setup):
-    "Forget everything and make one pass over (X, Y)."
+    """Forget everything and make `n_passes` passes over (X, Y) (one by default; `partial_fit` always makes one): the
+    step schedule goes on counting across passes."""
     for a in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
         delattr(self, a)
-    return self.partial_fit(X, Y, **setup)
+    self.partial_fit(X, Y, **setup)
+    for _ in range(int(getattr(self, "n_passes", 1)) - 1):
+        self.partial_fit(X, Y)
+    return self
 
 # %% ../nbs/1_shared/03_streaming.ipynb #86c0f9a2
+_NUMERIC = "biuf"
+
+
+class _rows_by_name(warnings.catch_warnings):
+    "Rows built from dicts are in `feature_names_in_` order: no warning that an array has no feature names."
+    def __enter__(self):
+        out = super().__enter__()
+        warnings.filterwarnings("ignore", message=".*does not have valid feature names", category=UserWarning)
+        return out
+
+
 @patch
 def _one_row(self: StreamLearner, x):
-    "One example as a (1, p) array: a 1-D array, or a dict of features (order fixed by the first dict)."
+    "One example as a (1, p) array: a 1-D array, or a dict of features (order fixed by the first dict), fully checked."
     if isinstance(x, Mapping):
-        names = self.__dict__.setdefault("feature_names_in_", list(x))
+        names = self.__dict__.get("feature_names_in_")
+        if names is None:
+            names = self.__dict__["feature_names_in_"] = np.asarray(list(x), dtype=object)
         if set(x) != set(names):
-            raise ValueError(f"x must have the features {names}, got {list(x)}")
+            raise ValueError(f"x must have the features {list(names)}, got {list(x)}")
         x = [x[k] for k in names]
     return check_matrix(x, "x", ndim=1)[None]
 
 
 @patch
+def _fast_row(self: StreamLearner, x):
+    """One example as a (1, p) float array by the cheap checks of a fitted learner (a dict in the stored key order, or a
+    numeric 1-D array of p finite values); None when they do not apply, and the full checks then run (and say why)."""
+    if isinstance(x, Mapping):
+        names = self.__dict__.get("feature_names_in_")
+        if names is None or len(x) != len(names):
+            return None
+        try:
+            row = np.array([x[k] for k in names])
+        except KeyError:
+            return None
+    elif isinstance(x, np.ndarray):
+        row = x
+    else:
+        return None
+    if row.dtype.kind not in _NUMERIC or row.shape != (self.n_features_in_,):
+        return None
+    row = row.astype(float)
+    return row[None] if np.isfinite(row).all() else None
+
+
+@patch
+def _y_rows(self: StreamLearner, y):
+    "One target as a batch of one: a dict of outputs (names fixed by the first dict, `output_names_`), or y itself."
+    if isinstance(y, Mapping):
+        names = self.__dict__.get("output_names_")
+        if names is None:
+            names = self.__dict__["output_names_"] = list(y)
+        if set(y) != set(names):
+            raise ValueError(f"y must have the outputs {names}, got {list(y)}")
+        return np.array([[y[k] for k in names]])
+    return np.asarray([y])
+
+
+@patch
+def _fast_target(self: StreamLearner, x1, y):
+    "The targets of one row, checked as `partial_fit` checks them (`_targets`); None sends the row to the full path."
+    return None if isinstance(y, Mapping) else self._targets(x1, np.asarray([y]))
+
+
+@patch
 def learn_one(self: StreamLearner, x, y, **setup) -> None:
-    "Learn from one example (river's `learn_one`); `y` a target row (or a number when d = 1), or a label."
-    self.partial_fit(self._one_row(x), np.asarray([y]), **setup)
+    """Learn from one example (river's `learn_one`); `x` a 1-D array or a dict of features, `y` a target row (or a
+    number when d = 1), a dict of outputs, or a label. After the first call a fast path: the row checked cheaply, the
+    hyper-parameters only when one has changed, then the same step as `partial_fit` (and the same undo on failure)."""
+    x1 = None if setup or not hasattr(self, "n_seen_") or not self._params_unchanged() else self._fast_row(x)
+    t1 = None if x1 is None else self._fast_target(x1, y)
+    if t1 is None:                                   # the first call, a changed parameter or an input to explain
+        X1, Y1 = self._one_row(x), self._y_rows(y)
+        with _rows_by_name():
+            self.partial_fit(X1, Y1, **setup)
+        return
+    saved = dict(self.__dict__)
+    try:
+        self._learn(x1, t1)
+    except BaseException:
+        self.__dict__.clear()
+        self.__dict__.update(saved)
+        raise
 
 
 @patch
 def predict_one(self: StreamLearner, x):
-    "The prediction for one example (river's `predict_one`): a number when d = 1, else a row (or a label)."
+    """The prediction for one example (river's `predict_one`): a number when d = 1, else a row (or a label); a dict of
+    outputs when the learner was given dicts (or a DataFrame) of outputs."""
     check_fitted(self, "n_seen_")
-    return self.predict(self._one_row(x))[0]
+    x1 = self._fast_row(x)
+    x1 = self._one_row(x) if x1 is None else x1
+    with _rows_by_name():
+        p = self.predict(x1)[0]
+    names = self.__dict__.get("output_names_")
+    return p if names is None else dict(zip(names, np.atleast_1d(p).tolist()))
+
+
+def _is_frame(A) -> bool:
+    return hasattr(A, "columns") and hasattr(A, "iloc")
+
+
+@patch
+def _frame_X(self: StreamLearner, X):
+    "A DataFrame's columns in the order of the first one seen (`feature_names_in_`); other inputs as they are."
+    if not _is_frame(X):
+        return X
+    names = self.__dict__.get("feature_names_in_")
+    if names is None:
+        if hasattr(self, "n_seen_"):
+            return X
+        names = self.__dict__["feature_names_in_"] = np.asarray(list(X.columns), dtype=object)
+    missing = [k for k in names if k not in X.columns]
+    if missing or len(X.columns) != len(names):
+        raise ValueError(f"X must have the features {list(names)}, got {list(X.columns)}")
+    return X[list(names)]
 
 
 @patch
 def learn_many(self: StreamLearner, X, Y, **setup) -> None:
-    "river's `learn_many`: `partial_fit` on a mini-batch."
+    """river's `learn_many`: `partial_fit` on a mini-batch; X may be a pandas DataFrame (columns matched by name), Y a
+    DataFrame (its columns become `output_names_`) or a Series."""
+    X = self._frame_X(X)
+    if _is_frame(Y):
+        names = self.__dict__.get("output_names_")
+        if names is None:
+            names = self.__dict__["output_names_"] = list(Y.columns)
+        if set(Y.columns) != set(names):
+            raise ValueError(f"Y must have the outputs {names}, got {list(Y.columns)}")
+        Y = Y[names].to_numpy()
+    elif hasattr(Y, "to_numpy"):
+        Y = Y.to_numpy()
     self.partial_fit(X, Y, **setup)
 
 
 @patch
 def predict_many(self: StreamLearner, X):
-    "river's `predict_many`: `predict` on a mini-batch."
-    return self.predict(X)
+    """river's `predict_many`: `predict` on a mini-batch; a DataFrame X gives a DataFrame (X's index, columns
+    `output_names_`, or 0..d-1)."""
+    if not _is_frame(X):
+        return self.predict(X)
+    check_fitted(self, "n_seen_")
+    P = self.predict(self._frame_X(X))
+    import pandas as pd                              # pandas is there: X is a DataFrame
+    names = self.__dict__.get("output_names_")
+    if isinstance(P, np.ndarray) and P.ndim == 2:
+        return pd.DataFrame(P, index=X.index, columns=names if names is not None and len(names) == P.shape[1] else None)
+    return pd.DataFrame({names[0] if names is not None and len(names) == 1 else 0: list(P)}, index=X.index)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #8547067f
 @patch(as_prop=True)

@@ -10,6 +10,15 @@ from ovk_nb.monorma import MONORMA, monorma_reference as ref_monorma
 from ovk_nb.onorma import ONORMA, onorma_reference as ref_onorma
 from ovk_nb.streaming import budget, check_truncation, step_sizes
 
+def RONORMA(*a, **k):
+    "ONORMA keeping its per-step records (record_errors=True), as these checks read them."
+    return ONORMA(*a, **{"record_errors": True, **k})
+
+
+def RMONORMA(*a, **k):
+    return MONORMA(*a, **{"record_errors": True, **k})
+
+
 
 def rel(a, b):
     return float(np.abs(np.asarray(a) - np.asarray(b)).max() / max(1.0, np.abs(b).max()))
@@ -59,7 +68,7 @@ def test_onorma_matches_algorithm_1(seed, kind, trunc, block, cuts, schedule):
     etas = step_sizes(sched, eta, np.arange(1, n + 1))
     s = None if trunc is None else budget(check_truncation(trunc), np.arange(1, n + 1))
     xs, al, errs = ref_onorma(K, X, Y, 0.2, etas, s)
-    est = ONORMA(K, lam=0.2, eta=eta, schedule=sched, truncation=trunc)
+    est = RONORMA(K, lam=0.2, eta=eta, schedule=sched, truncation=trunc)
     est._block_size = block
     feed(est, X, Y, sorted(set(cuts)))
     assert est.n_seen_ == n
@@ -82,7 +91,7 @@ def test_onorma_margin_matches_algorithm_1(seed, kind, trunc, block):
     etas = step_sizes("invsqrt", 1.0, np.arange(1, n + 1))
     s = None if trunc is None else budget(check_truncation(trunc), np.arange(1, n + 1))
     xs, al, errs = ref_onorma(K, X, lab, 0.1, etas, s, loss="margin")
-    est = ONORMA(K, lam=0.1, truncation=trunc, loss="margin")
+    est = RONORMA(K, lam=0.1, truncation=trunc, loss="margin")
     est._block_size = block
     feed(est, X, lab, [11, 12], classes=[0, 1, 2])
     np.testing.assert_array_equal(est.errors_, errs)
@@ -97,7 +106,7 @@ def test_onorma_quadrature_weights_use_the_weighted_norm():
     X, Y = rng.normal(size=(25, 2)), rng.normal(size=(25, 5))
     etas = step_sizes("invsqrt", 1.0, np.arange(1, 26))
     xs, al, errs = ref_onorma(K, X, Y, 0.1, etas, w=K.weights)
-    est = ONORMA(K, lam=0.1).fit(X, Y)
+    est = RONORMA(K, lam=0.1).fit(X, Y)
     assert rel(est.errors_, errs) < 1e-10
     assert rel(est.predict(X), K.apply(X, xs, al)) < 1e-10
     A = al.ravel()
@@ -111,7 +120,7 @@ def test_onorma_rkhs_norm_is_the_direct_norm(kind, trunc):
     rng = np.random.default_rng(3)
     X, Y = rng.normal(size=(40, 3)) / 2, rng.normal(size=(40, 3))
     K = make_kernel(kind, 3, rng)
-    est = ONORMA(K, lam=0.1, truncation=trunc)
+    est = RONORMA(K, lam=0.1, truncation=trunc)
     est._block_size = 9
     est.fit(X, Y)
     A, S = est.coef_, est.support_
@@ -126,7 +135,7 @@ def test_lazy_scale_renormalises_without_changing_results():
     K = Separable(RBF(1.0), np.eye(2))
     etas = np.full(400, 0.9)
     xs, al, errs = ref_onorma(K, X, Y, 1.0, etas)
-    est = ONORMA(K, lam=1.0, eta=0.9, schedule="constant").fit(X, Y)
+    est = RONORMA(K, lam=1.0, eta=0.9, schedule="constant").fit(X, Y)
     assert rel(est.errors_, errs) < 1e-10
     assert rel(est.predict(X[:20]), K.apply(X[:20], xs, al)) < 1e-10
     assert 1e-60 < est._D <= 1.0
@@ -134,7 +143,7 @@ def test_lazy_scale_renormalises_without_changing_results():
 
 def test_truncation_keeps_memory_bounded():
     rng = np.random.default_rng(2)
-    est = ONORMA(gaussian_times_J(2), truncation=20)
+    est = RONORMA(gaussian_times_J(2), truncation=20)
     for _ in range(60):
         est.partial_fit(rng.normal(size=(100, 3)), rng.normal(size=(100, 2)))
     assert est.n_seen_ == 6000 and est.coef_.shape == (20, 2)
@@ -156,7 +165,7 @@ def test_monorma_matches_algorithm_2(seed, trunc, block, r, kset, cuts):
     etas = step_sizes("invsqrt", 0.5, np.arange(1, n + 1))
     s = None if trunc is None else budget(check_truncation(trunc), np.arange(1, n + 1))
     xs, al, errs, deltas, gams = ref_monorma(Ks, X, Y, 0.1, etas, r, s)
-    est = MONORMA(Ks, lam=0.1, eta=0.5, r=r, truncation=trunc)
+    est = RMONORMA(Ks, lam=0.1, eta=0.5, r=r, truncation=trunc)
     est._block_size = block
     feed(est, X, Y, sorted(set(cuts)))
     assert rel(est.errors_, errs) < 1e-10
@@ -175,7 +184,7 @@ def test_monorma_matches_algorithm_2(seed, trunc, block, r, kset, cuts):
 def test_sklearn_api():
     rng = np.random.default_rng(0)
     X, Y = rng.uniform(size=(120, 5)), rng.normal(size=(120, 2))
-    est = ONORMA(gaussian_times_J(2), lam=0.05)
+    est = RONORMA(gaussian_times_J(2), lam=0.05)
     with pytest.raises(NotFittedError):
         est.predict(X)
     assert est.get_params()["lam"] == 0.05 and est.set_params(lam=0.05) is est
@@ -185,9 +194,9 @@ def test_sklearn_api():
     est.fit(X[:50], Y[:50])                        # fit forgets the previous pass
     assert est.n_seen_ == 50
     y1 = Y[:, 0]
-    assert ONORMA(Separable(RBF(1.0), np.eye(1))).fit(X, y1).predict(X).shape == (120,)
+    assert RONORMA(Separable(RBF(1.0), np.eye(1))).fit(X, y1).predict(X).shape == (120,)
     with pytest.raises(NotFittedError):
-        MONORMA([gaussian_times_J(2)]).predict(X)
+        RMONORMA([gaussian_times_J(2)]).predict(X)
 
 
 def test_margin_loss_classifies():
@@ -197,7 +206,7 @@ def test_margin_loss_classifies():
     perm = np.random.default_rng(0).permutation(len(X))
     X, y = X[perm], y[perm]
     names = np.array(["setosa", "versicolor", "virginica"])[y]
-    est = ONORMA(gaussian_times_J(3, gamma=0.2), loss="margin").fit(X[:100], names[:100])
+    est = RONORMA(gaussian_times_J(3, gamma=0.2), loss="margin").fit(X[:100], names[:100])
     assert set(est.predict(X[100:])) <= set(names)
     assert est.score(X[100:], names[100:]) > 0.85
     assert est.cumulative_error_ < 0.3            # online mistake rate
@@ -225,37 +234,37 @@ def test_onorma_bad_input(kwargs, X, Y, match):
     if Y == "inf": Yv[2, 0] = np.inf
     if Y == "wide": Yv = rng.normal(size=(10, 3))
     with pytest.raises(ValueError, match=match):
-        ONORMA(gaussian_times_J(2), **kwargs).fit(Xv, Yv)
+        RONORMA(gaussian_times_J(2), **kwargs).fit(Xv, Yv)
 
 
 def test_more_bad_input():
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(10, 3)), rng.normal(size=(10, 2))
     with pytest.raises(ValueError, match="features"):
-        ONORMA(gaussian_times_J(2)).fit(X, Y).partial_fit(X[:, :2], Y)
+        RONORMA(gaussian_times_J(2)).fit(X, Y).partial_fit(X[:, :2], Y)
     with pytest.raises(ValueError, match="kernel must be an instance of OVKernel"):
-        ONORMA(RBF(1.0)).fit(X, Y)
+        RONORMA(RBF(1.0)).fit(X, Y)
     with pytest.raises(ValueError, match="classes"):
-        ONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2)
+        RONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError, match="number of classes"):
-        ONORMA(gaussian_times_J(2), loss="margin").fit(X, np.arange(10) % 3)
+        RONORMA(gaussian_times_J(2), loss="margin").fit(X, np.arange(10) % 3)
     with pytest.raises(ValueError, match="not in classes"):
-        ONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2, classes=[0, 1]).partial_fit(X, np.full(10, 7))
+        RONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2, classes=[0, 1]).partial_fit(X, np.full(10, 7))
     with pytest.raises(ValueError, match="r must be"):
-        MONORMA([gaussian_times_J(2)], r=0.5).fit(X, Y)
+        RMONORMA([gaussian_times_J(2)], r=0.5).fit(X, Y)
     with pytest.raises(ValueError, match="kernels must"):
-        MONORMA([]).fit(X, Y)
+        RMONORMA([]).fit(X, Y)
     with pytest.raises(ValueError, match="output_dim"):
-        MONORMA([gaussian_times_J(2), gaussian_times_J(3)]).fit(X, Y)
+        RMONORMA([gaussian_times_J(2), gaussian_times_J(3)]).fit(X, Y)
     with pytest.raises(ValueError, match="below 1"):
-        MONORMA([gaussian_times_J(2)], eta=2.0, lam=0.6, schedule="constant").fit(X, Y)
+        RMONORMA([gaussian_times_J(2)], eta=2.0, lam=0.6, schedule="constant").fit(X, Y)
 
 
 def test_divergence_is_reported():
     rng = np.random.default_rng(0)
     X, Y = rng.uniform(size=(300, 20)) * 3, rng.normal(size=(300, 4))
     with pytest.warns(RuntimeWarning, match="diverged"):
-        ONORMA(linear_quadratic(4, 0.5), lam=0.01).fit(X, Y)
+        RONORMA(linear_quadratic(4, 0.5), lam=0.01).fit(X, Y)
 
 
 # ---------------------------------------------------------------- hyper-parameters between partial_fit calls
@@ -273,7 +282,7 @@ def test_lam_changed_between_calls_drives_decay_and_risk_alike():
     lams = np.r_[np.full(12, 0.1), np.full(n - 12, 0.4)]
     etas = step_sizes("invsqrt", 1.0, np.arange(1, n + 1))
     xs, al, errs = ref_onorma(K, X, Y, lams, etas)
-    est, norms = ONORMA(K, lam=0.1), []
+    est, norms = RONORMA(K, lam=0.1), []
     for t in range(n):
         if t == 12:
             est.set_params(lam=0.4)
@@ -289,7 +298,7 @@ def test_lam_changed_between_calls_drives_decay_and_risk_alike():
 def test_hyper_parameters_are_validated_at_every_call():
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(10, 3)), rng.normal(size=(10, 2))
-    est = ONORMA(gaussian_times_J(2)).fit(X, Y)
+    est = RONORMA(gaussian_times_J(2)).fit(X, Y)
     with pytest.raises(ValueError, match="lam must be"):
         est.set_params(lam=-0.1).partial_fit(X, Y)
     with pytest.raises(ValueError, match="eta_t \\* lam must stay below 1"):
@@ -298,14 +307,14 @@ def test_hyper_parameters_are_validated_at_every_call():
     est.set_params(lam=0.01).partial_fit(X, Y)                     # a refused call left the state as it was
     assert est.n_seen_ == n + 10
     with pytest.raises(ValueError, match="r must be"):
-        MONORMA([gaussian_times_J(2)]).fit(X, Y).set_params(r=0.5).partial_fit(X, Y)
+        RMONORMA([gaussian_times_J(2)]).fit(X, Y).set_params(r=0.5).partial_fit(X, Y)
 
 
 @pytest.mark.parametrize("make, change", [
-    (lambda: ONORMA(gaussian_times_J(2), truncation=5), {"truncation": 6}),
-    (lambda: ONORMA(gaussian_times_J(2)), {"truncation": 5}),
-    (lambda: ONORMA(gaussian_times_J(2)), {"kernel": gaussian_times_J(2)}),
-    (lambda: MONORMA([gaussian_times_J(2)]), {"kernels": [gaussian_times_J(2, 2.0)]}),
+    (lambda: RONORMA(gaussian_times_J(2), truncation=5), {"truncation": 6}),
+    (lambda: RONORMA(gaussian_times_J(2)), {"truncation": 5}),
+    (lambda: RONORMA(gaussian_times_J(2)), {"kernel": gaussian_times_J(2)}),
+    (lambda: RMONORMA([gaussian_times_J(2)]), {"kernels": [gaussian_times_J(2, 2.0)]}),
 ])
 def test_a_frozen_hyper_parameter_cannot_change_mid_stream(make, change):
     rng = np.random.default_rng(0)
@@ -320,6 +329,181 @@ def test_a_frozen_hyper_parameter_cannot_change_mid_stream(make, change):
 def test_equivalent_truncation_forms_are_not_a_change():
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(10, 3)), rng.normal(size=(10, 2))
-    est = ONORMA(gaussian_times_J(2), truncation=(3, 0.25)).fit(X, Y)
+    est = RONORMA(gaussian_times_J(2), truncation=(3, 0.25)).fit(X, Y)
     est.set_params(truncation=[3, 0.25]).partial_fit(X, Y)
     assert est.n_seen_ == 20
+
+
+# ---------------------------------------------------------------- issue 19: compute, then commit (every in-place buffer)
+import pickle  # noqa: E402
+
+from ovk_nb.kernels import ScalarKernel  # noqa: E402
+
+
+class _Boom(ScalarKernel):
+    "A linear kernel that raises (a RuntimeError, not a ValueError) when it meets an input marked by x_0 = 999."
+    def _gram(self, X, Y):
+        if (X[:, 0] == 999).any() or (Y[:, 0] == 999).any():
+            raise RuntimeError("kernel failed")
+        return X @ Y.T
+    def _diag(self, X):
+        return (X * X).sum(1)
+
+
+def _snapshot(est):
+    return {k: (v.copy() if isinstance(v, np.ndarray) else pickle.dumps(v)) for k, v in est.__dict__.items()}
+
+
+def _assert_unchanged(est, snap, ids):
+    assert set(est.__dict__) == set(snap)
+    for k, v in snap.items():
+        w = est.__dict__[k]
+        if isinstance(v, np.ndarray):
+            assert id(w) == ids[k], k                          # the same array object, and
+            assert w.dtype == v.dtype and w.shape == v.shape and np.array_equal(w, v, equal_nan=True), k   # bit-identical
+        else:
+            assert pickle.dumps(w) == v, k
+
+
+FAIL_CASES = {
+    # the issue's repro: compaction (chunk 100, window 50) inside the batch, rows of 1e200 at its end overflow the kernel
+    "onorma-compaction": (lambda: ONORMA(Separable(Linear(), np.eye(2)), lam=.01, eta=.01, truncation=50, record_errors=True),
+                          300, 260, "huge"),
+    # rescaling: a constant step with eta lam = 0.9 drives D below 1e-50 every ~50 steps, then the kernel raises mid-pass
+    "onorma-rescale-constant": (lambda: ONORMA(Separable(_Boom(), np.eye(2)), lam=0.9, eta=1.0, schedule="constant",
+                                               truncation=100, record_errors=True), 150, 190, "boom"),
+    "onorma-invsqrt": (lambda: ONORMA(Separable(_Boom(), np.eye(2)), lam=0.01, eta=0.05, truncation=100, record_errors=True),
+                       150, 190, "boom"),
+    "onorma-untruncated": (lambda: ONORMA(Separable(_Boom(), np.eye(2)), lam=0.9, eta=1.0, schedule="constant"),
+                           150, 190, "boom"),
+    "onorma-margin": (lambda: ONORMA(Separable(_Boom(), np.eye(2)), lam=0.9, eta=1.0, schedule="constant", loss="margin",
+                                     truncation=50, record_errors=True), 150, 190, "boom"),
+    "monorma": (lambda: MONORMA([Separable(_Boom(), np.eye(2)), Separable(RBF(1.0), np.eye(2))], lam=0.9, eta=1.0,
+                                schedule="constant", truncation=50, record_errors=True), 150, 190, "boom"),
+    "monorma-compaction": (lambda: MONORMA([Separable(Linear(), np.eye(2)), Separable(RBF(1.0), np.eye(2))], lam=.01,
+                                           eta=.01, truncation=50, record_errors=True), 300, 260, "huge"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAIL_CASES))
+def test_a_failed_partial_fit_leaves_every_buffer_bit_identical(name):
+    make, n0, n1, how = FAIL_CASES[name]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n0 + n1, 3)) / 2
+    margin = name.endswith("margin")
+    Y = rng.integers(0, 2, n0 + n1) if margin else rng.normal(size=(n0 + n1, 2))
+    kw = {"classes": [0, 1]} if margin else {}
+    est = make()
+    est._chunk, est._block_size = 100, 10                 # compaction and rescaling happen inside the failing batch
+    est.partial_fit(X[:n0], Y[:n0], **kw)
+    X1 = X[n0:].copy()
+    if how == "huge":
+        X1[-5:] = 1e200                                   # finite rows: the kernel overflows on them, late in the batch
+    else:
+        X1[n1 - 10, 0] = 999                              # the kernel raises at row n0 + n1 - 10
+    before = est.predict(X[:40]) if not margin else est.decision_function(X[:40])
+    snap, ids = _snapshot(est), {k: id(v) for k, v in est.__dict__.items() if isinstance(v, np.ndarray)}
+    with pytest.raises((ValueError, RuntimeError)):
+        est.partial_fit(X1, Y[n0:])
+    _assert_unchanged(est, snap, ids)
+    after = est.predict(X[:40]) if not margin else est.decision_function(X[:40])
+    np.testing.assert_array_equal(after, before)
+    # and the learner goes on as if the call had never happened
+    ref = make(); ref._chunk, ref._block_size = 100, 10
+    ref.partial_fit(X[:n0], Y[:n0], **kw)
+    good = X[n0:n0 + 30]
+    est.partial_fit(good, Y[n0:n0 + 30]); ref.partial_fit(good, Y[n0:n0 + 30])
+    np.testing.assert_array_equal(est.predict(X[:40]), ref.predict(X[:40]))
+
+
+def test_a_failed_learn_one_leaves_the_learner_unchanged():
+    rng = np.random.default_rng(1)
+    X, Y = rng.normal(size=(80, 3)) / 2, rng.normal(size=(80, 2))
+    est = ONORMA(Separable(_Boom(), np.eye(2)), lam=0.9, eta=1.0, schedule="constant", truncation=20, record_errors=True)
+    for x, y in zip(X[:60], Y[:60]):
+        est.learn_one(x, y)
+    snap, ids = _snapshot(est), {k: id(v) for k, v in est.__dict__.items() if isinstance(v, np.ndarray)}
+    bad = X[60].copy(); bad[0] = 999
+    with pytest.raises(RuntimeError):
+        est.learn_one(bad, Y[60])
+    _assert_unchanged(est, snap, ids)
+
+
+# ---------------------------------------------------------------- issue 19: budgeted streams stay bounded
+@pytest.mark.parametrize("make", [lambda: ONORMA(truncation=100), lambda: MONORMA(truncation=100),
+                                  lambda: ONORMA(truncation=(50, 0.1), loss="margin")], ids=["onorma", "monorma", "margin"])
+def test_a_budgeted_stream_keeps_O_budget_memory(make):
+    rng = np.random.default_rng(3)
+    est, sizes = make(), []
+    kw = {"classes": [0, 1]} if est.get_params().get("loss") == "margin" else {}
+    for i in range(0, 6000, 5):
+        X = rng.normal(size=(5, 3))
+        y = (X[:, 0] > 0).astype(int) if kw else np.sin(X[:, 0])
+        est.partial_fit(X, y, **(kw if i == 0 else {}))
+        sizes.append(max(v.shape[0] for v in est.__dict__.values() if isinstance(v, np.ndarray) and v.ndim >= 1))
+    window = len(est.coef_)
+    assert est.n_seen_ == 6000 and max(sizes) <= 4 * (window + 5)   # nothing grows with the stream (it grew to 6144)
+    assert len(pickle.dumps(est)) < 100 * 1024
+    with pytest.raises(AttributeError, match="record_errors=True"):
+        est.errors_
+    assert np.isfinite(est.cumulative_error_)
+
+
+def test_recorded_errors_are_an_opt_in_and_history_bounds_them():
+    rng = np.random.default_rng(4)
+    X, Y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    a = ONORMA(truncation=10, record_errors=True).fit(X, Y)
+    b = ONORMA(truncation=10).fit(X, Y)
+    assert a.errors_.shape == (300,) and a.cumulative_error_ == pytest.approx(a.errors_.mean(), rel=1e-12)
+    assert b.cumulative_error_ == pytest.approx(a.cumulative_error_, rel=1e-12) and b._errs.size == 0
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    with pytest.raises(ValueError, match="record_errors was"):
+        b.set_params(record_errors=True).partial_fit(X, Y)
+
+
+# ---------------------------------------------------------------- issue 19: defaults that fit, scikit-learn's contract
+def test_default_learners_fit_and_keep_their_kernels():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4)) * 5 + 10                   # unscaled inputs: the bandwidth comes from the data
+    Y = np.column_stack([np.sin(X[:, 0] / 5), np.cos(X[:, 1] / 5)])
+    on, mo = ONORMA().fit(X, Y), MONORMA().fit(X, Y)
+    assert on.kernel is None and on.kernel_.output_dim == 2
+    np.testing.assert_allclose(on.kernel_.T, np.eye(2))
+    assert on.kernel_.scalar_kernel.gamma == pytest.approx(1 / (4 * X.var()))
+    assert mo.kernels is None and len(mo.kernels_) == 3
+    gammas = sorted(k.scalar_kernel.gamma for k in mo.kernels_)
+    np.testing.assert_allclose(gammas, np.array([0.1, 1, 10]) / (4 * X.var()))
+    assert on.score(X, Y) > 0.5 and mo.score(X, Y) > 0.5
+    clf = ONORMA(loss="margin").fit(X, np.where(X[:, 0] > 10, "a", "b"))
+    assert clf.kernel_.output_dim == 2 and list(clf.classes_) == ["a", "b"]
+
+
+def test_more_passes_in_fit_continue_the_schedule():
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(100, 3)), rng.normal(size=100)
+    a = ONORMA(n_passes=3).fit(X, y)
+    b = ONORMA().fit(X, y).partial_fit(X, y).partial_fit(X, y)
+    assert a.n_seen_ == 300
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-12, atol=1e-12)
+
+
+def test_the_margin_loss_is_a_classifier_contract():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 3))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        ONORMA(loss="margin").fit(X, rng.normal(size=60))
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        ONORMA(loss="margin").fit(X, np.zeros(60))
+    est = ONORMA(loss="margin").fit(X, np.arange(60) % 4)
+    assert est.decision_function(X).shape == (60, 4)
+
+
+def _check_estimator_failures(est):
+    from sklearn.utils.estimator_checks import check_estimator
+    res = check_estimator(est, on_fail=None)
+    return [(r["check_name"], str(r["exception"])[:200]) for r in res if r["status"] == "failed"]
+
+
+@pytest.mark.parametrize("est", [ONORMA(), MONORMA(), ONORMA(loss="margin")], ids=["onorma", "monorma", "onorma-margin"])
+def test_check_estimator_with_the_defaults(est):
+    assert _check_estimator_failures(est) == []

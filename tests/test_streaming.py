@@ -13,12 +13,21 @@ from ovk_nb.monorma import MONORMA
 from ovk_nb.onorma import ONORMA
 from ovk_nb.streaming import KernelStream
 
+def RONORMA(*a, **k):
+    "ONORMA keeping its per-step records (record_errors=True), as these checks read them."
+    return ONORMA(*a, **{"record_errors": True, **k})
+
+
+def RMONORMA(*a, **k):
+    return MONORMA(*a, **{"record_errors": True, **k})
+
+
 LEARNERS = {
-    "onorma": lambda: ONORMA(gaussian_times_J(3), lam=0.05),
-    "onorma-trunc": lambda: ONORMA(linear_quadratic(3, 0.2), lam=0.05, truncation=(5, 0.2)),
-    "onorma-margin": lambda: ONORMA(gaussian_times_J(3), loss="margin"),
-    "monorma": lambda: MONORMA([gaussian_times_J(3, g) for g in (0.5, 2.0)], eta=0.5),
-    "monorma-trunc": lambda: MONORMA([gaussian_times_J(3), linear_quadratic(3, 0.3)], eta=0.5, truncation=10),
+    "onorma": lambda: RONORMA(gaussian_times_J(3), lam=0.05),
+    "onorma-trunc": lambda: RONORMA(linear_quadratic(3, 0.2), lam=0.05, truncation=(5, 0.2)),
+    "onorma-margin": lambda: RONORMA(gaussian_times_J(3), loss="margin"),
+    "monorma": lambda: RMONORMA([gaussian_times_J(3, g) for g in (0.5, 2.0)], eta=0.5),
+    "monorma-trunc": lambda: RMONORMA([gaussian_times_J(3), linear_quadratic(3, 0.3)], eta=0.5, truncation=10),
 }
 NAMES = sorted(LEARNERS)
 

@@ -1,0 +1,90 @@
+"""Benchmark river's `learn_one` against one `partial_fit` over the same rows (issue 19, section 2), for ONORMA, OSKAAR
+and SALAMI (the fast path lives in the streaming core, `StreamLearner.learn_one`).
+
+    python bench/bench_learn_one.py            # writes bench/results/learn_one.md and bench/results/learn_one.csv
+    python bench/bench_learn_one.py --quick    # fewer rows
+
+Target: learn_one per row <= 5x partial_fit's per-row cost, the same model to 1e-12 (max |f_learn_one - f_partial_fit|
+over test inputs, relative to max |f|). Both are timed as installed (the learners pin BLAS to one thread inside a pass).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ovk_nb.datasets import make_paper000_synthetic
+from ovk_nb.decoding import Hamming
+from ovk_nb.experiments.core import rows_to_csv, rows_to_markdown
+from ovk_nb.kernels import RBF, gaussian_times_J
+from ovk_nb.onorma import ONORMA
+from ovk_nb.oskaar import OSKAAR
+from ovk_nb.salami import SALAMI
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import best_time  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results"
+
+
+def scores(est, X):
+    "The learner's real-valued output on X: f_n(X) (ONORMA) or the feature estimates g(X) (OSKAAR, SALAMI)."
+    return est._feature_estimates(X) if hasattr(est, "_feature_estimates") else est.predict(X)
+
+
+def case(name, make, X, Y, Xt, repeat):
+    def batch():
+        return make().partial_fit(X, Y)
+
+    def one_by_one():
+        est = make()
+        for x, y in zip(X, Y):
+            est.learn_one(x, y)
+        return est
+
+    tp, a = best_time(batch, repeat)
+    tl, b = best_time(one_by_one, repeat)
+    fa, fb = scores(a, Xt), scores(b, Xt)
+    diff = float(np.abs(fa - fb).max() / max(1.0, np.abs(fa).max()))
+    n = len(X)
+    return {"learner": name, "n": n, "partial_fit per row (us)": 1e6 * tp / n, "learn_one per row (us)": 1e6 * tl / n,
+            "ratio": tl / tp, "max rel. difference": diff, "target": "ratio <= 5, difference <= 1e-12",
+            "met": bool(tl / tp <= 5 and diff <= 1e-12)}
+
+
+def main(quick=False):
+    OUT.mkdir(exist_ok=True)
+    n, repeat = (500, 1) if quick else (2000, 3)
+    X, Y = make_paper000_synthetic(n + 200, 10, random_state=0, return_X_y=True)
+    X = X / np.sqrt(X.shape[1])                                       # inputs in the unit ball (notebook 02)
+    Xt, X, Y = X[n:], X[:n], Y[:n]
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(n // 4 + 200, 5)) / 2
+    Ys = (Xs[:, :4] + 0.3 * rng.normal(size=(len(Xs), 4)) > 0).astype(int)
+    m = n // 4                                                        # OSKAAR/SALAMI cost O(t^2) a round: fewer rows
+    rows = [
+        case("ONORMA, Gaussian x J (d = 10)", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01), X, Y, Xt, repeat),
+        case("ONORMA, Gaussian x J, truncation 200", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01,
+                                                                     truncation=200), X, Y, Xt, repeat),
+        case("OSKAAR, RBF, Hamming (4 labels)", lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+             Xs[:m], Ys[:m], Xs[m:], repeat),
+        case("SALAMI, RBF, Hamming (4 labels), lifetime 4", lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming()),
+             Xs[:m], Ys[:m], Xs[m:], repeat),
+    ]
+    load = os.getloadavg()
+    head = (f"# learn_one vs partial_fit\n\n`learn_one` row by row against one `partial_fit` over the same rows, best of "
+            f"{repeat} wall-clock run(s), per row. ONORMA: paper 000's synthetic data (x in the unit ball of R^20, "
+            f"d = 10), lam = 0.01, eta_t = 1/sqrt(t). OSKAAR / SALAMI: 5 inputs, 4 binary labels (Hamming decoder). "
+            f"'max rel. difference': max |f_learn_one - f_partial_fit| / max(1, max |f|) on held-out inputs (the feature "
+            f"estimates g(x) for OSKAAR / SALAMI). Machine: {os.cpu_count()} cores, load average at the end "
+            f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (shared: wall times are noisy).\n\n")
+    (OUT / "learn_one.md").write_text(head + rows_to_markdown(rows) + "\n")
+    (OUT / "learn_one.csv").write_text(rows_to_csv(rows))
+    print(head + rows_to_markdown(rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main(quick="--quick" in sys.argv))

@@ -1,0 +1,122 @@
+"""river's habits on every online learner (issue 19): learn_one on a fast path gives partial_fit's model to 1e-12, dict
+targets and predictions, pandas DataFrames in learn_many / predict_many; a changed parameter is still validated."""
+import numpy as np
+import pytest
+
+from ovk_nb.decoding import Hamming
+from ovk_nb.kernels import RBF, gaussian_times_J
+from ovk_nb.monorma import MONORMA
+from ovk_nb.onorma import ONORMA
+from ovk_nb.oskaar import OSKAAR
+from ovk_nb.salami import SALAMI
+
+pd = pytest.importorskip("pandas")
+
+MAKERS = {
+    "onorma": lambda: ONORMA(gaussian_times_J(3, 1.0), lam=0.01),
+    "onorma-trunc": lambda: ONORMA(gaussian_times_J(3, 1.0), lam=0.01, truncation=20),
+    "onorma-margin": lambda: ONORMA(gaussian_times_J(3, 1.0), loss="margin"),
+    "monorma": lambda: MONORMA([gaussian_times_J(3, g) for g in (0.5, 2.0)], eta=0.5),
+    "oskaar": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+    "salami": lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=2),
+}
+
+
+def data(name, n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)) / 2
+    if name in ("oskaar", "salami"):
+        return X, (X[:, :3] + 0.3 * rng.normal(size=(n, 3)) > 0).astype(int), {}
+    if name.endswith("margin"):
+        return X, rng.integers(0, 3, n), {"classes": [0, 1, 2]}
+    return X, np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2], np.cos(X[:, 3])]), {}
+
+
+def scores(est, X):
+    if hasattr(est, "decision_function") and getattr(est, "loss", "") == "margin":
+        return est.decision_function(X)
+    if hasattr(est, "_feature_estimates"):
+        return est._feature_estimates(X)
+    return est.predict(X)
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_learn_one_gives_the_partial_fit_model(name):
+    X, Y, kw = data(name)
+    a = MAKERS[name]().partial_fit(X, Y, **kw)
+    b = MAKERS[name]()
+    for i, (x, y) in enumerate(zip(X, Y)):
+        b.learn_one(x, y, **(kw if i == 0 else {}))
+    assert b.n_seen_ == a.n_seen_ == len(X)
+    sa, sb = scores(a, X[:30]), scores(b, X[:30])
+    assert np.abs(sa - sb).max() <= 1e-12 * max(1.0, np.abs(sa).max())
+    assert b.cumulative_error_ == pytest.approx(a.cumulative_error_, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["onorma", "monorma"])
+def test_dict_rows_and_dict_targets(name):
+    X, Y, _ = data(name, 60)
+    a = MAKERS[name]().partial_fit(X, Y)
+    b = MAKERS[name]()
+    for x, y in zip(X, Y):
+        b.learn_one({f"f{j}": v for j, v in enumerate(x)}, {"u": y[0], "v": y[1], "w": y[2]})
+    assert list(b.feature_names_in_) == ["f0", "f1", "f2", "f3"] and b.output_names_ == ["u", "v", "w"]
+    np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=1e-12, atol=1e-12)
+    p = b.predict_one({"f3": X[0, 3], "f1": X[0, 1], "f0": X[0, 0], "f2": X[0, 2]})     # any key order
+    assert isinstance(p, dict) and list(p) == ["u", "v", "w"]
+    np.testing.assert_allclose([p["u"], p["v"], p["w"]], b.predict(X[:1])[0], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="x must have the features"):
+        b.learn_one({"f0": 1.0}, {"u": 0.0, "v": 0.0, "w": 0.0})
+    with pytest.raises(ValueError, match="y must have the outputs"):
+        b.learn_one({f"f{j}": 0.0 for j in range(4)}, {"u": 0.0})
+    with pytest.raises(ValueError, match="NaN"):
+        b.learn_one(np.array([0.0, np.nan, 0.0, 0.0]), Y[0])
+    with pytest.raises(ValueError, match="Y must have 3 columns"):
+        b.learn_one(X[0], Y[0, :2])
+    assert b.n_seen_ == 60                                     # refused rows changed nothing
+
+
+def test_a_changed_parameter_is_validated_at_the_next_row():
+    X, Y, _ = data("onorma", 20)
+    est = MAKERS["onorma"]()
+    for x, y in zip(X[:10], Y[:10]):
+        est.learn_one(x, y)
+    est.set_params(lam=-1.0)
+    with pytest.raises(ValueError, match="lam must be"):
+        est.learn_one(X[10], Y[10])
+    est.set_params(lam=0.2)
+    est.learn_one(X[10], Y[10])
+    assert est._lam == 0.2 and est.n_seen_ == 11
+    est.set_params(truncation=5)
+    with pytest.raises(ValueError, match="truncation was"):
+        est.learn_one(X[11], Y[11])
+
+
+@pytest.mark.parametrize("name", ["onorma", "monorma", "oskaar"])
+def test_dataframes_in_learn_many_and_predict_many(name):
+    X, Y, _ = data(name, 80)
+    cols = ["a", "b", "c", "d"]
+    dX = pd.DataFrame(X, columns=cols, index=np.arange(100, 180))
+    dY = pd.DataFrame(Y, columns=["u", "v", "w"])
+    est = MAKERS[name]()
+    est.learn_many(dX.iloc[:50], dY.iloc[:50])
+    est.learn_many(dX.iloc[50:, ::-1], dY.iloc[50:, ::-1])     # columns matched by name, not position
+    ref = MAKERS[name]().partial_fit(X, Y)
+    out = est.predict_many(dX.iloc[:10])
+    assert isinstance(out, pd.DataFrame) and list(out.index) == list(range(100, 110))
+    assert list(out.columns) == ["u", "v", "w"]
+    np.testing.assert_allclose(out.to_numpy(dtype=float), np.asarray(ref.predict(X[:10]), dtype=float),
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="X must have the features"):
+        est.predict_many(dX.rename(columns={"a": "z"}))
+
+
+def test_series_target_and_one_output():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 2))
+    y = pd.Series(np.sin(X[:, 0]), name="target")
+    est = ONORMA()
+    est.learn_many(pd.DataFrame(X, columns=["p", "q"]), y)
+    out = est.predict_many(pd.DataFrame(X[:5], columns=["p", "q"]))
+    assert out.shape == (5, 1)
+    assert isinstance(est.predict_one({"p": 0.1, "q": 0.2}), float)
