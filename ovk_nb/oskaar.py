@@ -11,7 +11,6 @@ import warnings
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
-from threadpoolctl import threadpool_limits
 
 from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, finite_labels, n_items
 from .linalg import NystromFeatures
@@ -239,9 +238,8 @@ def _run(self: OSKAAR, X, T):
     """Blocks of at most `_block_size` rounds, cut where the budgeted variant switches to its primal form; compute, then
     commit: if any block raises, the buffers' free rows the pass wrote are put back (`_free_rows`), then the attributes."""
     state, saved = dict(self.__dict__), [(a, s, a[s].copy()) for a, s in self._free_rows(len(X))]
-    try:
-        with threadpool_limits(self._threads):
-            self._run_blocks(X, *T)
+    try:                                                  # BLAS threads: limited by the caller (StreamLearner), once
+        self._run_blocks(X, *T)
     except BaseException as e:
         for a, s, v in saved:
             a[s] = v
