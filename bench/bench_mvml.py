@@ -16,6 +16,9 @@ training rows are a random permutation, so a random subset, but the same one in 
                                                    # writes bench/results/mvml_binary.csv and its section of mvml.md
   python bench/bench_mvml.py --peer10 DRAW LOG     # the peer's 10-class fit class by class, one JSON line per class in LOG
   python bench/bench_mvml.py --record-peer10 LOG.. # ours (4 draws, 1 thread) beside those logs -> mvml.csv and mvml.md
+  python bench/bench_mvml.py --threads [repeats]   # as installed vs one BLAS thread (OPENBLAS_NUM_THREADS=1 and
+                                                   # OMP_NUM_THREADS=1 in a subprocess), each case in fresh processes,
+                                                   # alternated: bench/results/mvml_threads.csv and mvml_threads.md
 """
 import json
 import subprocess
@@ -310,8 +313,83 @@ def main():
     write_results(rows)
 
 
+THREAD_CASES = {
+    # name: (what, code run in the subprocess; prints the fit time)
+    "mfeat 10 classes, 24 % landmarks (r ~ 1400)": "clf", "mfeat 10 classes, 40 % landmarks (r ~ 2400)": "clf40",
+    "mfeat 10 classes, n_components='auto' (r ~ 1000)": "clfauto", "regression n = 20000, 6 views x 300 landmarks (r = 1800)": "scale",
+}
+
+
+def _thread_case(kind):
+    "One fit of `kind` in this process; returns its time (s)."
+    from ovk_nb.mvml import MVML, MVMLClassifier
+    if kind == "scale":
+        rng = np.random.default_rng(0)
+        n, v, p = 20000, 6, 20
+        X = rng.normal(size=(n, v * p))
+        y = np.sin(X[:, 0]) + X[:, p] * X[:, 2 * p] + 0.1 * rng.normal(size=n)
+        views = [list(range(l * p, (l + 1) * p)) for l in range(v)]
+        t = time.perf_counter(); MVML(views, n_components=300, random_state=0).fit(X, y)
+        return time.perf_counter() - t
+    X, y, tr, te, views = data()
+    nc = {"clf": FRAC, "clf40": 0.4, "clfauto": "auto"}[kind]
+    t = time.perf_counter()
+    m = MVMLClassifier(views, lam=LAM, eta=ETA, n_components=nc, random_state=0).fit(X[tr], y[tr])
+    t = time.perf_counter() - t
+    print(f"# accuracy {m.score(X[te], y[te]):.4f} r={m.features_.offsets[-1]}", file=sys.stderr)
+    return t
+
+
+def threads(repeats=3):
+    """Each case in fresh subprocesses, as installed (the environment as it is) and with one BLAS thread
+    (OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1, MKL_NUM_THREADS=1), alternated `repeats` times; the median of each and the
+    ratio, with the load average before and after (the machine is shared)."""
+    import os
+    from threadpoolctl import threadpool_info
+    load0 = os.getloadavg()
+    installed = {k: os.environ[k] for k in os.environ if not k.endswith("_NUM_THREADS")}
+    one = {**installed, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    rows = []
+    for name, kind in THREAD_CASES.items():
+        t = {"installed": [], "one thread": []}
+        for _ in range(repeats):
+            for label, env in (("installed", installed), ("one thread", one)):
+                out = subprocess.run([sys.executable, __file__, "--thread-case", kind], env=env, capture_output=True,
+                                     text=True, cwd=str(HERE.parent))
+                if out.returncode:
+                    raise RuntimeError(out.stderr[-2000:])
+                t[label].append(float(out.stdout.strip().splitlines()[-1]))
+        a, b = float(np.median(t["installed"])), float(np.median(t["one thread"]))
+        rows.append({"case": name, "installed_s": a, "one_thread_s": b, "ratio": a / b,
+                     "installed_all": " ".join(f"{x:.2f}" for x in t["installed"]),
+                     "one_thread_all": " ".join(f"{x:.2f}" for x in t["one thread"])})
+        print(rows[-1], flush=True)
+    load1 = os.getloadavg()
+    blas = "; ".join(f"{i.get('internal_api')} {i.get('version')} ({i.get('num_threads')} threads)"
+                     for i in threadpool_info() if i.get("user_api") == "blas")
+    cols = ["case", "installed_s", "one_thread_s", "ratio", "installed_all", "one_thread_all"]
+    (HERE / "results" / "mvml_threads.csv").write_text("\n".join([",".join(cols)] + [",".join(
+        f'"{r[c]}"' if isinstance(r[c], str) else f"{r[c]:.4g}" for c in cols) for r in rows]) + "\n")
+    md = ["# MVML: as installed vs one BLAS thread", "",
+          f"`python bench/bench_mvml.py --threads {repeats}`: every fit in a fresh process, as installed ({blas}, {os.cpu_count()} "
+          f"cores) and with OPENBLAS_NUM_THREADS=1, alternated, {repeats} times each; medians, and every time. Load average "
+          f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} before, {load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f} after "
+          "(the 2 cores are shared with other engineers' jobs).", "",
+          "| case | as installed s | one thread s | ratio | as installed, each | one thread, each |", "|---|---|---|---|---|---|"]
+    md += [f"| {r['case']} | {r['installed_s']:.2f} | {r['one_thread_s']:.2f} | {r['ratio']:.2f} | {r['installed_all']} | "
+           f"{r['one_thread_all']} |" for r in rows]
+    (HERE / "results" / "mvml_threads.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return rows
+
+
 if __name__ == "__main__":
-    if "--record-peer10" in sys.argv:
+    if "--thread-case" in sys.argv:
+        print(_thread_case(sys.argv[sys.argv.index("--thread-case") + 1]))
+    elif "--threads" in sys.argv:
+        i = sys.argv.index("--threads")
+        threads(int(sys.argv[i + 1]) if len(sys.argv) > i + 1 else 3)
+    elif "--record-peer10" in sys.argv:
         record_peer10(sys.argv[sys.argv.index("--record-peer10") + 1:], NOTE_PEER10)
     elif "--peer10" in sys.argv:
         peer10(int(sys.argv[sys.argv.index("--peer10") + 1]), sys.argv[sys.argv.index("--peer10") + 2])

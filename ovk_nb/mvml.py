@@ -660,12 +660,39 @@ def _initial_lowrank(G, offs, rcond):
 # %% ../nbs/2_algorithms/05_mvml.ipynb #b0697249
 from sklearn.utils import check_random_state  # noqa: E402
 
-MVML_THREADS_MIN_RANK = 1500    # r (total rank) at and above which the few large products and eigh use every BLAS thread
+# r (total rank) at and above which the few large routines (the n x r Gram products, eigh of the lifted problem) use the
+# installed BLAS threads; None: never. Measured on the project's 2-core machine (see the decision): threaded eigh lost 3.7-35x
+# and the threaded Gram product 0.97-1.22x against one thread at r = 1000-2400, so one thread everywhere.
+MVML_THREADS_MIN_RANK = None
 
 
-def _threads(size: int):
-    "BLAS thread limit for one large routine (a Gram product, an eigh) of size `size`: None (as installed) from MVML_THREADS_MIN_RANK, else 1."
-    return None if size >= MVML_THREADS_MIN_RANK else 1
+_INSTALLED = []
+
+
+def _installed_threads() -> int:
+    "The BLAS threads as installed (read once, the first time MVML runs)."
+    if not _INSTALLED:
+        from threadpoolctl import threadpool_info
+        _INSTALLED.append(max([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"], default=1))
+    return _INSTALLED[0]
+
+
+def _threads(size: int) -> int:
+    "BLAS threads for one large routine (a Gram product, an eigh) of size `size`: as installed from MVML_THREADS_MIN_RANK, else 1."
+    return _installed_threads() if MVML_THREADS_MIN_RANK is not None and size >= MVML_THREADS_MIN_RANK else 1
+
+
+def _one_blas_thread(method):
+    """Run `fit` / `predict` with one BLAS thread: their many small products (group norms, the alternation's matrix-vector
+    products, the per-view blocks) lose to thread start-up and to a busy machine; the few large routines inside open the
+    installed threads again (`_threads`), see the decision in the notebook."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with blas_threads(1):
+            return method(*args, **kwargs)
+    return wrapper
 
 
 def _prepare(self, X, groups=None):
@@ -902,6 +929,7 @@ class MVML(RegressorMixin, _MVMLBase):
     """
 
     @fit_context
+    @_one_blas_thread
     def fit(self, X, y):
         """Fit on X and y (n,). X: one 2-D array (n, p) whose views ``views`` names, or a list / dict of per-view 2-D arrays
         with the same rows; a Dask array X fits on the Dask workers (y Dask or numpy), see 'On a Dask cluster'."""
@@ -927,6 +955,7 @@ class MVML(RegressorMixin, _MVMLBase):
         self._view_layout = None if groups is None else (names, [len(g) for g in groups])
         return self
 
+    @_one_blas_thread
     def predict(self, X):
         "f(x) for each row of X (given as at fit: one 2-D array, or the same list / dict of views), shape (m,) (a Dask array for a Dask X)."
         return self._decision(X)
@@ -992,6 +1021,7 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     """
 
     @fit_context
+    @_one_blas_thread
     def fit(self, X, y):
         from sklearn.utils.multiclass import check_classification_targets
         X, groups, names = _views_input(self, X, fitting=True)
@@ -1033,6 +1063,7 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
         self._view_layout = None if groups is None else (names, [len(g) for g in groups])
         return self
 
+    @_one_blas_thread
     def decision_function(self, X):
         "Real outputs: (m,) for two classes (positive: classes_[1]), else (m, n_classes); a Dask array for a Dask X."
         F = self._decision(X)

@@ -244,3 +244,27 @@ def test_check_estimator_with_defaults(Est):
     res = check_estimator(Est(), on_fail=None)
     bad = [(r["check_name"], str(r["exception"])[:200]) for r in res if r["status"] == "failed"]
     assert not bad, bad
+
+
+def test_fit_and_predict_run_with_one_blas_thread(monkeypatch):
+    """Issue 19 section 5: the small products of a fit (here the group norms of the sparsity pattern, computed outside the
+    old thread limit) ran with every BLAS thread, 5x slower than one thread on a busy machine. Every call sees one thread,
+    and the installed number is back afterwards."""
+    import ovk_nb.mvml as mv
+    from threadpoolctl import threadpool_info
+
+    def blas():
+        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+    seen, real = [], mv.group_norms
+    monkeypatch.setattr(mv, "group_norms", lambda *a: (seen.append(blas()), real(*a))[1])
+    before = blas()
+    X, y = _data()
+    m = MVMLClassifier(VIEWS, RBF(0.5), n_components=20, random_state=0).fit(X, np.digitize(y, [-0.5, 0.5]))
+    assert seen and set(seen) == {1}
+    seen.clear()
+    calls = []
+    feats = type(m.features_).__call__
+    monkeypatch.setattr(type(m.features_), "__call__", lambda self, X: (calls.append(blas()), feats(self, X))[1])
+    m.predict(X)
+    assert calls and set(calls) == {1} and blas() == before
