@@ -150,11 +150,24 @@ class ScalarKernel(Params):
     __hash__ = None
 
 # %% ../nbs/1_shared/01_kernels.ipynb #e0bb8d3b
+_FEW_ROWS = 2       # at most this many rows on one side: squared differences summed directly (no centring pass)
+
+
+def _pairwise_differences(X, Y):
+    "||x_i - y_j||^2 summed from the differences, looping over the side with few rows."
+    if len(X) <= len(Y):
+        return np.stack([np.einsum("ij,ij->i", D, D) for D in (Y - x for x in X)])
+    return np.stack([np.einsum("ij,ij->i", D, D) for D in (X - y for y in Y)], axis=1)
+
+
 def sq_distances(X, Y) -> np.ndarray:
     """||x_i - y_j||^2 for all pairs by the Gram trick |x|^2 + |y|^2 - 2<x, y> (one BLAS-3 product), on inputs shifted by
     the mean of X and scaled to unit max: no inf - inf for huge inputs, no cancellation from a far-away origin."""
     if not X.size or not Y.size:
         return np.zeros((len(X), len(Y)))
+    if min(len(X), len(Y)) <= _FEW_ROWS:                    # a row or two against many (a learn_one step): differences
+        with np.errstate(over="ignore", invalid="ignore"):  # directly, exact, O(n m p) like the product; overflow is +inf
+            return _pairwise_differences(X, Y)
     c = X.mean(0)
     with np.errstate(over="ignore", invalid="ignore"):
         Xc, Yc = X - c, Y - c

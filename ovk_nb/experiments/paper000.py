@@ -524,7 +524,7 @@ def _divergence_runs(X, Y, d):
     out = {}
     for label, (K, s) in cases.items():
         with np.errstate(over="ignore", invalid="ignore"):
-            err = ONORMA(K, lam=0.01, eta=1.0).fit(s * X, Y).errors_
+            err = ONORMA(K, lam=0.01, eta=1.0, record_errors=True).fit(s * X, Y).errors_
         norms = np.linalg.norm(K.diag(s * X), 2, axis=(1, 2))       # ||K(x_t, x_t)||_op
         t = np.arange(1, len(X) + 1)
         out[label] = (np.cumsum(err) / t, norms / np.sqrt(t))
@@ -628,7 +628,7 @@ def monorma_weights(run):
     fig, axes = plt.subplots(1, len(cases), figsize=(4.3 * len(cases), 3.2))
     rows = []
     for ax, (title, (Xs, Ys, Ks, labels)) in zip(axes, cases.items()):
-        est = MONORMA(Ks, lam=0.01, eta=1.0, r=2).fit(Xs, Ys)
+        est = MONORMA(Ks, lam=0.01, eta=1.0, r=2, record_errors=True).fit(Xs, Ys)
         H = est.weights_history_
         for j, lab in enumerate(labels):
             ax.semilogx(np.arange(1, len(H) + 1), H[:, j], label=lab)

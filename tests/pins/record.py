@@ -53,23 +53,23 @@ def cases():
     Ys = np.column_stack([np.sin(Xs[:, 0]), Xs[:, 1] ** 2, Xs[:, 2] * Xs[:, 3]])
     for sched in ("invsqrt", "constant"):
         def f(sched=sched):
-            m = ONORMA(gaussian_times_J(3, 0.5), lam=0.01, eta=0.5, schedule=sched).fit(Xs[:250], Ys[:250])
+            m = ONORMA(gaussian_times_J(3, 0.5), lam=0.01, eta=0.5, schedule=sched, record_errors=True).fit(Xs[:250], Ys[:250])
             return np.concatenate([m.predict(Xs[250:]).ravel(), m.errors_])
         out[f"onorma/{sched}"] = f
     def trunc():
-        m = ONORMA(gaussian_times_J(3, 0.5), lam=0.01, eta=0.5, truncation=40)
+        m = ONORMA(gaussian_times_J(3, 0.5), lam=0.01, eta=0.5, truncation=40, record_errors=True)
         for i in range(0, 250, 7):
             m.partial_fit(Xs[i:i + 7], Ys[i:i + 7])
         return np.concatenate([m.predict(Xs[250:]).ravel(), m.errors_])
     out["onorma/trunc"] = trunc
     def clf():
         lab = (Xs[:, 0] > 0).astype(int) + (Xs[:, 1] > 0).astype(int)
-        m = ONORMA(Separable(RBF(0.5), np.eye(3)), lam=0.01, eta=0.5, loss="margin").fit(Xs[:250], lab[:250])
+        m = ONORMA(Separable(RBF(0.5), np.eye(3)), lam=0.01, eta=0.5, loss="margin", record_errors=True).fit(Xs[:250], lab[:250])
         return np.concatenate([m.decision_function(Xs[250:]).ravel(), m.errors_])
     out["onorma/clf"] = clf
     def mon(trunc=None):
         m = MONORMA([gaussian_times_J(3, 0.5), linear_quadratic(3, 0.3), Separable(Laplacian(0.3), np.eye(3))],
-                    lam=0.01, eta=0.3, r=2, truncation=trunc).fit(Xs[:250], Ys[:250])
+                    lam=0.01, eta=0.3, r=2, truncation=trunc, record_errors=True).fit(Xs[:250], Ys[:250])
         return np.concatenate([m.predict(Xs[250:]).ravel(), m.errors_, np.ravel(m.weights_history_)])
     out["monorma/full"] = mon
     out["monorma/trunc"] = lambda: mon(60)
