@@ -5,8 +5,10 @@
 # %% ../nbs/2_algorithms/04_kde.ipynb #fe1381b8
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
+import re
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -16,13 +18,15 @@ from .decoding import (argmin_in_batches, as_samples, candidate_grams, checked_g
                              kernel_diag, n_items, take_items)
 # floor 1; dask itself is imported only for Dask data
 from .distributed import dask_argmin, is_dask_array
-from .linalg import EigenFactor, eigh_psd
+from .kernels import RBF
+from .linalg import EigenFactor, blas_threads, eigh_psd
 from .validation import (Interval, Options, check_fitted, check_matrix, check_X, fit_context,
                                validate_params)
 
 # %% auto #0
-__all__ = ['OPERATORS', 'proposition1_T', 'kde_scores_literal', 'sylvester_coef', 'OVKDE', 'CortesKDE', 'WestonKDE',
-           'position_match_kernel', 'one_hot_positions']
+__all__ = ['OPERATORS', 'KDE_EIGH_THREADS_MIN_N', 'KDE_CHOLESKY_THREADS_MIN_N', 'KDE_SCORES_THREADS_MIN_N', 'proposition1_T',
+           'kde_scores_literal', 'sylvester_coef', 'OVKDE', 'CortesKDE', 'WestonKDE', 'position_match_kernel',
+           'one_hot_positions']
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #ff1084fc
 OPERATORS = ("identity", "covariance", "conditional_covariance")
@@ -63,7 +67,7 @@ def _kde_factor(k, L, operator, eps):
     p = n * eps / (s + n * eps)                              # eigenvalues of P = n eps (k + n eps I)^{-1}
     Ph = (U * np.sqrt(p)) @ U.T                              # P^{1/2}
     S = Ph @ L @ Ph / n
-    t, W = eigh_psd((S + S.T) / 2)
+    t, W = eigh_psd((S + S.T) / 2, name="output_kernel")     # S is congruent to L: PSD exactly when L is
     VinvU = (W.T @ U) / np.sqrt(p)[None, :]
     return EigenFactor(s, U, t, Ph @ W, VinvU @ U.T, VinvU.T)
 
@@ -83,31 +87,101 @@ def _criterion(terms, Z):
     Lc, base = terms
     return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
 
+# %% ../nbs/2_algorithms/04_kde.ipynb #e26f9c86
+KDE_EIGH_THREADS_MIN_N = 4000          # n from which an eigh-based fit (OVKDE, WestonKDE) leaves BLAS all cores
+KDE_CHOLESKY_THREADS_MIN_N = 1500      # the same for CortesKDE's Cholesky fit
+KDE_SCORES_THREADS_MIN_N = 1500        # the same for the criterion's products (predict, decision_scores, predict_embedding)
+
+
+def _threads(n: int, min_n: int):
+    "BLAS thread limit for a routine on n training samples: 1 below its measured threshold `min_n`, None (all cores) from it."
+    return 1 if n < min_n else None
+
 # %% ../nbs/2_algorithms/04_kde.ipynb #de39d869
+def _fit_kernel(kernel, Z, name: str, data: str):
+    """The kernel `name` fits with, on its checked training samples Z (the argument `data`): None is RBF(gamma='scale') on
+    numeric samples; a kernel's data-driven arguments (gamma='scale') are set from Z (`Params.resolve`) and its
+    hyper-parameters checked, a ValueError naming `name`. Other callables (a user's function on words) pass unchanged."""
+    numeric = isinstance(Z, np.ndarray)
+    if kernel is None:
+        if not numeric:
+            raise ValueError(f"{name}=None is RBF(gamma='scale') on numeric {data}, but {data} holds samples that are not "
+                             f"numbers: give {name} (a callable kernel(A, B) -> Gram matrix, e.g. position_match_kernel)")
+        kernel = RBF()
+    try:
+        fitted = kernel.resolve(Z) if numeric and hasattr(kernel, "resolve") else kernel
+        if hasattr(fitted, "validate"):
+            fitted.validate()
+    except ValueError as e:
+        raise ValueError(f"{name}={kernel!r}: {e}") from None
+    return fitted
+
+
+@contextlib.contextmanager
+def _on(kernel_name: str, data: str):
+    """A ValueError (TypeError) raised while the kernel `kernel_name` is evaluated on the argument `data` names both (if it
+    does not name the kernel already): a user's kernel failing on the data says which kernel and which data."""
+    try:
+        yield
+    except (ValueError, TypeError) as e:
+        if re.search(rf"(?<![\w.]){kernel_name}(?!\w)", str(e)):
+            raise
+        cls = ValueError if isinstance(e, ValueError) else TypeError
+        raise cls(f"{kernel_name} on {data}: {e}") from None
+
+
+def _named(kernel, kernel_name: str, data: str):
+    "kernel(A, B) whose ValueErrors name the kernel argument and the data (`_on`)."
+    def call(A, B):
+        with _on(kernel_name, data):
+            return kernel(A, B)
+    return call
+
+
 class _KDECore(BaseEstimator):
     "Fit / criterion / predict shared by the KDE estimators: subclasses define `_fit_coef(k, L)`."
-    _parameter_constraints = {"input_kernel": ["callable"], "output_kernel": ["callable"], "lam": [_POSITIVE]}
+    _parameter_constraints = {"input_kernel": ["callable", None], "output_kernel": ["callable", None], "lam": [_POSITIVE]}
+    _fit_threads_min_n = KDE_EIGH_THREADS_MIN_N            # the fit's factorisation (see the decision above)
 
     @fit_context                                 # the declared constraints at every fit; a failed fit changes nothing
     def fit(self, X, Y):
         "Learn the regression step from inputs X and outputs Y (anything the kernels accept)."
         y1d = isinstance(Y, np.ndarray) and Y.ndim == 1 and Y.dtype.kind in "biuf"     # predictions come back 1-D too
-        X, Y, n, k, L = fit_grams(self.input_kernel, self.output_kernel, X, Y)
+        why = "the empirical covariance operators need two samples"
+        X, Y = as_samples(X, "X", 2, why), as_samples(Y, "Y", 2, why, vectors=True)
+        self.input_kernel_ = _fit_kernel(self.input_kernel, X, "input_kernel", "X")
+        self.output_kernel_ = _fit_kernel(self.output_kernel, Y, "output_kernel", "Y")
+        with blas_threads(_threads(n_items(X, "X"), self._fit_threads_min_n)):
+            X, Y, n, k, L = fit_grams(_named(self.input_kernel_, "input_kernel", "X"),
+                                      _named(self.output_kernel_, "output_kernel", "Y"), X, Y)
+            self.coef_ = self._fit_coef(k, L)
         self._y1d = y1d
         self.X_fit_, self.Y_fit_, self.n_samples_fit_, self.L_fit_ = X, Y, n, L
         if isinstance(X, np.ndarray) and X.ndim == 2:      # numeric inputs: their number of features is checked later
             self.n_features_in_ = X.shape[1]
         elif hasattr(self, "n_features_in_"):
             del self.n_features_in_
-        self.coef_ = self._fit_coef(k, L)
-        self.l_diag_fit_ = kernel_diag(self.output_kernel, Y, "output_kernel")
+        self.l_diag_fit_ = kernel_diag(self.output_kernel_, Y, "output_kernel")
         return self
 
+    def _outputs(self, Z, name: str):
+        """Outputs given after fit (`candidates`, `y`), checked as the training outputs were: numeric training outputs need
+        numeric ones of the same width. A ValueError names `name`."""
+        Z = as_samples(Z, name, vectors=True)
+        Yf = self.Y_fit_
+        if isinstance(Yf, np.ndarray) and not isinstance(Z, np.ndarray):
+            raise ValueError(f"{name} must be numeric outputs like the training Y (an array with {Yf.shape[1]} columns), "
+                             f"got a {type(Z).__name__} of other objects")
+        if isinstance(Yf, np.ndarray) and Z.shape[1] != Yf.shape[1]:
+            raise ValueError(f"{name} has {Z.shape[1]} columns, but the training outputs Y had {Yf.shape[1]}")
+        return Z
+
     def _candidate_terms(self, candidates):
-        "C(x, y) = base(y) - 2 Lc(y)^T Q k_x: returns (Lc, base) for the candidates (default: the training outputs)."
+        "C(x, y) = base(y) - 2 Lc(y)^T Q k_x: returns (Lc, base) for checked candidates (default: the training outputs)."
         if candidates is None:
             return self.L_fit_, self.l_diag_fit_
-        return candidate_grams(self.output_kernel, candidates, self.Y_fit_, self.n_samples_fit_)
+        with _on("output_kernel", "candidates"):
+            return candidate_grams(self.output_kernel_, candidates, self.Y_fit_, self.n_samples_fit_)
 
     def _inputs(self, X):
         "Test inputs of the fitted estimator, checked once: numeric ones as at fit (`n_features_in_`), others passed on."
@@ -116,26 +190,37 @@ class _KDECore(BaseEstimator):
 
     def _kx(self, X):
         "k(X_fit, X) for checked test inputs X."
-        return checked_gram(self.input_kernel, self.X_fit_, X, "input_kernel", (self.n_samples_fit_, n_items(X, "X")))
+        with _on("input_kernel", "X"):
+            return checked_gram(self.input_kernel_, self.X_fit_, X, "input_kernel", (self.n_samples_fit_, n_items(X, "X")))
 
     def _scores(self, X, terms):
         "The criterion for checked inputs X and the candidates' terms (Lc, base)."
         return _criterion(terms, self.coef_ @ self._kx(X))  # Z (n, n_test): O(n^2) per test input
 
+    def _score_threads(self):
+        "The thread limit of the criterion's products (see the decision above)."
+        return blas_threads(_threads(self.n_samples_fit_, KDE_SCORES_THREADS_MIN_N))
+
     def decision_scores(self, X, candidates=None) -> np.ndarray:
         "Criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4), shape (n_test, n_candidates); smaller is better."
         X = self._inputs(X)                                # checks fitted first
-        return self._scores(X, self._candidate_terms(candidates))
+        candidates = None if candidates is None else self._outputs(candidates, "candidates")
+        with self._score_threads():
+            return self._scores(X, self._candidate_terms(candidates))
 
     def predict(self, X, candidates=None, batch_size: int = 512):
-        """For each input, the candidate (default: the training outputs) minimising the criterion. A Dask array of candidates
-        is scored blockwise on the Dask workers (`_predict_dask_candidates`)."""
+        """For each input, the candidate (default: the training outputs) minimising the criterion, `batch_size` inputs at a
+        time. A Dask array of candidates is scored blockwise on the Dask workers (`_predict_dask_candidates`)."""
         X = self._inputs(X)
+        validate_params({"batch_size": batch_size}, {"batch_size": [Interval(numbers.Integral, 1, None)]},
+                        f"{type(self).__name__}.predict")
         if is_dask_array(candidates):
             return _predict_dask_candidates(self, X, candidates, batch_size)
-        terms = self._candidate_terms(candidates)          # the candidates' Gram once, not once per batch
-        cand = self.Y_fit_ if candidates is None else as_samples(candidates, "candidates", vectors=True)
-        out = take_items(cand, argmin_in_batches(lambda Xb: self._scores(Xb, terms), X, batch_size))
+        candidates = None if candidates is None else self._outputs(candidates, "candidates")
+        with self._score_threads():
+            terms = self._candidate_terms(candidates)      # the candidates' Gram once, not once per batch
+            idx = argmin_in_batches(lambda Xb: self._scores(Xb, terms), X, batch_size)
+        out = take_items(self.Y_fit_ if candidates is None else candidates, idx)
         return out[:, 0] if getattr(self, "_y1d", False) and isinstance(out, np.ndarray) and out.ndim == 2 else out
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #55434c18
@@ -149,9 +234,15 @@ def _score_candidates(est, block, Zt):
 
 def _predict_dask_candidates(est, X, candidates, batch_size):
     "predict for checked inputs X and a Dask array of candidates: scored blockwise on the workers, the winners gathered."
+    Yf = est.Y_fit_
+    width = 1 if candidates.ndim == 1 else candidates.shape[1]
+    if candidates.ndim > 2 or (isinstance(Yf, np.ndarray) and width != Yf.shape[1]):
+        raise ValueError(f"candidates must be a 1-D or 2-D Dask array of outputs like the training Y, got shape "
+                         f"{candidates.shape}")
     light = object.__new__(type(est))                       # what _candidate_terms needs, without the n x n arrays
     light.__dict__.update({k: v for k, v in est.__dict__.items() if k not in _NOT_FOR_SCORING})
-    Zt = (est.coef_ @ est._kx(X)).T                         # (n_test, n)
+    with est._score_threads():
+        Zt = (est.coef_ @ est._kx(X)).T                     # (n_test, n)
     idx = dask_argmin(functools.partial(_score_candidates, light), candidates, Zt, batch_size)
     cand = candidates.reshape(-1, 1) if candidates.ndim == 1 else candidates
     out = np.asarray(cand[idx].compute())
@@ -164,30 +255,89 @@ class _KDEBase(_KDECore):
     def predict_embedding(self, X, output_features=None) -> np.ndarray:
         """g(x) in explicit coordinates, shape (n_test, D), when l(y, y') = <phi(y), phi(y')> and row i of `output_features`
         (default: the training outputs) is phi(y_i)."""
-        Kx = self._kx(self._inputs(X))
+        X = self._inputs(X)
         F = self.Y_fit_ if output_features is None else output_features
         F = check_matrix(F, "output_features", allow_1d=True)
         if len(F) != self.n_samples_fit_:
             raise ValueError(f"output_features must have one row per training sample ({self.n_samples_fit_}), got {len(F)}")
-        return (self._embedding_coef() @ Kx).T @ F
+        with self._score_threads():
+            return (self._embedding_coef() @ self._kx(X)).T @ F
 
     def _embedding_coef(self):
         return self.coef_
 
     def loss(self, Y, Y_pred) -> np.ndarray:
-        "Per-sample feature-space loss ||Phi_l(y) - Phi_l(y_pred)||^2 = l(y,y) + l(yp,yp) - 2 l(y,yp)."
-        return feature_space_loss(self.output_kernel, Y, Y_pred)
+        """Per-sample feature-space loss ||Phi_l(y) - Phi_l(y_pred)||^2 = l(y,y) + l(yp,yp) - 2 l(y,yp), with the fitted
+        output kernel (`output_kernel_`; before fit, `output_kernel` itself when it needs no data)."""
+        Y, Y_pred = as_samples(Y, "Y", vectors=True), as_samples(Y_pred, "Y_pred", vectors=True)
+        if isinstance(Y, np.ndarray) and isinstance(Y_pred, np.ndarray) and Y.shape[1] != Y_pred.shape[1]:
+            raise ValueError(f"Y_pred has {Y_pred.shape[1]} columns, but Y has {Y.shape[1]}")
+        if hasattr(self, "output_kernel_"):
+            kernel = self.output_kernel_
+        elif self.output_kernel is None:                    # RBF(gamma='scale') on the training outputs: fit first
+            check_fitted(self, "output_kernel_")
+        else:
+            kernel = _fit_kernel(self.output_kernel, None, "output_kernel", "Y")     # checked, not resolved
+        with _on("output_kernel", "Y and Y_pred"):
+            return feature_space_loss(kernel, Y, Y_pred)
 
     def score(self, X, y, candidates=None) -> float:
         "Minus the mean feature-space loss of the predictions (the paper's RBF loss for an RBF output kernel)."
+        X = self._inputs(X)
+        y = self._outputs(y, "y")
+        if n_items(y, "y") != n_items(X, "X"):
+            raise ValueError(f"y must have one output per row of X ({n_items(X, 'X')}), got {n_items(y, 'y')}")
         return -float(np.mean(self.loss(y, self.predict(X, candidates))))
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #a6e73a98
 class OVKDE(_KDEBase):
-    """Operator-valued KDE (Kadri et al.): ridge regression into F_Y with K(x, x') = k(x, x') T, then the pre-image.
-    operator: 'identity' (T = I, Cortes et al.), 'covariance' (T = C_YY), 'conditional_covariance' (T = C_Y|X).
-    lam: ridge of objective (1); eps: regulariser of (C_XX + eps I)^{-1}; both with the 1/n of the empirical
-    covariances (the paper's n lam I and n eps I)."""
+    """Operator-valued kernel dependency estimation (Kadri et al.): ridge regression into the output feature space with
+    K(x, x') = k(x, x') T, then the pre-image: the candidate output nearest to the prediction in that space.
+
+    Parameters
+    ----------
+    input_kernel : callable or None, default=None
+        Kernel k(A, B) -> Gram matrix on the inputs. None is `RBF(gamma='scale')`: the Gaussian kernel with SVC's
+        bandwidth 1 / (n_features * X.var()) on the training inputs. A kernel's data-driven arguments (`RBF()`) are set
+        from the training X at fit.
+    output_kernel : callable or None, default=None
+        Kernel l on the outputs (vectors, or any objects it accepts: words, graphs). None is `RBF(gamma='scale')` set
+        from the training Y (numeric outputs only).
+    operator : {'identity', 'covariance', 'conditional_covariance'}, default='conditional_covariance'
+        T = I (Cortes et al.), T = C_YY or T = C_Y|X.
+    lam : float, default=0.1
+        Ridge of objective (1), with the 1/n of the empirical covariances (the paper's n lam I).
+    eps : float, default=0.1
+        Regulariser of (C_XX + eps I)^{-1} (the paper's n eps I).
+
+    Attributes
+    ----------
+    input_kernel_, output_kernel_ : callable
+        The kernels fitted with, data-driven arguments resolved (the number `gamma='scale'` gave).
+    coef_ : ndarray of shape (n_samples, n_samples)
+        Q: the prediction is g(x) = Phi_Y^T Q k_x.
+    X_fit_, Y_fit_ : ndarray or sequence
+        The training inputs and outputs (candidates by default).
+    L_fit_ : ndarray of shape (n_samples, n_samples)
+        The output kernel's Gram matrix on the training outputs.
+    n_samples_fit_ : int
+        Number of training samples.
+    n_features_in_ : int
+        Number of input features (numeric inputs only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kde import OVKDE
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3))
+    >>> Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1])]
+    >>> est = OVKDE().fit(X[:40], Y[:40])              # kernels RBF(gamma='scale'), set from X and from Y
+    >>> est.predict(X[40:]).shape                      # each row: the training output nearest to g(x)
+    (20, 2)
+    >>> est.score(X[40:], Y[40:]) > -1.0               # minus the mean feature-space loss (0 is perfect)
+    True
+    """
     _parameter_constraints = {"operator": [Options(OPERATORS)], "eps": [_POSITIVE]}
 
     def __init__(self, input_kernel=None, output_kernel=None, operator: str = "conditional_covariance",
@@ -200,12 +350,49 @@ class OVKDE(_KDEBase):
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #b5e42c0a
 def _ridge_inverse(k, lam):
-    "(k + lam I)^{-1} by a Cholesky solve (independent of the Sylvester route on purpose: it checks it)."
-    return cho_solve(cho_factor(k + lam * np.eye(len(k))), np.eye(len(k)))
+    """(k + lam I)^{-1} by a Cholesky solve (independent of the Sylvester route on purpose: it checks it). An input kernel
+    for which k + lam I has no Cholesky factor is refused by name, as `eigh_psd` refuses it."""
+    try:
+        return cho_solve(cho_factor(k + lam * np.eye(len(k))), np.eye(len(k)))
+    except np.linalg.LinAlgError:
+        s = np.linalg.eigvalsh(k)
+        raise ValueError(f"input_kernel is not positive semi-definite on these samples: k + lam I (lam={lam:g}) is not "
+                         f"positive definite (smallest Gram eigenvalue {s[0]:.3g}, largest {s[-1]:.3g}); a kernel must be "
+                         "a positive semi-definite function") from None
 
 
 class CortesKDE(_KDEBase):
-    "KDE of Cortes, Mohri & Weston (2005): scalar kernel ridge regression into the output feature space, then the pre-image."
+    """KDE of Cortes, Mohri & Weston (2005): scalar kernel ridge regression into the output feature space, then the
+    pre-image (`OVKDE(operator='identity')`, solved by a Cholesky factor instead of the eigendecompositions).
+
+    Parameters
+    ----------
+    input_kernel : callable or None, default=None
+        Kernel on the inputs; None is `RBF(gamma='scale')` set from the training X.
+    output_kernel : callable or None, default=None
+        Kernel on the outputs; None is `RBF(gamma='scale')` set from the training Y (numeric outputs only).
+    lam : float, default=0.1
+        Ridge: Q = (k + lam I)^{-1}.
+
+    Attributes
+    ----------
+    input_kernel_, output_kernel_ : callable
+        The kernels fitted with, data-driven arguments resolved.
+    coef_ : ndarray of shape (n_samples, n_samples)
+        Q = (k + lam I)^{-1}.
+    X_fit_, Y_fit_, L_fit_, n_samples_fit_, n_features_in_
+        As in `OVKDE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kde import CortesKDE
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(30, 2))
+    >>> CortesKDE().fit(X, X[:, ::-1] ** 2).predict(X[:3]).shape
+    (3, 2)
+    """
+    _fit_threads_min_n = KDE_CHOLESKY_THREADS_MIN_N       # a Cholesky, not an eigh (see the decision above)
 
     def __init__(self, input_kernel=None, output_kernel=None, lam: float = 0.1):
         self.input_kernel, self.output_kernel, self.lam = input_kernel, output_kernel, lam
@@ -215,17 +402,58 @@ class CortesKDE(_KDEBase):
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #6fd297d4
 def _kernel_pca(L, n_components, center):
-    "Row means used for centring, and the kept eigenvalues (descending) and eigenvectors of the (centred) Gram matrix L."
+    """Row means used for centring, and the kept eigenvalues (descending) and eigenvectors of the (centred) Gram matrix L:
+    at most `n_components` (more than n keeps all, as scikit-learn's KernelPCA clips), numerically null ones dropped."""
     n = len(L)
     row_mean = L.mean(1) if center else np.zeros(n)
     Lc = L - L.mean(0)[None, :] - L.mean(1)[:, None] + L.mean() if center else L
-    e, A = eigh_psd((Lc + Lc.T) / 2, rcond=1e-12)           # numerically null components dropped
+    e, A = eigh_psd((Lc + Lc.T) / 2, rcond=1e-12, name="output_kernel")   # H L H is PSD when L is
     return row_mean, e[::-1][:n_components], A[:, ::-1][:, :n_components]
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #09441278
 class WestonKDE(_KDEBase):
-    """KDE of Weston et al. (2003): kernel PCA of the outputs (`n_components`, centred unless `center=False`),
-    ridge regression of the component scores, pre-image by the feature-space distance."""
+    """KDE of Weston et al. (2003): kernel PCA of the outputs, ridge regression of the component scores, pre-image by the
+    feature-space distance.
+
+    Parameters
+    ----------
+    input_kernel : callable or None, default=None
+        Kernel on the inputs; None is `RBF(gamma='scale')` set from the training X.
+    output_kernel : callable or None, default=None
+        Kernel on the outputs; None is `RBF(gamma='scale')` set from the training Y (numeric outputs only).
+    lam : float, default=0.1
+        Ridge of the regression of the component scores.
+    n_components : int, default=50
+        Kernel principal components of the outputs kept; more than the number of training samples keeps them all
+        (clipped, as scikit-learn's `KernelPCA` does: `n_components_` records the number used).
+    center : bool, default=True
+        Centre the output Gram matrix (kernel PCA of the centred features) and add the mean back at the pre-image.
+
+    Attributes
+    ----------
+    n_components_ : int
+        Components used: min(n_components, n_samples), less any with a numerically zero eigenvalue (dropped).
+    components_ : ndarray of shape (n_samples, n_components_)
+        Eigenvectors of the (centred) output Gram matrix.
+    eigenvalues_ : ndarray of shape (n_components_,)
+        Their eigenvalues, descending.
+    row_mean_ : ndarray of shape (n_samples,)
+        Row means of the output Gram matrix used for centring (zeros when `center=False`).
+    ridge_coef_ : ndarray of shape (n_samples, n_samples)
+        (k + lam I)^{-1}.
+    input_kernel_, output_kernel_, coef_, X_fit_, Y_fit_, L_fit_, n_samples_fit_, n_features_in_
+        As in `OVKDE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kde import WestonKDE
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20, 2))
+    >>> est = WestonKDE().fit(X, np.sin(X))            # 20 samples: the default 50 components clip to at most 20
+    >>> est.n_components_ <= 20
+    True
+    """
     _parameter_constraints = {"n_components": [Interval(numbers.Integral, 1, None)], "center": ["boolean"]}
 
     def __init__(self, input_kernel=None, output_kernel=None, lam: float = 0.1, n_components: int = 50,
@@ -234,10 +462,8 @@ class WestonKDE(_KDEBase):
         self.lam, self.n_components, self.center = lam, n_components, center
 
     def _fit_coef(self, k, L):
-        n = len(L)
-        if self.n_components > n:
-            raise ValueError(f"n_components must be <= n_samples = {n}, got {self.n_components}")
         self.row_mean_, self.eigenvalues_, self.components_ = _kernel_pca(L, self.n_components, self.center)
+        self.n_components_ = self.components_.shape[1]
         self.ridge_coef_ = _ridge_inverse(k, self.lam)
         return self.components_ @ (self.components_.T @ self.ridge_coef_)
 

@@ -14,17 +14,19 @@ import warnings
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from .kernels import OutputOperator, ScalarKernel, Separable, SumKernel
-from .linalg import EigenFactor, KernelParts, eigh_psd, group_columns, pcg, symmetric_operator
+from .kernels import (RBF, IdentityOperator, OutputOperator, ScalarKernel, Separable, SumKernel, data_gamma,
+                            resolve_kernel)
+from .linalg import EigenFactor, KernelParts, blas_threads, eigh_psd, group_columns, pcg, symmetric_operator
 from .metrics import functional_r2
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context, validate_estimator_params)
 from .weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['movkl_dense_reference', 'FunctionalKRR', 'loo_curves', 'kernel_pairs', 'group_operators', 'kron_sum_matvec',
-           'relative_residual', 'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL',
-           'movkl_loco']
+__all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_GEMM_THREADS_MIN_N', 'DEFAULT_BANDWIDTHS', 'movkl_dense_reference',
+           'default_operator', 'FunctionalKRR', 'loo_curves', 'kernel_pairs', 'default_kernels', 'group_operators',
+           'kron_sum_matvec', 'relative_residual', 'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel',
+           'MovKL', 'movkl_loco']
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #797479b6
 def movkl_dense_reference(pairs, d, X, Y, lam: float) -> np.ndarray:
@@ -41,8 +43,9 @@ _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 _MIN_CURVES = dict(min_samples=2, why="need at least 2 training curves")
 
 
-def _check_curves(X, Y, m):
-    "X (n, p), Y (n, m) curves on the operator's grid of m points (n >= 2), and whether Y came 1-D (m = 1)."
+def _check_curves(X, Y, m=None):
+    """X (n, p), Y (n, m) curves on the operator's grid of m points (n >= 2; m None: any width), and whether Y came 1-D
+    (m = 1)."""
     return check_X_Y(X, Y, output_dim=m, **_MIN_CURVES)
 
 
@@ -52,51 +55,134 @@ def _curve_score(est, X, y, weights):
     P = np.asarray(est.predict(X)).reshape(len(Y), -1)
     return functional_r2(Y, P, np.ones(Y.shape[1]) if weights is None else weights)
 
+
+def default_operator(d: int) -> OutputOperator:
+    """The output operator fitted with when none is given: the identity on Y's column grid `np.linspace(0, 1, d)` with
+    equal quadrature weights (`IdentityOperator(t, weights='uniform')`; one column: the 1 x 1 identity)."""
+    if d == 1:
+        return OutputOperator(np.zeros(1), np.ones((1, 1)), np.ones(1))
+    return IdentityOperator(np.linspace(0.0, 1.0, d), weights="uniform")
+
+
+_CENTER_Y = ["boolean", Options(("auto",))]
+
+
+def _y_mean(center_y, default_model: bool, Y) -> np.ndarray:
+    "The mean curve subtracted from Y: Y's column means when `center_y` (or 'auto' and the default model), else zeros."
+    center = default_model if center_y == "auto" else bool(center_y)
+    return Y.mean(0) if center else np.zeros(Y.shape[1])
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #ef539e48
+MOVKL_EIGH_THREADS_MIN_N = 4000     # n from which an eigendecomposition of an n x n Gram leaves BLAS all cores
+MOVKL_GEMM_THREADS_MIN_N = 1500     # n from which the products (Grams, PCG's matvecs, predict) leave BLAS all cores
+
+
+def _threads(n: int, min_n: int):
+    "BLAS thread limit on n training curves: 1 below a routine's measured threshold `min_n`, None (all cores) from it."
+    return 1 if n < min_n else None
+
 # %% ../nbs/2_algorithms/03_movkl.ipynb #06ee478e
 class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """Functional response ridge regression with K(x, x') = G(x, x') T_p (section 2.2).
+    """Functional response ridge regression with K(x, x') = G(x, x') T_p (section 2.2): outputs are curves sampled on a
+    grid, `Y` (n_samples, d).
 
-    `kernel`: scalar kernel G on inputs; `operator`: an OutputOperator on the output grid;
-    `n_components`: eigenfunctions of T kept (None: all)."""
-    _parameter_constraints = {"kernel": [ScalarKernel], "operator": [OutputOperator], "lam": [_POSITIVE],
-                              "n_components": [None, Interval(numbers.Integral, 1, None)]}
+    Parameters
+    ----------
+    kernel : ScalarKernel or None, default=None
+        Scalar kernel G on the inputs. None is `RBF(gamma='scale')`, the Gaussian kernel with SVC's bandwidth
+        1 / (n_features * X.var()); a kernel's data-driven arguments are set from the training X at fit.
+    operator : OutputOperator or None, default=None
+        The operator T on the output grid (it brings the quadrature weights of `score`). None is the identity on Y's
+        column grid, `np.linspace(0, 1, d)` with equal weights (`default_operator`): independent kernel ridge regressions
+        of the d outputs, one shared kernel.
+    lam : float, default=1.0
+        Ridge parameter.
+    n_components : int or None, default=None
+        Eigenfunctions of T kept (T_p); None keeps all.
+    center_y : bool or 'auto', default='auto'
+        Subtract the training mean curve before solving and add it back when predicting (as `OVKRidge(center_y=True)`):
+        the penalty then shrinks towards the mean curve, not towards 0. 'auto' centres the default model (`operator`
+        None) and solves the paper's literal model (K + lam I) vec(C) = vec(Y) when an operator is given.
 
-    def __init__(self, kernel=None, operator=None, lam: float = 1.0, n_components=None):
+    Attributes
+    ----------
+    kernel_ : ScalarKernel
+        The kernel fitted with, data-driven arguments resolved (the number `gamma='scale'` gave).
+    operator_ : OutputOperator
+        The operator fitted with (`operator`, or the default built on Y's width).
+    y_mean_ : ndarray of shape (d,)
+        The mean curve subtracted from Y (zeros when not centred).
+    coef_ : ndarray of shape (n_samples, d)
+        Coefficients C: predictions are G(X, X_fit) C T_p^T.
+    T_ : ndarray of shape (d, d)
+        The truncated operator T_p as a matrix.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training inputs.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.movkl import FunctionalKRR
+    >>> rng = np.random.default_rng(0)
+    >>> X, t = rng.uniform(-1, 1, size=(60, 2)), np.linspace(0, 1, 20)
+    >>> Y = np.sin(2 * X[:, :1] + 3 * t) * X[:, 1:]
+    >>> est = FunctionalKRR().fit(X[:40], Y[:40])       # RBF(gamma='scale') and the identity on a grid of 20 points
+    >>> est.operator_.d, round(est.score(X[40:], Y[40:]), 1) > 0.5
+    (20, True)
+    """
+    _parameter_constraints = {"kernel": [ScalarKernel, None], "operator": [OutputOperator, None], "lam": [_POSITIVE],
+                              "n_components": [None, Interval(numbers.Integral, 1, None)], "center_y": _CENTER_Y}
+
+    def __init__(self, kernel=None, operator=None, lam: float = 1.0, n_components=None, center_y="auto"):
         self.kernel, self.operator, self.lam, self.n_components = kernel, operator, lam, n_components
+        self.center_y = center_y
 
     @fit_context
     def fit(self, X, Y):
-        d = self.operator.d
+        X, Y, y1d = _check_curves(X, Y, None if self.operator is None else self.operator.d)
+        operator = default_operator(Y.shape[1]) if self.operator is None else self.operator
+        d = operator.d
         if self.n_components is not None and self.n_components > d:
             raise ValueError(f"n_components must be None or an integer in [1, {d}], got {self.n_components!r}")
-        X, Y, self._y1d = _check_curves(X, Y, d)
-        f = EigenFactor.of(self.kernel(X), self.operator.eig(), Y).truncate(self.n_components)
-        self.coef_ = f.coef(self.lam)
-        self.T_ = (f.V * f.e) @ f.Vinv
+        kernel = resolve_kernel(self.kernel, X, default=RBF, kind=ScalarKernel)
+        y_mean = _y_mean(self.center_y, self.operator is None, Y)
+        with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # one eigh of the n x n Gram
+            f = EigenFactor.of(kernel(X), operator.eig(), Y - y_mean).truncate(self.n_components)
+            self.coef_ = f.coef(self.lam)
+            self.T_ = (f.V * f.e) @ f.Vinv
+        self.kernel_, self.operator_, self.y_mean_, self._y1d = kernel, operator, y_mean, y1d
         self.X_fit_, self.n_features_in_ = X, X.shape[1]
         return self
 
     def predict(self, X):
         X = check_X(self, X)
-        F = self.kernel(X, self.X_fit_) @ (self.coef_ @ self.T_.T)
+        with blas_threads(_threads(len(self.X_fit_), MOVKL_GEMM_THREADS_MIN_N)):
+            F = self.kernel_(X, self.X_fit_) @ (self.coef_ @ self.T_.T) + self.y_mean_
         return F[:, 0] if getattr(self, "_y1d", False) else F
 
     def score(self, X, y, sample_weight=None):
         "Functional R^2: 1 - RSSE / total sum of squares, both with the operator's quadrature weights."
-        return _curve_score(self, X, y, self.operator.weights)
+        check_fitted(self, "coef_")
+        return _curve_score(self, X, y, self.operator_.weights)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #40469161
-def loo_curves(kernel: ScalarKernel, operator: OutputOperator, X, Y, lams, n_components=(None,)) -> np.ndarray:
+def loo_curves(kernel: ScalarKernel | None, operator: OutputOperator | None, X, Y, lams, n_components=(None,)) -> np.ndarray:
     """One-curve-leave-out RSSE of `FunctionalKRR` for every (lam, n_components): array (len(lams), len(n_components)).
-    Exact (closed form through the eigendecompositions of G and T)."""
-    X, Y, _ = _check_curves(X, Y, operator.d)
+    Exact (closed form through the eigendecompositions of G and T). `kernel`, `operator`: as FunctionalKRR's (None: the
+    defaults, set from X and Y)."""
+    X, Y, _ = _check_curves(X, Y, None if operator is None else operator.d)
+    operator = default_operator(Y.shape[1]) if operator is None else operator
+    kernel = resolve_kernel(kernel, X, default=RBF, kind=ScalarKernel)
     lams = [check_positive(l, "lam") for l in np.atleast_1d(lams)]
-    f = EigenFactor.of(kernel(X), operator.eig(), Y)
-    out = np.empty((len(lams), len(n_components)))
-    for b, p in enumerate(n_components):
-        fp = f.truncate(p)
-        for a, lam in enumerate(lams):
-            out[a, b] = float(((fp.loo_residuals(lam) ** 2) * operator.weights).sum())
+    with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):
+        f = EigenFactor.of(kernel(X), operator.eig(), Y)
+        out = np.empty((len(lams), len(n_components)))
+        for b, p in enumerate(n_components):
+            fp = f.truncate(p)
+            for a, lam in enumerate(lams):
+                out[a, b] = float(((fp.loo_residuals(lam) ** 2) * operator.weights).sum())
     return out
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #09442982
@@ -132,6 +218,36 @@ def kernel_pairs(kernels):
         raise ValueError("kernels must be a non-empty list")
     pairs = [(G, T) for G, T, _ in triples]
     return pairs, _shared_weights(pairs, [w for _, _, w in triples])
+
+DEFAULT_BANDWIDTHS = (0.1, 1.0, 10.0)
+
+
+def default_kernels(X, Y, factors=DEFAULT_BANDWIDTHS) -> list:
+    """MovKL's default dictionary on checked X (n, p) and Y (n, d): Gaussian kernels RBF(c * gamma) for c in `factors`,
+    gamma = 1 / (n_features * X.var()) (SVC's 'scale'), each with the identity operator on Y's grid (`default_operator`)."""
+    gamma, op = data_gamma("scale", X), default_operator(Y.shape[1])
+    return [(RBF(c * gamma), op) for c in factors]
+
+
+def _fit_kernels(kernels, X, Y) -> list:
+    """MovKL's `kernels` for checked X, Y: None is `default_kernels(X, Y)`; each entry's data-driven arguments (`RBF()`,
+    `Separable(T=None)`) set from X and Y (`Params.resolve`), a ValueError naming the entry. Other shapes pass unchanged,
+    for `kernel_pairs` to refuse by name."""
+    if kernels is None:
+        return default_kernels(X, Y)
+    if not isinstance(kernels, list):
+        return kernels
+    out = []
+    for i, k in enumerate(kernels):
+        try:
+            if isinstance(k, (tuple, list)) and len(k) == 2 and isinstance(k[0], ScalarKernel):
+                k = type(k)((k[0].resolve(X), k[1]))
+            elif isinstance(k, Separable):
+                k = k.resolve(X, Y)
+        except ValueError as e:
+            raise ValueError(f"kernels[{i}]: {e}") from None
+        out.append(k)
+    return out
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #87ab2810
 def group_operators(pairs):
@@ -279,20 +395,26 @@ def _start_solver(est, groups, Ts):
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #a08b580d
 def _alpha_step(est, As, Ts, Ys, Z0):
-    "Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations')."
+    """Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations'). BLAS threads: the eigh of
+    'eig' and of PCG's preconditioner by MOVKL_EIGH_THREADS_MIN_N; Gauss-Seidel's per-curve solves on one thread; PCG's
+    matvecs under the caller's limit (MOVKL_GEMM_THREADS_MIN_N, see the decision above)."""
+    eigh_threads = blas_threads(_threads(len(Ys), MOVKL_EIGH_THREADS_MIN_N))
     if est.solver_ == "eig":
-        return solve_eig(As[0], Ts[0], Ys, est.lam, est._T_eig), {"iterations": 1}
+        with eigh_threads:
+            return solve_eig(As[0], Ts[0], Ys, est.lam, est._T_eig), {"iterations": 1}
     if est.solver_ == "pcg":
         P = est._precond
         if P is None or est._pcg_last > max(8, 2 * est._pcg_fresh):
-            P = est._precond = KronPreconditioner(As, Ts, est.lam)
+            with eigh_threads:
+                P = est._precond = KronPreconditioner(As, Ts, est.lam)
             est._pcg_fresh = None
         Z, info = solve_pcg(As, Ts, Ys, est.lam, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
         est._pcg_last = info["iterations"]
         if est._pcg_fresh is None:
             est._pcg_fresh = info["iterations"]
         return Z, info
-    return solve_gauss_seidel(As, Ts, Ys, est.lam, tol=1e-10, max_sweeps=100000, Z0=Z0)
+    with blas_threads(1):                                # m x m blocks, one curve at a time
+        return solve_gauss_seidel(As, Ts, Ys, est.lam, tol=1e-10, max_sweeps=100000, Z0=Z0)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
 def _norms_and_fit(Grams, groups, Ts, d, Z):
@@ -337,26 +459,90 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #8e0a659b
 class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1).
-    `kernels`: list of Separable kernels or (ScalarKernel, OutputOperator) pairs; `lam` > 0; `r` in [1, inf];
-    `solver` in {'auto', 'eig', 'pcg', 'gauss_seidel'}; `tol`: stopping threshold on the relative change of alpha."""
-    _parameter_constraints = _MOVKL_CONSTRAINTS
+    """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1): learns
+    the weights d of K = sum_k d_k G_k T_k together with the ridge coefficients.
+
+    Parameters
+    ----------
+    kernels : list or None, default=None
+        Separable kernels or (ScalarKernel, OutputOperator or matrix) pairs, all on one output grid; data-driven arguments
+        (`RBF()`) are set from the training data at fit. None is a small dictionary of bandwidths: RBF(c * gamma) for
+        c in (0.1, 1, 10), gamma = 1 / (n_features * X.var()), each with the identity operator on Y's column grid
+        (`default_kernels`).
+    lam : float, default=1.0
+        Ridge parameter (> 0).
+    r : float, default=2.0
+        The l_r norm of the weights, in [1, inf]: r = 1 gives sparse weights, inf equal weights.
+    solver : {'auto', 'eig', 'pcg', 'gauss_seidel'}, default='auto'
+        The alpha-step solver: 'eig' needs one operator shared by all kernels; 'auto' takes 'eig' then, else 'pcg'.
+    tol : float, default=1e-6
+        Stopping threshold on the relative change of alpha between outer iterations.
+    max_iter : int, default=100
+        Outer iterations at most (a ConvergenceWarning when reached).
+    center_y : bool or 'auto', default='auto'
+        Subtract the training mean curve before fitting and add it back when predicting (as `OVKRidge(center_y=True)`).
+        'auto' centres the default model (`kernels` None) and fits the paper's literal model when kernels are given.
+
+    Attributes
+    ----------
+    kernels_ : list
+        The kernels fitted with (the default dictionary when `kernels` is None), data-driven arguments resolved.
+    weights_ : ndarray of shape (n_kernels,)
+        The learned weights d.
+    norms_ : ndarray of shape (n_kernels,)
+        ||f_k|| of each kernel's part of the predictor.
+    coef_ : ndarray of shape (n_samples, d)
+        Coefficients C.
+    y_mean_ : ndarray of shape (d,)
+        The mean curve subtracted from Y (zeros when not centred).
+    quadrature_weights_ : ndarray of shape (d,) or None
+        The operators' shared quadrature weights.
+    pairs_, groups_ : list
+        The kernels as (G_k, T_k matrix) and the groups of kernels sharing one operator.
+    solver_ : str
+        The solver used.
+    n_iter_ : int
+        Outer iterations run.
+    objective_, weights_history_, solver_iterations_ : list
+        Per outer iteration: the objective (10), the weights, the solver's iterations.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training inputs.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.movkl import MovKL
+    >>> rng = np.random.default_rng(0)
+    >>> X, t = rng.uniform(-1, 1, size=(60, 2)), np.linspace(0, 1, 20)
+    >>> Y = np.sin(2 * X[:, :1] + 3 * t) * X[:, 1:]
+    >>> est = MovKL().fit(X[:40], Y[:40])               # three Gaussian bandwidths x the identity on Y's grid
+    >>> len(est.kernels_), est.solver_, est.score(X[40:], Y[40:]) > 0.5
+    (3, 'eig', True)
+    """
+    _parameter_constraints = {**_MOVKL_CONSTRAINTS, "center_y": _CENTER_Y}
 
     def __init__(self, kernels=None, lam: float = 1.0, r: float = 2.0, solver: str = "auto",
-                 tol: float = 1e-6, max_iter: int = 100):
+                 tol: float = 1e-6, max_iter: int = 100, center_y="auto"):
         self.kernels, self.lam, self.r, self.solver, self.tol, self.max_iter = kernels, lam, r, solver, tol, max_iter
+        self.center_y = center_y
 
     @fit_context
     def fit(self, X, Y):
-        pairs, w = kernel_pairs(self.kernels)
-        X, Y, self._y1d = _check_curves(X, Y, pairs[0][1].shape[0])
+        X, Y, self._y1d = _check_curves(X, Y)
+        kernels = _fit_kernels(self.kernels, X, Y)
+        pairs, w = kernel_pairs(kernels)
+        _check_curves(X, Y, pairs[0][1].shape[0])              # Y on the operators' grid
         groups = group_operators(pairs)
         s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
         Ts = [symmetric_operator(T, w) for T, _ in groups]
         _start_solver(self, groups, Ts)
-        d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, Y * s)
-        self.weights_, self.norms_ = d, np.sqrt(np.clip(d ** 2 * q, 0, None))
-        self.coef_, self.quadrature_weights_ = Z / s, w
+        y_mean = _y_mean(self.center_y, self.kernels is None, Y)
+        with blas_threads(_threads(len(X), MOVKL_GEMM_THREADS_MIN_N)):      # the alpha-step sets its own (above)
+            d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
+        self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
+        self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
         self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
         self.n_features_in_ = X.shape[1]
         self._precond = None
@@ -368,7 +554,9 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
 
     def predict(self, X):
-        F = _predict_sum(self, check_X(self, X))
+        X = check_X(self, X)
+        with blas_threads(_threads(len(self.X_fit_), MOVKL_GEMM_THREADS_MIN_N)):
+            F = _predict_sum(self, X) + self.y_mean_
         return F[:, 0] if getattr(self, "_y1d", False) else F
 
     def score(self, X, y, sample_weight=None):
@@ -391,32 +579,35 @@ def _predict_sum(est, X):
 def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: float = 1e-4, max_iter: int = 20):
     """Leave-one-curve-out RSSE of MovKL for each lam of `lams` (eq. 20, the operators' quadrature weights); each of the
     n refits on n - 1 curves is warm-started at the full fit. Returns (rsse per lam, info: outer iterations of the refits,
-    number of refits that stopped at max_iter)."""
+    number of refits that stopped at max_iter). `kernels`: as MovKL's (None: `default_kernels`)."""
     lams = check_matrix(lams, "lams", ndim=1)
     est = MovKL(kernels, lam=float(lams[0]), r=r, solver=solver, tol=tol, max_iter=max_iter)
     for lam in lams:                                   # every lam checked before any work
         validate_estimator_params(est.set_params(lam=float(lam)))
+    X, Y, _ = _check_curves(X, Y)
+    kernels = _fit_kernels(kernels, X, Y)                  # None: the default dictionary, as MovKL's
     pairs, w = kernel_pairs(kernels)
-    X, Y, _ = _check_curves(X, Y, pairs[0][1].shape[0])
+    _check_curves(X, Y, pairs[0][1].shape[0])
     groups = group_operators(pairs)
     s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
     Ts = [symmetric_operator(T, w) for T, _ in groups]
-    Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
-    _start_solver(est, groups, Ts)
-    errs, iters, capped = np.zeros(len(lams)), [], 0
-    for a, lam in enumerate(lams):
-        est.set_params(lam=float(lam))
-        _fresh_preconditioner(est)
-        d, Z, _ = _algorithm1(est, Grams, groups, Ts, Ys)
-        for i in range(n):
-            keep = np.arange(n) != i
+    with blas_threads(_threads(len(X), MOVKL_GEMM_THREADS_MIN_N)):    # n small refits (see the decision above)
+        Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
+        _start_solver(est, groups, Ts)
+        errs, iters, capped = np.zeros(len(lams)), [], 0
+        for a, lam in enumerate(lams):
+            est.set_params(lam=float(lam))
             _fresh_preconditioner(est)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", ConvergenceWarning)
-                di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
-            capped += any(issubclass(c.category, ConvergenceWarning) for c in caught)
-            iters.append(est.n_iter_)
-            yhat = sum((sum(di[k] * Grams[k][i, keep] for k in members if di[k] > 0) @ Zi) @ Tg
-                       for (_, members), Tg in zip(groups, Ts))
-            errs[a] += float(((Ys[i] - yhat) ** 2).sum())
+            d, Z, _ = _algorithm1(est, Grams, groups, Ts, Ys)
+            for i in range(n):
+                keep = np.arange(n) != i
+                _fresh_preconditioner(est)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ConvergenceWarning)
+                    di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
+                capped += any(issubclass(c.category, ConvergenceWarning) for c in caught)
+                iters.append(est.n_iter_)
+                yhat = sum((sum(di[k] * Grams[k][i, keep] for k in members if di[k] > 0) @ Zi) @ Tg
+                           for (_, members), Tg in zip(groups, Ts))
+                errs[a] += float(((Ys[i] - yhat) ** 2).sum())
     return errs, {"refit_iterations": np.array(iters), "refits_at_max_iter": capped}
