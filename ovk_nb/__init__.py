@@ -19,8 +19,9 @@ _EXPORTS = {
     "mvml": ["MVML", "MVMLClassifier", "MultiViewKernel"],
     "oskaar": ["OSKAAR"],
     "salami": ["SALAMI"],
+    "gp": ["OVKGaussianProcess"],
     "kernels": ["RBF", "Linear", "Polynomial", "Laplacian", "ColumnKernel", "ScaledKernel", "Separable", "SumKernel",
-                "BlockKernel", "OutputOperator", "IdentityOperator", "MultiplicationOperator", "IntegralOperator"],
+                "BlockKernel", "Coregionalization", "OutputOperator", "IdentityOperator", "MultiplicationOperator", "IntegralOperator"],
     "decoding": ["Hamming", "ZeroOne", "Squared", "Spearman", "CandidateSet"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}

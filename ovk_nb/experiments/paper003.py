@@ -186,7 +186,7 @@ def exp_mvml_fig1(run: Run):
             E, acc = okl_view_embeddings(Phi, o["L"]), float(np.mean(np.sign((Phi @ o["coef"]).mean(1)) == y))
         else:
             m = MVMLClassifier(views, Linear(), lam=0.1, eta=1.0, metric=metric, a_steps=3, max_iter=20,
-                               random_state=0).fit(X, y)
+                               n_components=1.0, random_state=0).fit(X, y)      # exact, as the paper
             E, acc = view_embeddings(m, X), m.score(X, y)
         sep, P = pooled_separability(E, y)
         for l, mk in enumerate("o^"):
