@@ -17,7 +17,7 @@ from sklearn.utils.validation import column_or_1d
 
 from .kernels import OVKernel, resolve_kernel
 from .linalg import KernelParts, group_columns
-from .streaming import KernelStream, StreamLearner
+from .streaming import KernelStream, StreamLearner, gram_rows
 from .validation import Options, check_fitted, check_input
 
 # %% auto #0
@@ -272,6 +272,37 @@ def _solve_block(self: ONORMA, Xb, Yb, etas, dec, lo):
     self._C[g0 - base:g0 - base + B] = Cb
     self._record_squared(P, Xb, Yb, Cb * Dk[:, None], etas, dec)     # alpha_{t,t} = D_t b_t
     self._D = float(Dk[-1])
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #eb417db9
+@patch
+def _step1(self: ONORMA, x, y, eta: float, dec: float, lo0: int, lo1: int):
+    "One step of `learn_one` (`KernelStream._run_one`): the one-row block of `_solve_block`, without its block machinery."
+    if self.loss != "squared":
+        return self._margin_block(x, y, np.array([eta]), np.array([dec]), np.array([lo0, lo1]))
+    P, base, D = self._parts, self._base, self._D
+    r, a = self.n_seen_ - base, lo0 - base
+    self._X[r] = x[0]
+    G = gram_rows(P.scalars, x, self._X[a:r + 1])            # the window and x_t (K(x_t, x_t) is checked finite, as in a block)
+    rhs = y / D
+    if P.gen:
+        rhs = rhs - self._gen_cross(P, x, np.array([lo0, lo0]))
+    if r > a:
+        Cw = self._C[a:r]
+        for c, j in enumerate(P.sidx):
+            rhs -= (G[j][:, :r - a] @ Cw) @ P.TT[c]
+    b = rhs / (dec / eta)
+    self._C[r] = b[0]
+    Dk = D * dec
+    A = b * Dk                                  # alpha_{t,t}
+    R = -A / eta                                # f_{t-1}(x_t) - y_t
+    err = P.inner(R, R)
+    self._record_errors(err)
+    if self._trunc is None:                     # ||f_t||^2 by eq. (6), and the instantaneous risk (`_record_squared`)
+        with np.errstate(all="ignore"):
+            q = P.quad_diag(x, A)[0] + 2 * dec * P.inner(y + R, A)[0]
+        self._risk_sum += 0.5 * err[0] + 0.5 * self._lam * self._gamma
+        self._gamma = dec ** 2 * self._gamma + q
+    self._D = float(Dk)
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #899bc7c0
 @patch

@@ -15,7 +15,7 @@ from scipy.linalg import cholesky, solve_triangular
 from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, finite_labels, n_items
 from .linalg import NystromFeatures
 from .kernels import RBF, ScalarKernel, resolve_kernel
-from .streaming import StreamLearner, step_record
+from .streaming import StreamLearner, gram_rows, step_record
 from .validation import Interval, InstanceOf, check_fitted, check_input
 
 # %% auto #0
@@ -84,6 +84,8 @@ def extend(self: KAARFactor, Kbo, Kbb):
     W (B, n + B): row k holds alpha_s(x_{n+k}) over the n + k points before it (zeros from column n + k on), and the new
     factor (the old object is left as it was)."""
     n, B, lam = self.n, len(Kbb), self.lam
+    if B == 1:                                                     # one round (learn_one): a bordered row, `_extend1`
+        return self._extend1(np.asarray(Kbo, dtype=float).reshape(-1), float(Kbb[0, 0]))
     L11 = self.L
     L21 = _forward(L11, Kbo.T).T                                   # B x n
     L22 = cholesky(Kbb + lam * np.eye(B) - L21 @ L21.T, lower=True, check_finite=False)
@@ -92,11 +94,7 @@ def extend(self: KAARFactor, Kbo, Kbb):
     U2 = -d[:, None] * np.tril(Ninv, -1)                           # u2_k = -delta_k (L22^{-1})[k, :k]
     U1 = _backward(L11, (L21 - U2 @ L21).T).T                      # u1_k = L11^{-T} (L21[k] - L21[:k]^T u2_k)
     s = lam / d ** 2
-    buf = self.buf
-    if n + B > len(buf):
-        new = np.zeros((max(n + B, 2 * len(buf), 64),) * 2)
-        new[:n, :n] = L11
-        buf = new
+    buf = self._grown(n + B)
     buf[n:n + B, :n], buf[n:n + B, n:n + B] = L21, np.tril(L22)
     return np.hstack([s[:, None] * U1, s[:, None] * U2]), KAARFactor(lam, buf, n + B)
 
@@ -107,6 +105,77 @@ def weights(self: KAARFactor, Kxo, kdiag):
     w = _forward(self.L, Kxo.T)
     sig2 = kdiag - (w ** 2).sum(0)
     return (self.lam / (self.lam + sig2))[:, None] * _backward(self.L, w).T
+
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #217b58a2
+def _capsule_dtrsv():
+    "BLAS dtrsv from `scipy.linalg.cython_blas` as a ctypes function, or None (no capsule, or an unexpected signature)."
+    try:
+        import ctypes
+        from scipy.linalg import cython_blas
+        cap = cython_blas.__pyx_capi__["dtrsv"]
+        api = ctypes.pythonapi
+        api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = ctypes.c_char_p, [ctypes.py_object]
+        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        sig = api.PyCapsule_GetName(cap)
+        if sig.replace(b" ", b"").split(b"(")[-1].count(b"int*") != 3:   # (char*, char*, char*, int* n, d* a, int* lda, d* x, int* incx)
+            return None
+        fn = ctypes.CFUNCTYPE(None, *[ctypes.c_char_p] * 3, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_void_p, ctypes.c_void_p)(api.PyCapsule_GetPointer(cap, sig))
+        return fn, ctypes
+    except Exception:                                     # any SciPy without the capsule: the copying route
+        return None
+
+
+_DTRSV = []
+
+
+def _trsv(buf, n: int, b, transpose: bool) -> np.ndarray:
+    """x = L^{-1} b (transpose False) or L^{-T} b (True) for L = buf[:n, :n] lower-triangular, buf a C-ordered square
+    buffer: one BLAS dtrsv on the buffer in place (no copy of L; see the decision above), else `solve_triangular`."""
+    x = np.array(b, dtype=float)                          # a new contiguous vector, solved in place
+    if not n:
+        return x
+    if not _DTRSV:
+        _DTRSV.append(_capsule_dtrsv())
+    blas = _DTRSV[0]
+    if blas is None or not (buf.flags.c_contiguous and buf.dtype == np.float64 and buf.shape[0] == buf.shape[1]):
+        return solve_triangular(buf[:n, :n], x, lower=True, trans=int(transpose), check_finite=False)
+    fn, ct = blas
+    N, lda, inc = ct.c_int(n), ct.c_int(buf.shape[0]), ct.c_int(1)
+    fn(b"U", b"N" if transpose else b"T", b"N", ct.addressof(N), buf.ctypes.data, ct.addressof(lda), x.ctypes.data,
+       ct.addressof(inc))
+    return x
+
+
+@patch
+def _grown(self: KAARFactor, size: int):
+    "The buffer, or a new one twice as large holding L when `size` rows do not fit (the old buffer is left as it was)."
+    buf, n = self.buf, self.n
+    if size > len(buf):
+        new = np.zeros((max(size, 2 * len(buf), 64),) * 2)
+        new[:n, :n] = self.L
+        buf = new
+    return buf
+
+
+@patch
+def _extend1(self: KAARFactor, k, kxx: float):
+    """`extend` by one point with k = K(x, old points) and kxx = k(x, x): l = L^{-1} k, delta^2 = kxx + lam - |l|^2, the
+    KAAR weights lam / delta^2 L^{-T} l (then 0 for x itself), and the factor bordered by (l, delta)."""
+    n, lam = self.n, self.lam
+    l21 = _trsv(self.buf, n, k, transpose=False)
+    d2 = kxx + lam - l21 @ l21
+    if not d2 > 0:                                                 # as the block's Cholesky of its Schur complement
+        raise np.linalg.LinAlgError(f"1-th leading minor of the array is not positive definite (Schur complement {d2})")
+    d = np.sqrt(d2)
+    u1 = _trsv(self.buf, n, l21, transpose=True)
+    s = lam / d ** 2
+    buf = self._grown(n + 1)
+    buf[n, :n], buf[n, n] = l21, d
+    W = np.empty((1, n + 1))
+    W[0, :n], W[0, n] = s * u1, -0.0
+    return W, KAARFactor(lam, buf, n + 1)
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #228e9165
 class OSKAAR(StreamLearner):
@@ -307,6 +376,10 @@ def _block_exact(self: OSKAAR, Xb, cb, reg):
     "One bordered block of the exact factor: the KAAR weights of its rounds and their feature estimates g_t."
     g = self.n_seen_
     self._store(Xb, cb)
+    if len(Xb) == 1:                                      # one round (learn_one): one kernel row, x itself included
+        K = gram_rows([self.kernel_], Xb, self._X[:g + 1])[0]
+        W, self._factor = self._factor.extend(K[:, :g], K[:, g:])
+        return self.decoder_.stats(W, self._codes[:g + 1], reg)
     Kbo = self.kernel_(Xb, self._X[:g]) if g else np.zeros((len(Xb), 0))
     W, self._factor = self._factor.extend(Kbo, self.kernel_(Xb))
     return self.decoder_.stats(W, self._codes[:g + len(Xb)], reg)

@@ -147,6 +147,9 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     ends = np.array([s + lifespan(int(s), self.lifetime) for s in starts])
     old = self._factors + [KAARFactor(self.lam)] * B
     rows, who, when, factors = [], [], [], []
+    Phi = None                                                     # phi of every stored label, once per block (below)
+    if type(self.decoder_).stats is Decoder.stats:
+        Phi = self.decoder_.features(self._codes[:self._n_in], reg)
     for e, s in enumerate(starts):
         s, f, parts = int(s), old[e], []
         a = max(s - g, 0)                                          # the expert's first round in the block
@@ -156,7 +159,8 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
             k = r if m is None else min(r, m - f.n)
             if k:
                 W, f = f.extend(Kbo[a:a + k, min(s, g) - x0:g - x0], Kbb[a:a + k, a:a + k])
-                parts.append(self.decoder_.stats(W, self._codes[s - x0:s - x0 + W.shape[1]], reg))
+                c = slice(s - x0, s - x0 + W.shape[1])
+                parts.append(W @ Phi[c] if Phi is not None else self.decoder_.stats(W, self._codes[c], reg))
         if k < r:                                                  # budgeted, its dictionary x_s .. x_{s+m-1} full
             if isinstance(f, KAARFactor):
                 d = slice(s - x0, s - x0 + m)

@@ -120,3 +120,34 @@ def test_series_target_and_one_output():
     out = est.predict_many(pd.DataFrame(X[:5], columns=["p", "q"]))
     assert out.shape == (5, 1)
     assert isinstance(est.predict_one({"p": 0.1, "q": 0.2}), float)
+
+
+def test_one_row_pieces_match_the_block_route():
+    "The one-row step's pieces (issue 19.2): Gram rows, the in-place triangular solves, a bordered row of the factor."
+    from scipy.linalg import solve_triangular
+
+    from ovk_nb.kernels import Linear, Separable
+    from ovk_nb.linalg import KernelParts
+    from ovk_nb.oskaar import KAARFactor, _trsv
+    from ovk_nb.streaming import gram_rows
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(70, 4))
+    for kern in (gaussian_times_J(3, 0.7), Separable(Linear(), np.eye(2))):
+        P = KernelParts(kern)
+        for a, b in zip(gram_rows(P.scalars, X[:1], X[1:]), P.grams(X[:1], X[1:])):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+    with pytest.raises(ValueError, match="non-finite"):
+        gram_rows([Linear()], np.full((1, 4), 1e200), np.full((3, 4), 1e200))
+    K = RBF(0.5)(X) + 0.3 * np.eye(70)
+    L = np.linalg.cholesky(K)
+    buf = np.zeros((128, 128)); buf[:70, :70] = L           # L in the corner of a larger buffer (a strided view)
+    v = rng.normal(size=70)
+    np.testing.assert_allclose(_trsv(buf, 70, v, False), solve_triangular(L, v, lower=True), rtol=1e-12)
+    np.testing.assert_allclose(_trsv(buf, 70, v, True), solve_triangular(L, v, lower=True, trans=1), rtol=1e-12)
+    f, Kr = KAARFactor(0.3), RBF(0.5)(X)
+    for t in range(70):                                      # one row at a time: the KAAR weights of dense solves
+        W, f = f.extend(Kr[t:t + 1, :t], Kr[t:t + 1, t:t + 1])
+        if t:
+            ref = np.linalg.solve(Kr[:t + 1, :t + 1] + 0.3 * np.eye(t + 1), Kr[:t + 1, t])[:t]
+            np.testing.assert_allclose(W[0, :t], ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(f.L @ f.L.T, K, rtol=1e-12, atol=1e-12)
