@@ -15,10 +15,10 @@ from .validation import check_matrix, check_positive, check_psd, sym_in_weights
 
 # %% auto #0
 __all__ = ['GAMMA_RULES', 'Params', 'ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'data_gamma',
-           'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'resolve_kernel', 'BlockKernel', 'paper000_J',
-           'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
-           'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel',
-           'ScaledKernel', 'Coregionalization']
+           'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'resolve_kernel', 'BlockKernel', 'field_apply',
+           'CurlFreeRBF', 'DivFreeRBF', 'paper000_J', 'gaussian_times_J', 'linear_quadratic', 'grid_weights',
+           'OutputOperator', 'gaussian_profile', 'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator',
+           'truncate_operator', 'ColumnKernel', 'ScaledKernel', 'Coregionalization']
 
 # %% ../nbs/1_shared/01_kernels.ipynb #5a1c0e02
 _PARAM_NAMES: dict = {}
@@ -536,6 +536,143 @@ class BlockKernel(OVKernel):
 
     def _diag(self, X):
         return np.stack([self._block(x, x) for x in X])
+
+# %% ../nbs/1_shared/01_kernels.ipynb #e6fff8a5
+def _field_dim(dim, lo):
+    "The input (= output) dimension of a vector-field kernel, checked; None means 'set from X at fit'."
+    if dim is None:
+        raise ValueError("dim=None is the input dimension, set when an estimator fits (its `kernel_` holds it); to use the "
+                         "kernel by itself call `kernel.resolve(X)` or give dim")
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < lo:
+        raise ValueError(f"dim must be an integer >= {lo}, got {dim!r}")
+    return int(dim)
+
+
+class _GaussianField(OVKernel):
+    "K(x, y) = a(r^2) I + b(r^2) (x - y)(x - y)^T from psi = exp(-gamma r^2); subclasses give `_coefs`."
+    _min_dim = 1
+
+    def __init__(self, gamma="scale", dim=None):
+        self.gamma, self.dim = gamma, dim
+
+    def validate(self):
+        _Bandwidth.validate(self)                       # gamma: a positive number (a rule must be resolved first)
+        _field_dim(self.dim, self._min_dim)
+        return self
+
+    @property
+    def output_dim(self): return _field_dim(self.dim, self._min_dim)
+
+    def _resolve_own(self, X, Y, params):
+        out = {}
+        if isinstance(params["gamma"], str):
+            out["gamma"] = data_gamma(params["gamma"], X)
+        if params["dim"] is None:
+            out["dim"] = int(np.shape(X)[1]) if np.ndim(X) == 2 else 1
+        return out
+
+    def _coefs(self, D):
+        "(a, b) of the blocks a I + b delta delta^T from the squared distances D."
+        raise NotImplementedError
+
+    def _centered(self, X, Y):
+        p = self.output_dim
+        for A, name in ((X, "X"), (Y, "Y")):
+            if A.shape[1] != p:
+                raise ValueError(f"{name} must have dim = {p} columns (a vector field on R^{p}), got {A.shape[1]}")
+        c = X.mean(0) if len(X) else 0.0
+        return X - c, Y - c
+
+    def _apply(self, X, Y, C):
+        Xc, Yc = self._centered(X, Y)
+        a, b = self._coefs(sq_distances(X, Y))
+        return field_apply(a, b, Xc, Yc, C)
+
+    def _gram(self, X, Y):
+        Xc, Yc = self._centered(X, Y)
+        a, b = self._coefs(sq_distances(X, Y))
+        p, (n, m) = self.output_dim, a.shape
+        dl = Xc[:, None, :] - Yc[None, :, :]
+        G = b[..., None, None] * dl[..., :, None] * dl[..., None, :]
+        G[..., np.arange(p), np.arange(p)] += a[..., None]
+        return G.transpose(0, 2, 1, 3).reshape(n * p, m * p)
+
+    def _diag(self, X):
+        self._centered(X, X)
+        a, _ = self._coefs(np.zeros((len(X), 1)))
+        return a[:, 0, None, None] * np.eye(self.output_dim)[None]
+
+    @property
+    def diag_scale(self) -> float:
+        "a(0): K(x, x) = diag_scale * I (the scale of the separable RBF x I surrogate that preconditions CG)."
+        return float(self._coefs(np.zeros((1, 1)))[0][0, 0])
+
+
+def field_apply(a, b, X, Y, C):
+    """rows sum_j (a_ij I + b_ij (x_i - y_j)(x_i - y_j)^T) c_j for a, b (n, m), X (n, p), Y (m, p), C (m, p): three n x m
+    products, never the (np, mp) Gram."""
+    W = X @ C.T
+    W -= np.einsum("jk,jk->j", Y, C)[None, :]
+    W *= b
+    out = a @ C
+    out += X * W.sum(1)[:, None]
+    out -= W @ Y
+    return out
+
+
+class CurlFreeRBF(_GaussianField):
+    """Curl-free Gaussian kernel K(x, x') = -Hessian of exp(-gamma ||x - x'||^2)
+    = 2 gamma exp(-gamma r^2) (I - 2 gamma (x - x')(x - x')^T): every fitted field is a gradient (symmetric Jacobian).
+
+    Parameters
+    ----------
+    gamma : float or {'scale', 'median'}, default='scale'
+        Inverse squared length-scale of the Gaussian, as `RBF` (a rule is resolved at fit).
+    dim : int or None, default=None
+        The input dimension p, which is also the output dimension; None: X's width, set at fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = CurlFreeRBF(gamma=0.5, dim=2)
+    >>> K.block(np.zeros(2), np.zeros(2))        # 2 gamma I at x = x'
+    array([[1., 0.],
+           [0., 1.]])
+    >>> X = np.random.default_rng(0).normal(size=(5, 2)); C = np.ones((5, 2))
+    >>> bool(np.allclose(K.apply(X, X, C).ravel(), K.gram(X) @ C.ravel()))
+    True
+    """
+    def _coefs(self, D):
+        g = float(self.gamma)
+        psi = np.exp(-g * D)
+        return 2 * g * psi, -4 * g * g * psi
+
+
+class DivFreeRBF(_GaussianField):
+    """Divergence-free Gaussian kernel K(x, x') = (grad grad^T - Laplacian I) exp(-gamma r^2)
+    = 2 gamma exp(-gamma r^2) (2 gamma (x - x')(x - x')^T + (p - 1 - 2 gamma r^2) I): every fitted field has zero divergence.
+
+    Parameters
+    ----------
+    gamma : float or {'scale', 'median'}, default='scale'
+        Inverse squared length-scale of the Gaussian, as `RBF` (a rule is resolved at fit).
+    dim : int or None, default=None
+        The input dimension p >= 2, which is also the output dimension; None: X's width, set at fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = DivFreeRBF(gamma=0.5, dim=2)
+    >>> K.block(np.zeros(2), np.zeros(2))        # 2 gamma (p - 1) I at x = x'
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    _min_dim = 2
+
+    def _coefs(self, D):
+        g, p = float(self.gamma), self.output_dim
+        psi = np.exp(-g * D)
+        return 2 * g * psi * (p - 1 - 2 * g * D), 4 * g * g * psi
 
 # %% ../nbs/1_shared/01_kernels.ipynb #9db42932
 def paper000_J(d: int, off_diagonal: float = 0.1) -> np.ndarray:

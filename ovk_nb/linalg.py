@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,8 +18,10 @@ from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, ch
 
 # %% auto #0
 __all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
-           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'NystromFeatures', 'NystromModel',
-           'NystromSystem', 'nystrom_fit', 'BlockNystrom', 'blas_threads']
+           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
+           'nystrom_preconditioner', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit',
+           'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense', 'masked_solve', 'BlockNystrom',
+           'blas_threads', 'idle_cores', 'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -359,6 +362,59 @@ def jacobi_preconditioner(parts: KernelParts, X, lam):
     Dinv = np.linalg.inv(D)
     return lambda R: np.einsum("nij,nj->ni", Dinv, R)
 
+# %% ../nbs/1_shared/02_linalg.ipynb #ca1765c2
+from .kernels import _GaussianField, field_apply
+
+
+def is_field_kernel(parts: KernelParts) -> bool:
+    "True when the generic parts of `parts` are all vector-field Gaussians (CurlFreeRBF, DivFreeRBF) and there is one."
+    return bool(parts.gen) and all(isinstance(k, _GaussianField) for k, _ in parts.gen) and parts.w is None
+
+
+def _field_ab(parts: KernelParts, X, Y):
+    "(A, B): the summed a and b matrices (n, m) of the field parts, one squared-distance matrix for all of them."
+    D = sq_distances(X, Y)
+    A, B = np.zeros_like(D), np.zeros_like(D)
+    for k, w in parts.gen:
+        a, b = k._coefs(D)
+        A += w * a; B += w * b
+    return A, B
+
+
+def field_matvec(parts: KernelParts, X, lam, grams=None):
+    "Z -> (K + lam I) Z on (n, p) matrices for a kernel with vector-field parts (`is_field_kernel`): A, B built once."
+    if not is_field_kernel(parts):
+        raise ValueError("field_matvec needs CurlFreeRBF / DivFreeRBF parts (and no other generic part)")
+    for k, _ in parts.gen:
+        k._centered(X, X)                                   # X's width checked against each kernel's dim
+    Xc = X - X.mean(0)
+    A, B = _field_ab(parts, X, X)
+    grams = (parts.grams(X, X) if parts.nc else []) if grams is None else grams
+
+    def mv(Z):
+        out = field_apply(A, B, Xc, Xc, Z)
+        for c, j in enumerate(parts.sidx):
+            out += grams[j] @ (Z @ parts.TT[c])
+        out += lam * Z
+        return out
+    return mv
+
+
+def nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float = 1e-10):
+    """R -> (K~ + lam I)^{-1} R with K~ = K(X, L) K(L, L)^+ K(L, X) the operator-valued Nystrom approximation on the
+    landmark rows L (any OVKernel; its block Grams on (X, L) and (L, L) only): K~ = Phi Phi^T with
+    Phi = K(X, L) U diag(s)^{-1/2}, and by Woodbury (Phi Phi^T + lam I)^{-1} = (I - Phi (lam I + Phi^T Phi)^{-1} Phi^T) / lam."""
+    s, U = eigh_psd(kernel.gram(landmarks), rcond=rcond)
+    Phi = kernel.gram(X, landmarks) @ (U / np.sqrt(s))
+    M = Phi.T @ Phi
+    M[np.diag_indices_from(M)] += lam
+    F = sla.cho_factor(M, overwrite_a=True, check_finite=False)
+
+    def P(R):
+        r = R.reshape(-1)
+        return ((r - Phi @ sla.cho_solve(F, Phi.T @ r, check_finite=False)) / lam).reshape(R.shape)
+    return P
+
 # %% ../nbs/1_shared/02_linalg.ipynb #2652b3a1
 class NystromFeatures:
     "z(x) = diag(g)^{-1/2} Q^T k(L, x) for the landmarks L (eigenpairs below rcond * max g dropped); k(x, x') ~ z(x)^T z(x')."
@@ -452,6 +508,241 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
         A, b = (a_, b_) if A is None else (A + a_, b + b_)
     return system.solve(A, b, lam)
 
+# %% ../nbs/1_shared/02_linalg.ipynb #920371c5
+from .kernels import CurlFreeRBF, DivFreeRBF
+
+
+def _orthogonal_complements(W):
+    "For each row w of W (D, p): a (p, p-1) orthonormal basis of w's orthogonal complement (Householder), shape (D, p, p-1)."
+    D, p = W.shape
+    nrm = np.linalg.norm(W, axis=1, keepdims=True)
+    u = W / np.where(nrm > 0, nrm, 1.0)
+    u[nrm[:, 0] == 0] = np.eye(p)[0]
+    u[:, 0] += np.where(u[:, 0] >= 0, 1.0, -1.0)             # u = w^ + sign(w^_1) e_1: no cancellation
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    H = np.eye(p)[None] - 2 * u[:, :, None] * u[:, None, :]   # H w^ = -sign e_1: columns 2..p span w^'s complement
+    return H[:, :, 1:]
+
+
+def _rff_kind(kernel):
+    "'separable' (Separable(RBF) without quadrature weights), 'field' (CurlFreeRBF, DivFreeRBF), or a ValueError."
+    if isinstance(kernel, (CurlFreeRBF, DivFreeRBF)):
+        return "field"
+    if isinstance(kernel, Separable) and type(kernel.scalar_kernel) is RBF and kernel.weights is None:
+        return "separable"
+    raise ValueError("random Fourier features need a Gaussian kernel: Separable(RBF(gamma), T) (no quadrature weights), "
+                     f"CurlFreeRBF or DivFreeRBF; got {kernel!r}")
+
+
+class RandomFourierFeatures:
+    """Operator-valued random Fourier features of a Gaussian kernel: K(x, x') ~ Phi(x) Phi(x')^T (section above).
+
+    Parameters
+    ----------
+    kernel : Separable(RBF), CurlFreeRBF or DivFreeRBF
+        Resolved (numeric gamma, T, dim).
+    n_features : int
+        The input dimension p.
+    n_components : int, default=100
+        The number D of frequencies omega ~ N(0, 2 gamma I); z(x) has 2D entries (cos and sin).
+    random_state : int, Generator or None, default=None
+        Seed of the frequencies.
+    center : array of shape (p,) or None, default=None
+        Subtracted from the inputs before the phases (the kernel does not change); None: 0.
+
+    Attributes
+    ----------
+    omega : ndarray of shape (D, p)
+        The frequencies.
+    dirs : ndarray of shape (D, r, p) or None
+        The columns v of V(omega_k) for the field kernels (r = 1 curl-free, p - 1 divergence-free).
+    T_eig : (e, V) or None
+        The eigenpairs of T for the separable kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import CurlFreeRBF
+    >>> X = np.random.default_rng(0).normal(size=(3, 2))
+    >>> F = RandomFourierFeatures(CurlFreeRBF(0.5, 2), 2, n_components=20000, random_state=0)
+    >>> Phi = F(X)                                   # (n, p, M)
+    >>> bool(np.abs(np.einsum("iam,jbm->iajb", Phi, Phi).reshape(6, 6) - CurlFreeRBF(0.5, 2).gram(X)).max() < 0.05)
+    True
+    """
+    def __init__(self, kernel, n_features, n_components=100, random_state=None, center=None):
+        self.kind = _rff_kind(kernel)
+        kernel.validate()
+        p, D = int(n_features), int(n_components)
+        if self.kind == "field" and kernel.output_dim != p:
+            raise ValueError(f"X must have dim = {kernel.output_dim} columns for {type(kernel).__name__}, got {p}")
+        gamma = float(kernel.gamma if self.kind == "field" else kernel.scalar_kernel.gamma)
+        self.kernel, self.p, self.D = kernel, p, D
+        self.center = np.zeros(p) if center is None else np.asarray(center, dtype=float)
+        self.omega = np.random.default_rng(random_state).normal(scale=np.sqrt(2 * gamma), size=(D, p))
+        self.dirs = self.T_eig = None
+        if self.kind == "separable":
+            e, V = eigh_psd(kernel.T)
+            self.T_eig = (e, V)
+        elif isinstance(kernel, CurlFreeRBF):
+            self.dirs = self.omega[:, None, :].copy()
+        else:
+            Q = _orthogonal_complements(self.omega)                      # (D, p, p-1)
+            self.dirs = (np.linalg.norm(self.omega, axis=1)[:, None, None] * Q).transpose(0, 2, 1)
+
+    @property
+    def output_dim(self): return self.kernel.output_dim
+
+    def z(self, X):
+        "z(x) = D^{-1/2} [cos(Omega (x - c)), sin(Omega (x - c))]: (n, 2D)."
+        P = (X - self.center) @ self.omega.T
+        return np.hstack([np.cos(P), np.sin(P)]) / np.sqrt(self.D)
+
+    def _vflat(self):
+        "(the column t of z each feature u uses, v_u as rows (M, d))."
+        if self.kind == "separable":
+            e, V = self.T_eig
+            B = (V * np.sqrt(e)).T                                       # rows: the columns of B, T = B B^T
+            t = np.repeat(np.arange(2 * self.D), len(B))
+            return t, np.tile(B, (2 * self.D, 1))
+        r = self.dirs.shape[1]
+        t = np.repeat(np.arange(2 * self.D), r)
+        return t, np.tile(self.dirs.reshape(-1, self.p), (2, 1))
+
+    def __call__(self, X):
+        "The feature map Phi(x): (n, d, M), K~(x, x') = Phi(x) Phi(x')^T. For references and tests (M = 2 D r)."
+        t, Vf = self._vflat()
+        return self.z(X)[:, None, t] * Vf.T[None]
+
+    def terms(self, X, Y):
+        "One chunk's (G, R) = (Z^T Z, Z^T Y') with Y' = Y V (separable: T's eigenbasis) or Y (fields)."
+        Z = self.z(X)
+        Yr = Y @ self.T_eig[1] if self.kind == "separable" else Y
+        return Z.T @ Z, Z.T @ Yr
+
+    def solve(self, G, R, lam) -> "RFFModel":
+        "The primal ridge on the summed (G, R): W (2D, d) with f(x) = z(x)^T W."
+        if self.kind == "separable":
+            e, V = self.T_eig
+            g, Q = eigh_psd((G + G.T) / 2)
+            return RFFModel(self, EigenFactor(g, Q, e, V, V.T, Q.T @ R).smoothed(lam))
+        t, Vf = self._vflat()
+        A = G[np.ix_(t, t)] * (Vf @ Vf.T)
+        b = np.einsum("ud,ud->u", R[t], Vf)
+        A[np.diag_indices_from(A)] += lam
+        theta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True, check_finite=False), b, check_finite=False)
+        W = np.zeros((2 * self.D, self.p))
+        np.add.at(W, t, theta[:, None] * Vf)
+        return RFFModel(self, W)
+
+
+@dataclass
+class RFFModel:
+    "f(x) = z(x)^T W for random Fourier features `feats` (RandomFourierFeatures) and output weights W (2D, d)."
+    feats: RandomFourierFeatures
+    W: np.ndarray
+
+    def predict(self, X, chunk: int = 4096):
+        outs = [self.feats.z(X[sl]) @ self.W for sl in _chunks(len(X), chunk)]
+        return np.concatenate(outs) if outs else np.zeros((0, self.W.shape[1]))
+
+
+def rff_fit(kernel, X, Y, lam, n_components=100, random_state=None, chunk: int = 4096) -> RFFModel:
+    "Ridge with the kernel replaced by its random Fourier features: (G, R) summed over row chunks, then the primal solve."
+    feats = RandomFourierFeatures(kernel, X.shape[1], n_components, random_state, center=X.mean(0))
+    G = R = None
+    for sl in _chunks(len(X), chunk):
+        g, r = feats.terms(X[sl], Y[sl])
+        G, R = (g, r) if G is None else (G + g, R + r)
+    return feats.solve(G, R, lam)
+
+# %% ../nbs/1_shared/02_linalg.ipynb #7c19dd3d
+def masked_solve_dense(kernel, X, Y, lam):
+    """The literal masked solve, for tests: K = kernel.gram(X) ((n d) x (n d), row i*d + l), the rows and columns of the
+    observed (non-NaN) entries of Y kept, (P (K + lam I) P^T) a = P y solved by np.linalg. Returns C (n, d), zeros at the
+    missing entries."""
+    Y = np.asarray(Y, dtype=float)
+    obs = ~np.isnan(Y).ravel()
+    K = kernel.gram(X)[np.ix_(obs, obs)]
+    K[np.diag_indices_from(K)] += lam
+    c = np.zeros(Y.size)
+    c[obs] = np.linalg.solve(K, Y.ravel()[obs])
+    return c.reshape(Y.shape)
+
+
+def nystrom_preconditioner(parts: KernelParts, X, lam, n_landmarks: int = 500, random_state=0, rcond: float = 1e-10):
+    """R -> (Z Z^T kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c, its scalar Gram replaced
+    by the Nystrom approximation Z Z^T on `n_landmarks` samples drawn without replacement (the complement of Z's span sees
+    lam alone). O(n r^2 + r^3) to build, O(n r d) a call; never an n x n matrix."""
+    diags = [k.diag(X) for k in parts.scalars]
+    c = int(np.argmax([diags[j].sum() * np.trace(T) for j, T in zip(parts.sidx, parts.T)]))
+    rng = np.random.default_rng(random_state)
+    L = X[np.sort(rng.choice(len(X), min(int(n_landmarks), len(X)), replace=False))]
+    Z = NystromFeatures(parts.scalars[parts.sidx[c]], L, rcond)(X)
+    g, Q = eigh_psd(Z.T @ Z, rcond=rcond)
+    e, V = eigh_psd(symmetric_operator(parts.T[c], parts.w))
+    f = EigenFactor(g, Z @ (Q / np.sqrt(g)), e, V, V.T)
+    return lambda R: f.solve(R, lam)
+
+
+def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, grams=None,
+                 precond="separable", n_landmarks: int = 500, X0=None):
+    """Solve the ridge / GP system on the observed entries of Y only: (P (K + lam I) P^T) a = P y, P selecting the
+    non-NaN entries of Y (whole rows may be missing), by `pcg` with the masked separable preconditioner (see the
+    decision above). Never forms the (n d) x (n d) matrix.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel (any sum of separable parts, quadrature weights included; generic parts through `apply`).
+    X : ndarray of shape (n, p)
+    Y : ndarray of shape (n, d)
+        NaN marks a missing entry; other entries must be finite.
+    lam : float
+        The ridge / noise variance added to the diagonal, > 0.
+    tol, max_iter : float, int or None
+        `pcg`'s relative residual tolerance and iteration cap (None: 10 * the number of observed entries).
+    grams : list of ndarray or None
+        The scalar Grams `parts.grams(X, X)` when already computed.
+    precond : 'separable', 'nystrom', None or callable
+        'separable': the unmasked system's eigen-solve (`separable_preconditioner`, one eigh of the n x n Gram);
+        'nystrom': the same with a rank-`n_landmarks` Nystrom Gram (`nystrom_preconditioner`, large n); None: plain CG;
+        a callable R -> approx (K + lam I)^{-1} R on (n, d) matrices in the symmetric frame.
+    X0 : ndarray of shape (n, d) or None
+        A warm start (its missing entries ignored).
+
+    Returns
+    -------
+    C : ndarray of shape (n, d)
+        The coefficients, zero at the missing entries: predictions are `parts.apply(X', X, C)`.
+    info : dict
+        `pcg`'s: iterations, residual, history, converged; plus n_observed.
+    """
+    Y = np.asarray(Y, dtype=float)
+    if Y.ndim != 2 or Y.shape != (len(X), parts.d):
+        raise ValueError(f"Y must have shape ({len(X)}, {parts.d}) (samples x outputs, NaN = missing), got {Y.shape}")
+    M = ~np.isnan(Y)
+    if not np.isfinite(Y[M]).all():
+        raise ValueError("Y: the observed (non-NaN) entries must be finite (NaN marks a missing entry; inf is refused)")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    s = parts.s
+    B = np.where(M, Y, 0.0) * s
+    max_iter = 10 * int(M.sum()) if max_iter is None else max_iter
+    grams = parts.grams(X, X) if grams is None and parts.nc else grams
+    mv0 = kernel_matvec(parts, X, lam, grams)
+    if callable(precond) or precond is None:
+        P0 = precond
+    elif precond == "separable":
+        P0 = separable_preconditioner(parts, grams, lam)
+    elif precond == "nystrom":
+        P0 = nystrom_preconditioner(parts, X, lam, n_landmarks)
+    else:
+        raise ValueError(f"precond must be 'separable', 'nystrom', None or a callable, got {precond!r}")
+    pc = None if P0 is None else (lambda R: P0(R) * M)
+    Z, info = pcg(lambda Z: mv0(Z) * M, B, pc, tol, max_iter, None if X0 is None else np.where(M, X0, 0.0) * s)
+    info["n_observed"] = int(M.sum())
+    return Z / s * M, info
+
 # %% ../nbs/1_shared/02_linalg.ipynb #420a3f4a
 class BlockNystrom:
     """Block-wise Nystrom (paper 003, section 3.5): one landmark set shared by all views. View l has the features
@@ -494,3 +785,23 @@ def blas_threads(limit: int | None):
     if not _CONTROLLER:
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0].limit(limits=int(limit), user_api="blas")
+
+
+def idle_cores() -> float:
+    """Cores this process may use that nothing else is running on now: the CPUs it may run on (its affinity) minus the
+    1-minute load average, which counts this process too (POSIX); all of them where the load is not known."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        return n - os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return float(n)
+
+
+def factor_threads(size: int, min_size: int):
+    """BLAS thread limit for one large factorisation or product of `size` (n d, a rank, ...): None (the threads BLAS has)
+    when size >= min_size and at least one core besides this one is idle; 1 otherwise, because threaded OpenBLAS on a busy
+    machine loses to one thread by several times (measured: load 9.7 on 2 cores, eigh n = 2500 117 s vs 25 s)."""
+    return None if size >= min_size and idle_cores() >= 1.5 else 1
