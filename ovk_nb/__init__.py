@@ -20,6 +20,7 @@ _EXPORTS = {
     "oskaar": ["OSKAAR"],
     "salami": ["SALAMI"],
     "gp": ["OVKGaussianProcess"],
+    "quantile": ["JointQuantileRegressor"],
     "kernels": ["RBF", "Linear", "Polynomial", "Laplacian", "ColumnKernel", "ScaledKernel", "Separable", "SumKernel",
                 "BlockKernel", "Coregionalization", "OutputOperator", "IdentityOperator", "MultiplicationOperator", "IntegralOperator"],
     "decoding": ["Hamming", "ZeroOne", "Squared", "Spearman", "CandidateSet"],

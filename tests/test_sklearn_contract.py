@@ -12,6 +12,8 @@ from ovk_nb.movkl import FunctionalKRR, MovKL
 from ovk_nb.onorma import ONORMA
 from ovk_nb.ridge import OVKRidge, OVKRidgeCV
 from ovk_nb.mvml import MVML, MVMLClassifier
+from ovk_nb.gp import OVKGaussianProcess
+from ovk_nb.quantile import JointQuantileRegressor
 
 
 def _k1(gamma=0.1):
@@ -39,6 +41,8 @@ ESTIMATORS = [
     # with their defaults, as a user first meets them (issue 19): the kernel and its output width are set from the data
     OVKRidge(),
     OVKRidgeCV(),
+    OVKGaussianProcess(),
+    JointQuantileRegressor(probs=0.5),      # one level: predict has y's shape (three levels give three columns)
 ]
 
 # check name -> why it does not apply, per estimator class name ("*": all)
