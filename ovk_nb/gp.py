@@ -21,8 +21,8 @@ from .linalg import blas_threads, eigh_psd
 from .validation import Interval, Options, Predicate, check_fitted, check_X, check_X_Y, fit_context
 
 # %% auto #0
-__all__ = ['LOG2PI', 'ONE_THREAD_N', 'DENSE_MAX', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'OVKGaussianProcess']
+__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'ONE_THREAD_N', 'DENSE_MAX', 'gp_dense_reference', 'gp_posterior_dense_reference',
+           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -54,7 +54,7 @@ def _T_grad(T):
 def gp_dense_reference(kernel, X, Y, noise: float, eval_gradient: bool = True):
     """The literal log marginal likelihood of Y (n, d) under f ~ GP(0, K), y = f + N(0, noise I): the (n d) x (n d) Gram
     K = sum_c w_c Kx_c kron T_c + noise I formed with np.kron, inverted with np.linalg; the gradient with respect to
-    (kernel.theta, log noise) from dK/dtheta formed the same way: dL = 1/2 a^T dK a - 1/2 tr(K^{-1} dK). For tests and
+    (kernel.theta, log noise) from dK/dtheta formed the same way (NaN entries of Y: missing, their rows and columns dropped): dL = 1/2 a^T dK a - 1/2 tr(K^{-1} dK). For tests and
     as the exact small-n fallback for sums of separable parts (LMC)."""
     X = np.asarray(X, dtype=float); Y = np.asarray(Y, dtype=float)
     Y = Y[:, None] if Y.ndim == 1 else Y
@@ -68,9 +68,12 @@ def gp_dense_reference(kernel, X, Y, noise: float, eval_gradient: bool = True):
         dK += [w * np.kron(g, Tm) for g in dKx] + [w * np.kron(Kx, g) for g in dT]
     dK.append(noise * np.eye(n * d))
     y = Y.ravel()
+    obs = ~np.isnan(y)
+    if not obs.all():               # missing entries (NaN): keep the rows and columns of the observed ones
+        K, dK, y = K[np.ix_(obs, obs)], [g[np.ix_(obs, obs)] for g in dK], y[obs]
     Kinv = np.linalg.inv(K)
     a = Kinv @ y
-    lml = -0.5 * y @ a - 0.5 * np.linalg.slogdet(K)[1] - 0.5 * n * d * LOG2PI
+    lml = -0.5 * y @ a - 0.5 * np.linalg.slogdet(K)[1] - 0.5 * y.size * LOG2PI
     if not eval_gradient:
         return float(lml)
     return float(lml), np.array([0.5 * a @ g @ a - 0.5 * np.trace(Kinv @ g) for g in dK])
@@ -78,12 +81,13 @@ def gp_dense_reference(kernel, X, Y, noise: float, eval_gradient: bool = True):
 
 def gp_posterior_dense_reference(kernel, X, Y, noise: float, Xs):
     """The literal posterior of the latent f at Xs (m, p): mean (m, d) and covariance ((m d) x (m d), row i*d + l is
-    f_l(x_i)), from the dense Grams K(X, X) + noise I, K(Xs, X), K(Xs, Xs)."""
+    f_l(x_i)), from the dense Grams (rows/columns of missing (NaN) entries of Y dropped) K(X, X) + noise I, K(Xs, X), K(Xs, Xs)."""
     Y = np.asarray(Y, dtype=float)
     Y = Y[:, None] if Y.ndim == 1 else Y
-    K = kernel.gram(X) + noise * np.eye(Y.size)
-    Ks, Kss = kernel.gram(Xs, X), kernel.gram(Xs)
-    mean = Ks @ np.linalg.solve(K, Y.ravel())
+    obs = ~np.isnan(Y.ravel())      # missing entries (NaN) left out
+    K = kernel.gram(X)[np.ix_(obs, obs)] + noise * np.eye(int(obs.sum()))
+    Ks, Kss = kernel.gram(Xs, X)[:, obs], kernel.gram(Xs)
+    mean = Ks @ np.linalg.solve(K, Y.ravel()[obs])
     cov = Kss - Ks @ np.linalg.solve(K, Ks.T)
     return mean.reshape(len(Xs), -1), cov
 
@@ -152,6 +156,147 @@ class DenseLikelihood:
     def __call__(self, theta, eval_gradient: bool = True):
         k = self.kernel.clone_with_theta(theta[:-1])
         return gp_dense_reference(k, self.X, self.Y, float(np.exp(theta[-1])), eval_gradient)
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #c5942f67
+MASKED_DENSE_MAX = 4000     # observed entries: the exact masked likelihood (Cholesky of the observed block) up to this
+
+
+def _gathered(parts, grams, rows, cols):
+    "sum_c w_c k_c(x_i, x_j) T_c[l, m] for the entries rows = (i, l), cols = (j, m): the observed block, never (nd)^2."
+    (ri, rl), (ci, cl) = rows, cols
+    return sum(w * G[np.ix_(ri, ci)] * Tm[np.ix_(rl, cl)] for (_, Tm, w), G in zip(parts, grams))
+
+
+class MaskedLikelihood:
+    """The exact log marginal likelihood of the observed entries of Y (NaN = missing) and its gradient: the n_o x n_o
+    covariance of the observed entries gathered from the scalar Grams and the output matrices, Cholesky, one parameter's
+    derivative at a time. O(n_o^3) per evaluation; any Separable or SumKernel of Separables. theta = (kernel.theta, log noise)."""
+    def __init__(self, kernel, X, Y):
+        self.kernel, self.X, self.Y = kernel, X, Y
+        self.obs = ~np.isnan(Y)
+        self.idx = np.nonzero(self.obs)                       # (i, l) in ravel order
+        self.y = Y[self.obs]
+        _flat_parts(kernel)
+
+    def factor(self, theta):
+        "(kernel, noise, Cholesky factor of the observed block + noise I, alpha_o, per-part (sk, T, dT, w), Grams)."
+        k = self.kernel.clone_with_theta(theta[:-1])
+        s2 = float(np.exp(theta[-1]))
+        parts = [(sk, *_T_grad(T), w) for sk, T, w in _flat_parts(k)]
+        grams = [sk.gram_gradient(self.X) for sk, *_ in parts]
+        K = _gathered([(None, Tm, w) for _, Tm, _, w in parts], [G for G, _ in grams], self.idx, self.idx)
+        K[np.diag_indices_from(K)] += s2
+        L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
+        a = sla.cho_solve((L, True), self.y, check_finite=False)
+        return k, s2, L, a, parts, grams
+
+    def __call__(self, theta, eval_gradient: bool = True):
+        theta = np.asarray(theta, dtype=float)
+        k, s2, L, a, parts, grams = self.factor(theta)
+        lml = -0.5 * float(self.y @ a) - float(np.log(np.diag(L)).sum()) - 0.5 * self.y.size * LOG2PI
+        if not eval_gradient:
+            return lml
+        W = np.outer(a, a) - sla.cho_solve((L, True), np.eye(len(a)), check_finite=False)    # 2 dL/dK_o
+        (ri, rl), grad = self.idx, []
+        for (sk, Tm, dT, w), (Kx, dKx) in zip(parts, grams):
+            Tl, Ki = Tm[np.ix_(rl, rl)], Kx[np.ix_(ri, ri)]
+            grad += [0.5 * w * float(np.sum(W * g[np.ix_(ri, ri)] * Tl)) for g in dKx]
+            WK = W * Ki
+            grad += [0.5 * w * float(np.sum(WK * g[np.ix_(rl, rl)])) for g in dT]
+        grad.append(0.5 * s2 * float(np.trace(W)))
+        return lml, np.array(grad)
+
+
+class _MaskedPosterior:
+    "The posterior of f given the observed entries only, from MaskedLikelihood's Cholesky factor (exact)."
+    def __init__(self, lik: MaskedLikelihood, theta, chunk_entries: int = 4_000_000):
+        self.kernel, s2, self.L, a, parts, _ = lik.factor(theta)
+        self.X, self.d, self.idx, self.chunk = lik.X, lik.Y.shape[1], lik.idx, chunk_entries
+        self.parts = [(sk, Tm, w) for sk, Tm, _, w in parts]
+        self.alpha = np.zeros(lik.Y.shape)
+        self.alpha[lik.obs] = a
+
+    def mean(self, Xs, Q=None):
+        return self.kernel.apply(Xs, self.X, self.alpha)
+
+    def _v(self, Xs):
+        "L^{-1} K_{o*}: (n_o, m d), columns i*d + o."
+        m, d = len(Xs), self.d
+        rows = (np.repeat(np.arange(m), d), np.tile(np.arange(d), m))
+        Kso = _gathered(self.parts, [sk(Xs, self.X) for sk, _, _ in self.parts], rows, self.idx)
+        return sla.solve_triangular(self.L, Kso.T, lower=True, check_finite=False)
+
+    def var(self, Xs, Q=None):
+        step = max(1, self.chunk // max(1, len(self.alpha) * self.d))
+        out = []
+        for i in range(0, len(Xs), step):
+            x = Xs[i:i + step]
+            v = self._v(x)
+            out.append(np.einsum("moo->mo", self.kernel.diag(x)) - (v * v).sum(0).reshape(len(x), self.d))
+        return np.clip(np.concatenate(out), 0, None) if out else np.zeros((0, self.d))
+
+    def _joint(self, Xs):
+        v = self._v(Xs)
+        return self.kernel.gram(Xs) - v.T @ v
+
+    def cov(self, Xs, Q=None):
+        m, d = len(Xs), self.d
+        return np.einsum("iojo->ijo", self._joint(Xs).reshape(m, d, m, d))
+
+    def sample(self, Xs, n_samples, rng):
+        m, d = len(Xs), self.d
+        F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
+        return F.reshape(m, d, n_samples)
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #e42c8ef4
+def gp_loo_dense_reference(kernel, X, Y, noise: float):
+    """The literal leave-one-sample-out log predictive probability: for each i, the Gaussian posterior of y_i (all d
+    outputs, noise included) given the other samples, from the dense Grams; its log density at y_i, summed."""
+    Y = np.asarray(Y, dtype=float)
+    n, d = Y.shape
+    K = kernel.gram(X) + noise * np.eye(n * d)
+    out = 0.0
+    for i in range(n):
+        o, r = np.arange(i * d, i * d + d), np.setdiff1d(np.arange(n * d), np.arange(i * d, i * d + d))
+        Krr = K[np.ix_(r, r)]
+        mu = K[np.ix_(o, r)] @ np.linalg.solve(Krr, Y.ravel()[r])
+        S = K[np.ix_(o, o)] - K[np.ix_(o, r)] @ np.linalg.solve(Krr, K[np.ix_(r, o)])
+        e = Y[i] - mu
+        out += -0.5 * e @ np.linalg.solve(S, e) - 0.5 * np.linalg.slogdet(S)[1] - 0.5 * d * LOG2PI
+    return float(out)
+
+
+@patch
+def loo(self: SeparableLikelihood, theta, eval_gradient: bool = True):
+    "The leave-one-sample-out log predictive probability and its gradient in the joint eigenbasis (see above)."
+    s, U, e, V, Yt, lam, s2, sk, T, dKx = self.state(theta)
+    n, d = Yt.shape
+    At = Yt / lam
+    U2 = U * U
+    at = U @ At                                           # rows of a = K^{-1} y in T's eigenbasis
+    D = U2 @ (1.0 / lam)                                  # the diagonal blocks B_ii in that basis
+    rt = at / D                                           # the LOO residuals
+    f = -0.5 * float(np.sum(at * rt)) + 0.5 * float(np.sum(np.log(D))) - 0.5 * n * d * LOG2PI
+    if not eval_gradient:
+        return f
+    Pt = (U.T @ rt) / lam                                 # p = B r in the joint eigenbasis
+    m = rt * rt + 1.0 / D
+    grad = []
+    if self.nk:
+        Gx = (U @ (At * e)) @ (U @ Pt).T
+        Gx = 0.5 * (Gx + Gx.T)
+        for l in range(d):
+            Bl = (U / lam[:, l]) @ U.T
+            Gx -= 0.5 * e[l] * (Bl * m[:, l]) @ Bl
+        grad += [float(np.sum(Gx * g)) for g in dKx]
+    if isinstance(T, Params) and T.n_dims:
+        GA = At.T @ (s[:, None] * Pt)
+        Q = (U2 @ (s[:, None, None] / (lam[:, :, None] * lam[:, None, :])).reshape(len(s), d * d)).reshape(n, d, d)
+        MQ = np.einsum("il,im,ilm->lm", rt, rt, Q) + np.diag(np.einsum("ill,il->l", Q, 1.0 / D))
+        GT = V @ (0.5 * (GA + GA.T) - 0.5 * MQ) @ V.T
+        grad += list(T.theta_gradient(GT))
+    grad.append(s2 * (float(np.sum(At * Pt)) - 0.5 * float(np.sum(m * (U2 @ (1.0 / lam ** 2))))))
+    return f, np.array(grad)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #f8ac1f7f
 class _SeparablePosterior:
@@ -237,7 +382,7 @@ _GP_CONSTRAINTS = {
         and 0 < v[0] <= v[1] < np.inf))],
     "optimizer": [Options(("fmin_l_bfgs_b",)), "callable", None],
     "n_restarts_optimizer": [Interval(numbers.Integral, 0, None)], "normalize_y": ["boolean"],
-    "random_state": ["random_state"],
+    "random_state": ["random_state"], "missing": [Options(("raise", "ignore"))], "objective": [Options(("lml", "loo"))],
 }
 
 
@@ -282,6 +427,13 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
         `output_matrix_`, `noise_` and the likelihood then refer to the normalised targets, as scikit-learn's.
     random_state : int, Generator or None, default=None
         Seed of the restarts and of `sample_y`'s default.
+    missing : {'raise', 'ignore'}, default='raise'
+        'ignore': NaN entries of Y are missing outputs (whole rows allowed); the likelihood, its gradient and the
+        posterior condition on the observed entries only, exactly (`MaskedLikelihood`: at most `MASKED_DENSE_MAX`
+        observed entries when some are missing). 'raise': a NaN in Y is a ValueError naming Y.
+    objective : {'lml', 'loo'}, default='lml'
+        What the hyper-parameters maximise: the log marginal likelihood, or the closed-form leave-one-sample-out log
+        predictive probability (one Separable, no missing entries).
 
     Attributes
     ----------
@@ -292,7 +444,9 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     output_matrix_ : ndarray of shape (n_outputs, n_outputs)
         The learned T (the sum of the parts' w_c T_c for an LMC is not one T: there the list `output_matrices_`).
     log_marginal_likelihood_value_ : float
-        The log marginal likelihood at the learned hyper-parameters.
+        The log marginal likelihood at the learned hyper-parameters (of the observed entries when some are missing).
+    objective_value_ : float
+        The maximised objective (the LML, or the leave-one-out log predictive probability for objective='loo').
     alpha_ : ndarray of shape (n_samples, n_outputs) (or (n_samples,) for a 1-D y)
         K^{-1} vec(Y) as a matrix: predictions are sum_j K(x, x_j) alpha_j.
     X_train_, y_train_ : the training data (y as fitted, normalised if asked).
@@ -322,14 +476,23 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints = _GP_CONSTRAINTS
 
     def __init__(self, kernel=None, noise=None, noise_bounds=(1e-8, 1e5), optimizer="fmin_l_bfgs_b",
-                 n_restarts_optimizer=0, normalize_y=False, random_state=None):
+                 n_restarts_optimizer=0, normalize_y=False, random_state=None, missing="raise", objective="lml"):
         self.kernel, self.noise, self.noise_bounds, self.optimizer = kernel, noise, noise_bounds, optimizer
         self.n_restarts_optimizer, self.normalize_y, self.random_state = n_restarts_optimizer, normalize_y, random_state
+        self.missing, self.objective = missing, objective
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3b7a3f8c
 def _likelihood(kernel, X, Y):
-    "The fast eigenbasis likelihood for one Separable, the dense fallback for a sum of Separables (n d <= DENSE_MAX)."
+    """The fast eigenbasis likelihood for one Separable, the dense fallback for a sum of Separables (n d <= DENSE_MAX),
+    the exact masked likelihood when Y has missing (NaN) entries (at most MASKED_DENSE_MAX observed)."""
     parts = _flat_parts(kernel)
+    if np.isnan(Y).any():
+        n_obs = int((~np.isnan(Y)).sum())
+        if n_obs > MASKED_DENSE_MAX:
+            raise ValueError(f"missing: the exact likelihood with missing entries is limited to MASKED_DENSE_MAX = "
+                             f"{MASKED_DENSE_MAX} observed entries, got {n_obs} (fit on a subset, or use "
+                             "ovk_nb.linalg.masked_solve for the posterior mean at fixed hyper-parameters)")
+        return MaskedLikelihood(kernel, X, Y)
     if isinstance(kernel, Separable):
         return SeparableLikelihood(kernel, X, Y)
     if Y.size > DENSE_MAX:
@@ -350,23 +513,53 @@ def _restart_theta(theta0, bounds, rng):
 
 def _optimize(est, lik, theta, bounds):
     "(theta, lml): L-BFGS-B (or the user's optimizer) from theta and `n_restarts_optimizer` random starts; the best wins."
+    f_of = lik.loo if est.objective == "loo" else lik
+
     def obj(t):
         with np.errstate(all="ignore"):
             try:
-                f, g = lik(t, True)
+                f, g = f_of(t, True)
             except (np.linalg.LinAlgError, ValueError):
                 return np.inf, np.zeros_like(t)
         return (-f, -g) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(t))
 
     if est.optimizer is None or not (bounds[:, 0] < bounds[:, 1]).any():
-        return theta, lik(theta, False)
+        return theta, f_of(theta, False)
     opt = _lbfgs if est.optimizer == "fmin_l_bfgs_b" else est.optimizer
     runs = [opt(obj, theta, bounds)]
     rng = check_random_state(est.random_state)
     for _ in range(est.n_restarts_optimizer):
         runs.append(opt(obj, _restart_theta(theta, bounds, rng), bounds))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
-    return theta, lik(theta, False)
+    return theta, f_of(theta, False)
+
+
+def _check_X_Y_missing(X, Y, missing):
+    "(X, Y, y1d, mask of the missing entries or None): check_X_Y, with NaN entries of Y allowed when missing='ignore'."
+    if missing == "ignore":
+        try:
+            Ya = np.array(Y, dtype=float)
+        except (TypeError, ValueError):
+            Ya = None
+        if Ya is not None and Ya.ndim in (1, 2) and np.isnan(Ya).any():
+            miss = np.isnan(Ya)
+            X, Yc, y1d = check_X_Y(X, np.where(miss, 0.0, Ya), min_samples=1, why="a Gaussian process needs data")
+            miss = miss.reshape(Yc.shape)
+            if miss.all():
+                raise ValueError("Y: every entry is missing (NaN); a Gaussian process needs observed outputs")
+            Yc[miss] = np.nan
+            return X, Yc, y1d, miss
+    X, Y, y1d = check_X_Y(X, Y, min_samples=1, why="a Gaussian process needs data")
+    return X, Y, y1d, None
+
+
+def _nanmoments(Y):
+    "Per-output mean and std over the observed entries (0 and 1 for an output with none observed)."
+    obs = ~np.isnan(Y)
+    cnt = obs.sum(0)
+    mu = np.where(cnt > 0, np.where(obs, Y, 0.0).sum(0) / np.maximum(cnt, 1), 0.0)
+    var = np.where(obs, (np.where(obs, Y, 0.0) - mu) ** 2, 0.0).sum(0) / np.maximum(cnt, 1)
+    return mu, np.where(cnt > 0, np.sqrt(var), 1.0)
 
 
 @patch
@@ -374,20 +567,26 @@ def _optimize(est, lik, theta, bounds):
 def fit(self: OVKGaussianProcess, X, Y):
     """Learn the hyper-parameters (and noise) by maximising the log marginal likelihood, then keep the posterior. A fit
     that fails leaves the estimator as it was."""
-    X, Y, y1d = check_X_Y(X, Y, min_samples=1, why="a Gaussian process needs data")
+    X, Y, y1d, miss = _check_X_Y_missing(X, Y, self.missing)
     if self.normalize_y:
-        mu, sd = Y.mean(0), Y.std(0)
+        mu, sd = _nanmoments(Y)
         sd = np.where(sd > 0, sd, 1.0)
     else:
         mu, sd = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
     Yn = (Y - mu) / sd
-    kernel = resolve_kernel(self.kernel, X, Yn, default=_default_kernel, name="kernel")
+    if miss is not None:
+        Yn[miss] = np.nan
+    Yfill = Yn if miss is None else np.where(miss, _nanmoments(Yn)[0], Yn)     # the kernel's start (T from Y's covariance)
+    kernel = resolve_kernel(self.kernel, X, Yfill, default=_default_kernel, name="kernel")
     if kernel.output_dim != Y.shape[1]:
         raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {kernel.output_dim}")
     lik = _likelihood(kernel, X, Yn)
+    if self.objective == "loo" and not isinstance(lik, SeparableLikelihood):
+        raise ValueError("objective='loo' is implemented for one Separable kernel without missing entries; use "
+                         "objective='lml' here")
     noise0 = self.noise
     if noise0 is None:
-        v = float(Yn.var(0).mean()) if len(Yn) > 1 else 0.0
+        v = float((_nanmoments(Yn)[1] ** 2).mean()) if len(Yn) > 1 else 0.0
         noise0 = 0.1 * v if v > 0 and np.isfinite(v) else 0.1
     fixed = isinstance(self.noise_bounds, str)
     nb = np.log([noise0, noise0]) if fixed else np.log(np.asarray(self.noise_bounds, dtype=float))
@@ -396,16 +595,19 @@ def fit(self: OVKGaussianProcess, X, Y):
     # one BLAS thread below ONE_THREAD_N: many small eigh/products, where threads only contend (measured 14x slower
     # per evaluation at n = 300 on a loaded 2-core machine)
     with blas_threads(1 if len(X) * (1 if isinstance(lik, SeparableLikelihood) else Y.shape[1]) < ONE_THREAD_N else None):
-        theta, lml = _optimize(self, lik, theta, bounds)
-    if not np.isfinite(lml):
+        theta, value = _optimize(self, lik, theta, bounds)
+        lml = value if self.objective == "lml" else lik(theta, False)
+    if not (np.isfinite(lml) and np.isfinite(value)):
         raise ValueError("the log marginal likelihood is not finite at the learned hyper-parameters: scale X and Y "
                          "(normalize_y=True) or bound the noise away from 0 (noise_bounds)")
     self.kernel_ = kernel.clone_with_theta(theta[:-1])
     self.noise_ = float(np.exp(theta[-1]))
     self._lik, self._theta = lik, theta
-    self._post = (_SeparablePosterior(lik, theta) if isinstance(lik, SeparableLikelihood)
-                  else _DensePosterior(self.kernel_, X, Yn, self.noise_))
+    self._post = (_SeparablePosterior(lik, theta) if isinstance(lik, SeparableLikelihood) else
+                  _MaskedPosterior(lik, theta) if isinstance(lik, MaskedLikelihood) else
+                  _DensePosterior(self.kernel_, X, Yn, self.noise_))
     self.log_marginal_likelihood_value_ = float(lml)
+    self.objective_value_ = float(value)
     mats = [w * _T_grad(T)[0] for _, T, w in _flat_parts(self.kernel_)]
     self.output_matrices_ = mats
     self.output_matrix_ = mats[0] if len(mats) == 1 else sum(mats)

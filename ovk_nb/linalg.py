@@ -19,9 +19,9 @@ from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, ch
 # %% auto #0
 __all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
            'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
-           'nystrom_preconditioner', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit',
-           'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense', 'masked_solve', 'BlockNystrom',
-           'blas_threads', 'idle_cores', 'factor_threads']
+           'ov_nystrom_preconditioner', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit',
+           'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner',
+           'masked_solve', 'BlockNystrom', 'blas_threads', 'idle_cores', 'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -400,7 +400,7 @@ def field_matvec(parts: KernelParts, X, lam, grams=None):
     return mv
 
 
-def nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float = 1e-10):
+def ov_nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float = 1e-10):
     """R -> (K~ + lam I)^{-1} R with K~ = K(X, L) K(L, L)^+ K(L, X) the operator-valued Nystrom approximation on the
     landmark rows L (any OVKernel; its block Grams on (X, L) and (L, L) only): K~ = Phi Phi^T with
     Phi = K(X, L) U diag(s)^{-1/2}, and by Woodbury (Phi Phi^T + lam I)^{-1} = (I - Phi (lam I + Phi^T Phi)^{-1} Phi^T) / lam."""

@@ -164,3 +164,101 @@ def test_bad_inputs_and_lmc_size_limit():
         gp.log_marginal_likelihood(np.zeros(2))
     with pytest.raises(ValueError, match="return_std"):
         gp.predict(X, return_std=True, return_cov=True)
+
+
+# ---------------------------------------------------------------- missing outputs and the LOO objective (issue 20)
+from ovk_nb.gp import MaskedLikelihood, gp_loo_dense_reference  # noqa: E402
+
+
+def _missing(Y, frac=0.3, seed=1):
+    Y = Y.copy()
+    rng = np.random.default_rng(seed)
+    Y[rng.random(Y.shape) < frac] = np.nan
+    Y[2] = np.nan                                          # a whole row missing
+    return Y
+
+
+@pytest.mark.parametrize("lmc", [False, True])
+def test_masked_lml_and_gradient_equal_dense_and_fd(lmc):
+    rng, X, Y = _data(n=18)
+    Ym = _missing(Y)
+    C = Coregionalization(3, 2, rng.normal(size=(3, 2)), [0.2, 0.3, 0.1])
+    K = SumKernel([Separable(RBF(0.5), C), Separable(Laplacian(2.0), Coregionalization(3, 1, rng.normal(size=(3, 1)),
+                                                                                       [0.1] * 3))]) if lmc else Separable(RBF(0.5), C)
+    theta = np.r_[K.theta, np.log(0.2)]
+    lik = MaskedLikelihood(K, X, Ym)
+    f, g = lik(theta)
+    fr, gr = gp_dense_reference(K, X, Ym, 0.2)
+    assert abs(f - fr) <= 1e-8 * abs(fr)
+    assert np.abs(g - gr).max() <= 1e-8 * np.abs(gr).max()
+    assert np.abs(_fd(lambda t: lik(t, False), theta) - g).max() <= 1e-5 * max(1.0, np.abs(g).max())
+    assert abs(f - gp_dense_reference(K, X, Y, 0.2, False)) > 1.0          # the missing entries are left out, not used
+
+
+@pytest.mark.parametrize("normalize_y", [False, True])
+def test_missing_ignore_posterior_equals_dense_masked_posterior(normalize_y):
+    rng, X, Y = _data(n=20)
+    Ym = _missing(3.0 * Y + 1.0)
+    gp = OVKGaussianProcess(missing="ignore", normalize_y=normalize_y).fit(X, Ym)
+    Xs = rng.normal(size=(5, 2))
+    m, sd = gp.predict(Xs, return_std=True)
+    _, C = gp.predict(Xs, return_cov=True)
+    obs = ~np.isnan(Ym)
+    if normalize_y:
+        mu = np.array([Ym[obs[:, o], o].mean() for o in range(3)]); s = np.array([Ym[obs[:, o], o].std() for o in range(3)])
+    else:
+        mu, s = np.zeros(3), np.ones(3)
+    Yn = (Ym - mu) / s
+    mr, Cr = gp_posterior_dense_reference(gp.kernel_, X, Yn, gp.noise_, Xs)
+    Cr = Cr * np.outer(np.tile(s, 5), np.tile(s, 5))
+    np.testing.assert_allclose(m, mr * s + mu, rtol=1e-8, atol=1e-8 * np.abs(Y).max())
+    np.testing.assert_allclose(sd ** 2, np.diag(Cr).reshape(5, 3), atol=1e-8 * np.abs(Cr).max())
+    np.testing.assert_allclose(C, np.einsum("iojo->ijo", Cr.reshape(5, 3, 5, 3)), atol=1e-8 * np.abs(Cr).max())
+    assert gp.log_marginal_likelihood_value_ == pytest.approx(gp_dense_reference(gp.kernel_, X, Yn, gp.noise_, False), rel=1e-8)
+    assert (gp.alpha_[~obs] == 0).all() and gp.sample_y(Xs, 2).shape == (5, 3, 2)
+    with pytest.raises(ValueError, match="Y"):                          # the default still refuses NaN
+        OVKGaussianProcess().fit(X, Ym)
+
+
+def test_missing_ignore_without_missing_is_the_plain_fit_and_bad_cases():
+    rng, X, Y = _data(n=15)
+    a = OVKGaussianProcess(missing="ignore").fit(X, Y)
+    b = OVKGaussianProcess().fit(X, Y)
+    assert a.log_marginal_likelihood_value_ == b.log_marginal_likelihood_value_
+    with pytest.raises(ValueError, match="missing"):
+        OVKGaussianProcess(missing="drop").fit(X, Y)
+    with pytest.raises(ValueError, match="Y"):
+        OVKGaussianProcess(missing="ignore").fit(X, np.full_like(Y, np.nan))
+    with pytest.raises(ValueError, match="Y"):
+        OVKGaussianProcess(missing="ignore").fit(X, np.where(Y > 1, np.inf, Y))
+    with pytest.raises(ValueError, match="objective"):
+        OVKGaussianProcess(missing="ignore", objective="loo").fit(X, _missing(Y))
+    with pytest.raises(ValueError, match="objective"):
+        OVKGaussianProcess(objective="mse").fit(X, Y)
+
+
+@pytest.mark.parametrize("kind", ["icm_full", "icm_rank1", "fixed_T"])
+def test_loo_equals_dense_and_gradient_fd(kind):
+    rng, X, Y = _data(n=16)
+    C = Coregionalization(3, 1 if kind == "icm_rank1" else 3, rng.normal(size=(3, 1 if kind == "icm_rank1" else 3)),
+                          rng.uniform(0.1, 1, 3))
+    K = Separable(RBF(0.6), C.matrix if kind == "fixed_T" else C)
+    theta = np.r_[K.theta, np.log(0.25)]
+    lik = SeparableLikelihood(K, X, Y)
+    f, g = lik.loo(theta)
+    assert f == pytest.approx(gp_loo_dense_reference(K, X, Y, 0.25), rel=1e-8)
+    assert np.abs(_fd(lambda t: lik.loo(t, False), theta) - g).max() <= 1e-5 * max(1.0, np.abs(g).max())
+
+
+def test_loo_objective_fits():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, (60, 1))
+    Y = np.c_[np.sin(2 * X[:, 0]), np.sin(2 * X[:, 0]) + 0.5 * np.cos(X[:, 0])] + 0.1 * rng.normal(size=(60, 2))
+    gp = OVKGaussianProcess(objective="loo").fit(X, Y)
+    theta = np.r_[gp.kernel_.theta, np.log(gp.noise_)]
+    f, g = gp._lik.loo(theta)
+    assert gp.objective_value_ == pytest.approx(f) and np.abs(g).max() < 1e-2 * max(1.0, abs(f))
+    assert 0.004 < gp.noise_ < 0.03                                      # the true noise variance is 0.01
+    assert gp.log_marginal_likelihood_value_ == pytest.approx(gp._lik(theta, False))
+    lml = OVKGaussianProcess().fit(X, Y)
+    assert gp.objective_value_ >= lml._lik.loo(np.r_[lml.kernel_.theta, np.log(lml.noise_)], False) - 1e-6
