@@ -30,10 +30,10 @@ def _parser():
                    help="seed of every experiment's random data, splits and initialisations (default: 0); "
                         "the same seed gives the same report")
     r.add_argument("--list", action="store_true", help="list the experiments and exit")
-    d = sub.add_parser("docs", help="build the documentation site offline (needs the [docs] extra)")
+    d = sub.add_parser("docs", help="build the documentation site with Sphinx (a checkout and the [docs] extra)")
     d.add_argument("--out", default="_docs", help="output folder (default: _docs)")
-    d.add_argument("--nbs", default=None, help="notebook folder (default: nbs/ of this checkout)")
-    d.add_argument("--no-exec", action="store_true", help="do not execute the notebooks (no figures)")
+    d.add_argument("--no-exec", action="store_true", help="do not execute the notebooks (pages without outputs)")
+    d.add_argument("--only", nargs="+", metavar="STEM", help="these notebooks only, and the index (e.g. 01_kernels)")
     return p
 
 
@@ -55,10 +55,10 @@ def main(argv=None) -> int:
               f"{len(runs) - len(failures)} ok, {len(failures)} failed)")
         return 1 if failures else 0
     if args.cmd == "docs":
-        from ovk_nb.docs import DocsBuildError, build_docs
+        from ovk_nb.docs import DocsError, build
         try:
-            index = build_docs(out=args.out, nbs=args.nbs, execute=not args.no_exec)
-        except DocsBuildError as e:                # a page that fails is a failed build: non-zero exit
+            index = build(out=args.out, execute=not args.no_exec, only=args.only)
+        except DocsError as e:                     # outside a checkout, no [docs] extra, or a warning/failed cell
             print(f"ovk-nb: {e}", file=sys.stderr)
             return 1
         print(f"Documentation: {index}")

@@ -159,7 +159,7 @@ def write_sources(srcdir, nbs=None, only=None) -> list:
     return written
 
 def _config_inited(app, config):
-    write_sources(app.srcdir, only=config.ovk_only or None)
+    write_sources(app.srcdir, nbs=config.ovk_nbs or None, only=config.ovk_only or None)
 
 def _build_finished(app, exc):
     "MathJax served from the site (`mathjax_path` points here): no CDN."
@@ -171,6 +171,7 @@ def _build_finished(app, exc):
 def setup(app):
     "The Sphinx extension (`extensions = ['ovk_nb.docs', ...]` in docs/conf.py): writes the sources, serves MathJax."
     app.add_config_value('ovk_only', [], 'env', types=[list])
+    app.add_config_value('ovk_nbs', '', 'env', types=[str])
     app.connect('config-inited', _config_inited)
     app.connect('build-finished', _build_finished)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}
@@ -181,18 +182,19 @@ def our_names() -> list:
     return sorted({k[len(mod) + 1:] for mod, syms in d['syms'].items() for k in syms if '.' not in k[len(mod) + 1:]})
 
 # %% ../nbs/3_reproduction/07_docs.ipynb #63e614af
-def sphinx_args(out='_docs', execute=True, only=None, srcdir=None, jobs=1) -> list:
+def sphinx_args(out='_docs', execute=True, only=None, srcdir=None, jobs=1, nbs=None) -> list:
     "The `sphinx-build` arguments of the site: warnings are errors, all reported (`-W --keep-going`)."
     conf = find_root() / 'docs'
     args = ['-W', '--keep-going', '-q', '-b', 'html', '-j', str(jobs), '-c', str(conf), str(srcdir or conf), str(out)]
     if not execute: args += ['-D', 'nb_execution_mode=off']
     if only: args += ['-D', 'ovk_only=' + ','.join(only)]
+    if nbs: args += ['-D', f'ovk_nbs={Path(nbs).resolve()}']
     return args
 
-def build(out='_docs', execute=True, only=None, srcdir=None, jobs=1) -> Path:
+def build(out='_docs', execute=True, only=None, srcdir=None, jobs=1, nbs=None) -> Path:
     """Build the site into `out` with Sphinx and MyST-NB (see `sphinx_args`; `srcdir`: where the generated sources go,
     default `docs/`); the path of its `index.html`. Raises DocsError on any warning, failed cell or missing extra."""
-    args = sphinx_args(out, execute, only, srcdir, jobs)
+    args = sphinx_args(out, execute, only, srcdir, jobs, nbs)
     if srcdir: Path(srcdir).mkdir(parents=True, exist_ok=True)
     try: from sphinx.cmd.build import build_main
     except ImportError: raise DocsError("the site needs the [docs] extra: pip install -e '.[docs]'") from None
@@ -250,10 +252,11 @@ def main(argv=None) -> int:
     b.add_argument('--no-exec', action='store_true', help='do not execute the notebooks (pages without outputs)')
     b.add_argument('--only', nargs='+', metavar='STEM', help='these notebooks only (and the index), e.g. 01_kernels')
     b.add_argument('--srcdir', default=None, help='where the generated sources go (default: docs/)')
+    b.add_argument('--nbs', default=None, help='the notebook folder (default: nbs/ of the checkout)')
     a = p.parse_args(argv)
     try:
         if a.cmd == 'readme': return readme(check=a.check)
-        print(f"Documentation: {build(a.out, not a.no_exec, a.only, a.srcdir)}")
+        print(f"Documentation: {build(a.out, not a.no_exec, a.only, a.srcdir, nbs=a.nbs)}")
     except DocsError as e:
         print(f"docs: {e}", file=sys.stderr)
         return 1
