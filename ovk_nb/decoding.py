@@ -142,6 +142,10 @@ class Decoder:
     `task_loss` Delta(z, y), `surrogate` ||g - phi(y)||^2, `output` the decisions as the user's objects."""
     B2 = 1.0                                   # sup_y ||phi(y)||^2 (for SALAMI's default learning rate)
 
+    def bound2(self, width=None) -> float:
+        "sup ||phi(y)||^2 over the labels, for labels of `width` columns when it depends on it (here it does not)."
+        return float(self.B2)
+
     def start(self) -> dict:
         return {}
 
@@ -344,13 +348,24 @@ class Squared(Decoder):
                 raise ValueError(f"bounds must be a pair (lo, hi) of finite values with lo < hi, got {bounds!r}")
         self.bounds = bounds
 
-    @property
-    def B2(self):
+    def bound2(self, width=None) -> float:
+        """B^2 = sup ||phi(y)||^2 = 1 + r^2 + r^4, r^2 = sum_j max(|lo_j|, |hi_j|)^2 over the d columns of y: scalar bounds
+        bound each of the `width` columns (None: one column), bounds of width w need width w (or None)."""
         if self.bounds is None:
             return np.inf
-        r2 = float(np.sum(np.maximum(np.abs(np.asarray(self.bounds[0], float)), np.abs(np.asarray(self.bounds[1], float))) ** 2
-                          * np.ones(1)))
+        lo, hi = (np.atleast_1d(np.asarray(b, float)) for b in self.bounds)
+        w = max(lo.size, hi.size)
+        if width is not None:
+            if w > 1 and width != w:
+                raise ValueError(f"Y must have {w} columns, the width of the Squared decoder's bounds, got {width}")
+            w = int(width)
+        r2 = float(np.sum(np.broadcast_to(np.maximum(np.abs(lo), np.abs(hi)), (w,)) ** 2))
         return 1.0 + r2 + r2 ** 2
+
+    @property
+    def B2(self):
+        "sup ||phi(y)||^2 for labels as wide as the bounds (scalar bounds: one column; see `bound2` for Y's width)."
+        return self.bound2()
 
     def encode(self, Y, reg, step=0):
         Y = check_matrix(Y, "Y", allow_1d=True)

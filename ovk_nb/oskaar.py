@@ -193,9 +193,12 @@ class OSKAAR(StreamLearner):
     budget : int >= 1 or None, default=None
         None: the exact learner (O(t^2) memory). m: the Nystrom variant on the dictionary of the first m inputs, O(m^2 + mD)
         memory and work per round.
-    history : int >= 0 or None, default=None
-        Per-step records kept: None every round (8 (2 + D) bytes a round, D the decisions' width; with a budget the only
-        memory that grows with t), k the last k rounds.
+    history : int >= 0, 'all' or None, default=None
+        Rounds whose per-step records (`losses_`, `surrogate_losses_`, `decisions_`) are kept, 8 (2 + D) bytes a round (D
+        the decisions' width). None: every round for the exact learner (its factor holds O(t^2) numbers already), the
+        last `budget` rounds with a budget (so that everything kept is O(budget)); 'all': every round, also with a budget
+        (an explicit opt-in: the only memory of a budgeted learner that grows with t); k: the last k rounds (at most
+        2 (k + n) rows for calls of n rows). `cumulative_loss_` counts every round whatever is kept.
 
     Attributes
     ----------
@@ -208,7 +211,7 @@ class OSKAAR(StreamLearner):
     n_features_in_ : int
         Number of input features.
     losses_, surrogate_losses_, decisions_ : ndarray
-        Per-round task loss, surrogate loss and decision (the last `history` rounds).
+        Per-round task loss, surrogate loss and decision (the rounds `history` keeps).
     cumulative_loss_ : float
         Sum of the task losses of every round.
 
@@ -259,6 +262,15 @@ def _setup(self: OSKAAR, X, Y, classes=None):
         if w > 1 and code.shape[1] != w:
             raise ValueError(f"Y must have {w} columns, the width of the Squared decoder's bounds, got {code.shape[1]}")
     return code
+
+
+@patch
+def _history(self: OSKAAR):
+    "Rounds the records keep: `history`; None means every round, or the last `budget` rounds with a budget (O(budget))."
+    h = self.history
+    if h is None:
+        return self.budget
+    return None if isinstance(h, str) else h
 
 
 @patch

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 from fastcore.basics import patch
 
-from .decoding import Decoder, Squared
+from .decoding import Decoder
 from .kernels import ScalarKernel
 from .linalg import NystromFeatures
 from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates
@@ -30,13 +30,11 @@ def lifespan(s: int, lifetime) -> float:
 
 
 def default_eta(decoder, eta=None, d=None) -> float:
-    """eta, or the exp-concavity constant 1/(8 B^2) of the surrogate loss with B^2 = sup ||phi(y)||^2 (decoder.B2). d: the
-    labels' width, when known: a `Squared` decoder's scalar bounds then bound each of the d columns (B^2 grows with d)."""
+    """eta, or the exp-concavity constant 1/(8 B^2) of the surrogate loss with B^2 = sup ||phi(y)||^2
+    (`decoder.bound2(d)`). d: the labels' width, when known (a `Squared` decoder's scalar bounds bound each column)."""
     if eta is not None:
         return float(eta)
-    if isinstance(decoder, Squared) and decoder.bounds is not None and d is not None:
-        decoder = Squared(bounds=tuple(np.broadcast_to(np.asarray(b, float), (d,)) for b in decoder.bounds))
-    B2 = float(decoder.B2)
+    B2 = float(decoder.bound2(d))
     if not np.isfinite(B2) or B2 <= 0:
         raise ValueError(f"eta must be given (a learning rate > 0): the default 1/(8 B^2) needs a bounded feature map, "
                          f"and {decoder!r} has B^2 = sup ||phi(y)||^2 = {B2} (give Squared its bounds, or eta)")
@@ -80,7 +78,9 @@ class SALAMI(OSKAAR):
     round, mixed by exponential weights on their surrogate losses (sleeping experts). kernel, lam, decoder as OSKAAR;
     eta: learning rate (default 1/(8 B^2)); lifetime: expert s lives lifetime * 2**v(s) rounds (geometric covering,
     O(lifetime log t) live experts; expert 0 never dies), None keeps every expert (the paper's schedule); budget: None
-    (exact experts) or m, every expert a budgeted OSKAAR on the dictionary of its first m inputs (our extension)."""
+    (exact experts) or m, every expert a budgeted OSKAAR on the dictionary of its first m inputs (our extension);
+    history: the rounds whose records (`losses_`, ..., `n_live_`, `mean_start_`: 8 (4 + D) bytes a round) are kept, as
+    OSKAAR's: None every round without a budget and the last `budget` rounds with one, 'all' every round, k the last k."""
     _parameter_constraints = {"kernel": [None, InstanceOf(ScalarKernel)], "lam": [Interval(numbers.Real, 0, None, "neither")],
                               "decoder": [None, InstanceOf(Decoder)], "eta": [None, Interval(numbers.Real, 0, None, "neither")],
                               "lifetime": [None, Interval(numbers.Integral, 1, None)],

@@ -97,10 +97,15 @@ class StreamLearner(BaseEstimator):
     _step_records = ()         # arrays with one row per step from step `_rec0` on, grown geometrically, pickled
     _threads = 1               # BLAS threads inside a pass (None: leave BLAS alone): many small products, see below
     _rec0 = 0                  # the stream step of the records' first row (> 0 once `history` has dropped old steps)
-    _parameter_constraints = {"history": [None, Interval(numbers.Integral, 0, None)]}
+    _parameter_constraints = {"history": [None, Interval(numbers.Integral, 0, None), Options(("all",))]}
 
     def _use_params(self, first):
         "Store what the pass reads from the validated hyper-parameters (nothing by default)."
+
+    def _history(self):
+        "The number of past steps the records keep: None (every step) for `history=None` or 'all', else `history`."
+        h = getattr(self, "history", None)
+        return None if h is None or isinstance(h, str) else h
 
     def _records(self):
         "The per-step records this learner keeps: all of `_step_records` (KernelStream: only with `record_errors=True`)."
@@ -118,7 +123,7 @@ def _grow_records(self: StreamLearner, n):
     names = self._records()
     if not names:
         return
-    k, r0 = getattr(self, "history", None), self._rec0
+    k, r0 = self._history(), self._rec0
     if min(len(getattr(self, name)) for name in names) >= self.n_seen_ + n - r0:
         return
     new0 = r0 if k is None else max(r0, self.n_seen_ - k)
@@ -139,7 +144,7 @@ def _kept_steps(self: StreamLearner, name):
     if name not in self._records():
         raise AttributeError(f"{type(self).__name__} keeps no per-step records (they grow with the stream): construct it "
                              f"with record_errors=True to keep them (8 bytes a step and output, bounded by `history`)")
-    k, end = getattr(self, "history", None), self.n_seen_ - self._rec0
+    k, end = self._history(), self.n_seen_ - self._rec0
     return getattr(self, name)[0 if k is None else max(0, end - k):end].copy()
 
 

@@ -106,7 +106,7 @@ def test_pickled_mid_stream_resumes_bit_identically(kind):
 
 def test_budgeted_variant_is_nystrom_kaar_and_keeps_its_memory():
     X, Y, dec = make("hamming", 80)
-    est = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=12)
+    est = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=12, history="all")
     est._block_size = 5
     for a in range(0, 80, 17):
         est.partial_fit(X[a:a + 17], Y[a:a + 17])
@@ -157,8 +157,8 @@ def test_centred_embedding_gives_the_same_decisions(kind, budget):
     X, Y, dec = make(kind, n=80, seed=5)
     plain = type(dec)(**{**vars(dec), "centre": False})
     assert dec.centre and not plain.centre
-    a = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=budget).fit(X, Y)
-    b = OSKAAR(RBF(0.7), lam=0.2, decoder=plain, budget=budget).fit(X, Y)
+    a = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=budget, history="all").fit(X, Y)
+    b = OSKAAR(RBF(0.7), lam=0.2, decoder=plain, budget=budget, history="all").fit(X, Y)
     np.testing.assert_array_equal(a.decisions_, b.decisions_)
     np.testing.assert_array_equal(a.losses_, b.losses_)
     np.testing.assert_array_equal(a.predict(X[:20]), b.predict(X[:20]))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ovk_nb.decoding import Squared
+from ovk_nb.decoding import Hamming, Squared
 from ovk_nb.kernels import RBF
 from ovk_nb.oskaar import OSKAAR, oskaar_literal
 from ovk_nb.salami import SALAMI, default_eta, lifespan, salami_literal
@@ -145,7 +145,7 @@ def test_budgeted_equals_literal_with_budgeted_experts(kind, lifetime, budget):
     X, Y, dec = make(kind, 45)
     eta = 0.05 if kind == "squared" else None
     Z, loss, surr, G, P = salami_literal(RBF(0.7), 0.2, X, Y, dec, eta=eta, lifetime=lifetime, budget=budget)
-    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, lifetime=lifetime, budget=budget)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, eta=eta, lifetime=lifetime, budget=budget, history="all")
     est._block_size = 4
     for a in range(0, 45, 13):
         est.partial_fit(X[a:a + 13], Y[a:a + 13])
@@ -170,7 +170,7 @@ def test_a_budget_covering_the_stream_is_the_exact_learner(kind):
 
 def test_budgeted_expert_zero_is_budgeted_oskaar_and_memory_stays_bounded():
     X, Y, dec = make("hamming", 900)
-    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, lifetime=1, budget=20)
+    est = SALAMI(RBF(0.7), lam=0.2, decoder=dec, lifetime=1, budget=20, history="all")
     est._block_size = 32
     for a in range(0, 900, 150):
         est.partial_fit(X[a:a + 150], Y[a:a + 150])
@@ -182,7 +182,7 @@ def test_budgeted_expert_zero_is_budgeted_oskaar_and_memory_stays_bounded():
             else:
                 assert f.n < 20
     # lifetime 1: the odd starts live one round, so the mixture's first rounds are expert 0's (scaled by its weight)
-    G0 = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=20).fit(X, Y)
+    G0 = OSKAAR(RBF(0.7), lam=0.2, decoder=dec, budget=20, history="all").fit(X, Y)
     assert est.active_experts_[0] == 0
     w = est.weights_[0]
     assert w > 0.5 and G0.n_seen_ == est.n_seen_
@@ -193,7 +193,7 @@ def test_budgeted_expert_zero_is_budgeted_oskaar_and_memory_stays_bounded():
 @pytest.mark.parametrize("kind", ["hamming", "candidates", "spearman"])
 def test_budgeted_pickled_mid_stream_resumes_and_failures_leave_it_as_it_was(kind):
     X, Y, dec = make(kind, 70)
-    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, budget=8).partial_fit(X[:41], Y[:41])
+    a = SALAMI(RBF(0.7), lam=0.2, decoder=dec, budget=8, history="all").partial_fit(X[:41], Y[:41])
     before = pickle.dumps(a)
     with pytest.raises(ValueError, match="X"):
         a.partial_fit(np.full((3, 3), np.nan), Y[:3])
@@ -212,7 +212,8 @@ def test_budgeted_pickled_mid_stream_resumes_and_failures_leave_it_as_it_was(kin
 @pytest.mark.parametrize("n", [20, 21, 33])
 def test_budgeted_predict_is_the_decision_of_the_next_round(kind, n):
     X, Y, dec = make(kind, n + 1)
-    for cls, kw in ((OSKAAR, dict(budget=20)), (SALAMI, dict(budget=20, lifetime=2)), (SALAMI, dict(budget=4, lifetime=64))):
+    for cls, kw in ((OSKAAR, dict(budget=20, history="all")), (SALAMI, dict(budget=20, lifetime=2, history="all")),
+                    (SALAMI, dict(budget=4, lifetime=64, history="all"))):
         est = cls(RBF(0.7), lam=0.2, decoder=dec, **kw).fit(X[:n], Y[:n])   # n = 20: the dictionary has just filled
         nxt = cls(RBF(0.7), lam=0.2, decoder=dec, **kw).fit(X, Y)
         want = nxt.decoder_.output(nxt.decisions_[n:].astype(int), nxt._reg)[0]
@@ -331,3 +332,37 @@ def test_default_eta_counts_every_column_under_scalar_bounds():
     X = np.random.default_rng(0).normal(size=(20, 3))
     est = SALAMI(decoder=Squared(bounds=(-1.0, 1.0))).fit(X, np.clip(X, -1, 1))
     assert est.eta_ == pytest.approx(1 / (8 * 13))
+
+
+@pytest.mark.parametrize("cls", ["OSKAAR", "SALAMI"])
+def test_budgeted_records_are_bounded_by_default_and_all_is_an_opt_in(cls):
+    """Issue 19.3: with a budget and the default history, the per-round records hold the last `budget` rounds (at most
+    2 (m + n) rows for calls of n rows); history='all' keeps every round; the exact learner keeps every round."""
+    from ovk_nb.oskaar import OSKAAR
+    make_est = {"OSKAAR": OSKAAR, "SALAMI": SALAMI}[cls]
+    m, n = 15, 40
+    r = np.random.default_rng(2)
+    X = r.normal(size=(600, 3))
+    Y = (X[:, :2] + 0.3 * r.normal(size=(600, 2)) > 0).astype(int)
+    est = {h: make_est(RBF(0.7), lam=0.5, decoder=make("hamming")[2], budget=m, history=h) for h in (None, "all")}
+    for a in range(0, 600, n):
+        for e in est.values():
+            e.partial_fit(X[a:a + n], Y[a:a + n])
+        assert max(len(getattr(est[None], k)) for k in est[None]._step_records) <= 2 * (m + n)
+    assert len(est[None].losses_) == m and len(est["all"].losses_) == 600
+    np.testing.assert_array_equal(est[None].losses_, est["all"].losses_[-m:])
+    assert est[None].cumulative_loss_ == est["all"].cumulative_loss_
+    assert len(make_est(RBF(0.7), lam=0.5, decoder=make("hamming")[2]).fit(X[:100], Y[:100]).losses_) == 100
+    with pytest.raises(ValueError, match="history"):
+        make_est(history="some").fit(X[:10], Y[:10, 0])
+
+
+def test_squared_bound_counts_the_labels_width_at_the_root():
+    "decoding.Squared.bound2(width): scalar bounds bound each of the width columns; bounds of width w refuse another width."
+    assert Squared(bounds=(-1.0, 1.0)).bound2(3) == 1 + 3 + 9
+    assert Squared(bounds=(-1.0, 1.0)).B2 == Squared(bounds=(-1.0, 1.0)).bound2() == 3
+    assert Squared(bounds=([-1.0, 0.0], [1.0, 2.0])).bound2(2) == Squared(bounds=([-1.0, 0.0], [1.0, 2.0])).B2 == 1 + 5 + 25
+    with pytest.raises(ValueError, match="Y must have 2 columns"):
+        Squared(bounds=([-1.0, 0.0], [1.0, 2.0])).bound2(3)
+    assert Squared().bound2(4) == np.inf and Hamming().bound2(7) == Hamming().B2
+    assert default_eta(Squared(bounds=(-2.0, 2.0)), d=2) == pytest.approx(1 / (8 * (1 + 8 + 64)))
