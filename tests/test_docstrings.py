@@ -1,0 +1,405 @@
+"""numpydoc's validation over the public API (issue 23): every name of `ovk_nb.__all__`, the public names of the
+floor-1 modules, and the public methods their classes define.
+
+Checks (numpydoc codes; see `numpydoc.validate.ERROR_MSGS`), on every name:
+  GL08 no docstring · SS01 no summary · PR01 a parameter (of `__init__` for a class) not documented · PR02 a documented
+  parameter that does not exist · PR07 a parameter without description · RT01 returns something, no Returns section
+and on the classes and functions themselves (not on methods):
+  EX01 no Examples section
+and on estimators (scikit-learn `BaseEstimator`) and kernels (`OVKernel`, `ScalarKernel`, `OutputOperator`):
+  OVK1 no Parameters section although `__init__` takes arguments · OVK2 (estimators) no Attributes section.
+
+`TO_DOCUMENT` lists the names that still fail, one a line. The test fails for a name that fails and is not listed (a
+new or a regressed docstring) and for a listed name that passes (delete its line): the list only shrinks."""
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+validate = pytest.importorskip("numpydoc.validate")
+from numpydoc.docscrape import get_doc_object  # noqa: E402
+
+import ovk_nb  # noqa: E402
+
+CHECKS = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01"}
+CHECKS_TOP = CHECKS | {"EX01"}
+NBS = Path(__file__).resolve().parent.parent / "nbs"
+FLOOR_1 = sorted("ovk_nb." + m[1] for nb in (NBS / "1_shared").glob("*.ipynb")    # their `#| default_exp`
+                 if (m := re.search(r'"#\|\s*default_exp\s+([\w.]+)', nb.read_text(encoding="utf-8"))))
+SKLEARN_ADDED = {f"set_{m}_request" for m in ("fit", "partial_fit", "predict", "score", "transform",
+                                                "decision_function")}
+
+
+def _is_kind(obj):
+    "'estimator', 'kernel' or None."
+    from sklearn.base import BaseEstimator
+    from ovk_nb.kernels import OutputOperator, OVKernel, ScalarKernel
+    if not inspect.isclass(obj): return None
+    if issubclass(obj, BaseEstimator): return "estimator"
+    if issubclass(obj, (OVKernel, ScalarKernel, OutputOperator)): return "kernel"
+    return None
+
+
+def public_api() -> list:
+    "The import paths checked: top-level names, floor-1 modules' `__all__`, and the public methods of their classes."
+    objs = {}
+    for name in ovk_nb.__all__:
+        obj = getattr(ovk_nb, name)
+        objs[f"{obj.__module__}.{obj.__qualname__}" if hasattr(obj, "__qualname__") else f"ovk_nb.{name}"] = obj
+    for mod in FLOOR_1:
+        m = importlib.import_module(mod)
+        for name in getattr(m, "__all__", []):
+            obj = getattr(m, name)
+            if (inspect.isclass(obj) or inspect.isfunction(obj)) and obj.__module__ == mod:
+                objs[f"{mod}.{name}"] = obj
+    paths = []
+    for path, obj in sorted(objs.items()):
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)): continue
+        paths.append(path)
+        if inspect.isclass(obj):
+            for k, v in vars(obj).items():
+                if (k.startswith("_") and k != "__call__") or k in SKLEARN_ADDED: continue
+                if inspect.isfunction(v) or isinstance(v, (classmethod, staticmethod)):   # properties: Attributes
+                    paths.append(f"{path}.{k}")
+    return paths
+
+
+def problems(path: str) -> list:
+    "The failed checks of `path`: `['PR01: Parameters {'kernel'} not documented', ...]`."
+    res = validate.validate(path)
+    obj = validate.Validator._load_obj(path)
+    top = inspect.isclass(obj) or (inspect.isfunction(obj) and "." not in obj.__qualname__)
+    out = [f"{c}: {m}" for c, m in res["errors"] if c in (CHECKS_TOP if top else CHECKS)]
+    kind = _is_kind(obj)
+    if kind:
+        doc = get_doc_object(obj)
+        takes = [p for p in inspect.signature(obj.__init__).parameters if p not in ("self", "args", "kwargs")]
+        if takes and not doc["Parameters"]: out.append("OVK1: no Parameters section, __init__ takes " + ", ".join(takes))
+        if kind == "estimator" and not doc["Attributes"]: out.append("OVK2: no Attributes section (fitted attributes)")
+    return out
+
+
+# The names still to document: delete a line when its docstring passes (the test says which). Never add one.
+TO_DOCUMENT = """
+ovk_nb.datasets.data_file
+ovk_nb.datasets.digit_halves
+ovk_nb.datasets.finger_window
+ovk_nb.datasets.load_basicmotions
+ovk_nb.datasets.load_digits16
+ovk_nb.datasets.load_digits8
+ovk_nb.datasets.load_elecdemand_curves
+ovk_nb.datasets.load_gait
+ovk_nb.datasets.load_letters
+ovk_nb.datasets.load_linnerud
+ovk_nb.datasets.load_mfeat
+ovk_nb.datasets.load_solar_flare
+ovk_nb.datasets.load_yeast
+ovk_nb.datasets.make_finger_movement
+ovk_nb.datasets.make_paper000_synthetic
+ovk_nb.datasets.optional_import
+ovk_nb.datasets.paper000_features
+ovk_nb.decoding.CandidateSet
+ovk_nb.decoding.CandidateSet.decode
+ovk_nb.decoding.CandidateSet.encode
+ovk_nb.decoding.CandidateSet.from_output_kernel
+ovk_nb.decoding.CandidateSet.output
+ovk_nb.decoding.CandidateSet.start
+ovk_nb.decoding.CandidateSet.task_loss
+ovk_nb.decoding.Decoder
+ovk_nb.decoding.Decoder.bound2
+ovk_nb.decoding.Decoder.output
+ovk_nb.decoding.Decoder.output_kernel
+ovk_nb.decoding.Decoder.start
+ovk_nb.decoding.Decoder.stats
+ovk_nb.decoding.Decoder.surrogate
+ovk_nb.decoding.Hamming
+ovk_nb.decoding.Hamming.decode
+ovk_nb.decoding.Hamming.encode
+ovk_nb.decoding.Hamming.features
+ovk_nb.decoding.Hamming.task_loss
+ovk_nb.decoding.Spearman
+ovk_nb.decoding.Spearman.decode
+ovk_nb.decoding.Spearman.encode
+ovk_nb.decoding.Spearman.features
+ovk_nb.decoding.Spearman.task_loss
+ovk_nb.decoding.Squared
+ovk_nb.decoding.Squared.bound2
+ovk_nb.decoding.Squared.decode
+ovk_nb.decoding.Squared.encode
+ovk_nb.decoding.Squared.features
+ovk_nb.decoding.Squared.task_loss
+ovk_nb.decoding.ZeroOne
+ovk_nb.decoding.ZeroOne.decode
+ovk_nb.decoding.ZeroOne.output
+ovk_nb.decoding.ZeroOne.task_loss
+ovk_nb.decoding.argmin_in_batches
+ovk_nb.decoding.as_samples
+ovk_nb.decoding.candidate_grams
+ovk_nb.decoding.check_centre
+ovk_nb.decoding.check_kernel
+ovk_nb.decoding.checked_gram
+ovk_nb.decoding.feature_space_loss
+ovk_nb.decoding.finite_labels
+ovk_nb.decoding.fit_grams
+ovk_nb.decoding.kernel_diag
+ovk_nb.decoding.n_items
+ovk_nb.decoding.take_items
+ovk_nb.distributed.DaskKernelOperator
+ovk_nb.distributed.DaskKernelOperator.__call__
+ovk_nb.distributed.DaskKernelOperator.apply_K
+ovk_nb.distributed.DaskKernelOperator.gather_X
+ovk_nb.distributed.as_row_blocks
+ovk_nb.distributed.check_dask_X
+ovk_nb.distributed.dask_argmin
+ovk_nb.distributed.dask_block_nystrom
+ovk_nb.distributed.dask_block_nystrom_normal_equations
+ovk_nb.distributed.dask_block_nystrom_predict
+ovk_nb.distributed.dask_cg_fit
+ovk_nb.distributed.dask_kernel_predict
+ovk_nb.distributed.dask_nystrom_fit
+ovk_nb.distributed.dask_predict
+ovk_nb.distributed.dask_rows
+ovk_nb.distributed.is_dask_array
+ovk_nb.distributed.tree_sum
+ovk_nb.gp.OVKGaussianProcess.fit
+ovk_nb.gp.OVKGaussianProcess.log_marginal_likelihood
+ovk_nb.gp.OVKGaussianProcess.predict
+ovk_nb.gp.OVKGaussianProcess.sample_y
+ovk_nb.kernels.BlockKernel
+ovk_nb.kernels.BlockKernel.validate
+ovk_nb.kernels.ColumnKernel
+ovk_nb.kernels.ColumnKernel.resolve
+ovk_nb.kernels.ColumnKernel.validate
+ovk_nb.kernels.Coregionalization.matrix_gradient
+ovk_nb.kernels.Coregionalization.theta_gradient
+ovk_nb.kernels.Coregionalization.validate
+ovk_nb.kernels.IdentityOperator
+ovk_nb.kernels.IntegralOperator
+ovk_nb.kernels.Laplacian
+ovk_nb.kernels.Linear
+ovk_nb.kernels.MultiplicationOperator
+ovk_nb.kernels.OVKernel
+ovk_nb.kernels.OVKernel.apply
+ovk_nb.kernels.OVKernel.block
+ovk_nb.kernels.OVKernel.diag
+ovk_nb.kernels.OVKernel.gram
+ovk_nb.kernels.OVKernel.validate
+ovk_nb.kernels.OutputOperator
+ovk_nb.kernels.OutputOperator.__call__
+ovk_nb.kernels.OutputOperator.eig
+ovk_nb.kernels.OutputOperator.pinv
+ovk_nb.kernels.OutputOperator.validate
+ovk_nb.kernels.Params
+ovk_nb.kernels.Params.clone_with_theta
+ovk_nb.kernels.Params.get_params
+ovk_nb.kernels.Params.resolve
+ovk_nb.kernels.Params.set_params
+ovk_nb.kernels.Polynomial
+ovk_nb.kernels.Polynomial.validate
+ovk_nb.kernels.ScalarKernel
+ovk_nb.kernels.ScalarKernel.__call__
+ovk_nb.kernels.ScalarKernel.diag
+ovk_nb.kernels.ScalarKernel.gram_gradient
+ovk_nb.kernels.ScalarKernel.validate
+ovk_nb.kernels.ScaledKernel
+ovk_nb.kernels.ScaledKernel.validate
+ovk_nb.kernels.Separable
+ovk_nb.kernels.Separable.T_eig
+ovk_nb.kernels.Separable.validate
+ovk_nb.kernels.SumKernel
+ovk_nb.kernels.SumKernel.validate
+ovk_nb.kernels.SumKernel.with_weights
+ovk_nb.kernels.check_gram_finite
+ovk_nb.kernels.data_gamma
+ovk_nb.kernels.field_apply
+ovk_nb.kernels.gaussian_profile
+ovk_nb.kernels.gaussian_times_J
+ovk_nb.kernels.grid_weights
+ovk_nb.kernels.linear_quadratic
+ovk_nb.kernels.paper000_J
+ovk_nb.kernels.resolve_kernel
+ovk_nb.kernels.sq_distances
+ovk_nb.kernels.truncate_operator
+ovk_nb.linalg.BlockNystrom
+ovk_nb.linalg.BlockNystrom.__call__
+ovk_nb.linalg.BlockNystrom.normal_equations
+ovk_nb.linalg.EigenFactor
+ovk_nb.linalg.EigenFactor.coef
+ovk_nb.linalg.EigenFactor.coef_path
+ovk_nb.linalg.EigenFactor.den
+ovk_nb.linalg.EigenFactor.loo_residuals
+ovk_nb.linalg.EigenFactor.of
+ovk_nb.linalg.EigenFactor.predict_path
+ovk_nb.linalg.EigenFactor.smoothed
+ovk_nb.linalg.EigenFactor.solve
+ovk_nb.linalg.EigenFactor.truncate
+ovk_nb.linalg.KernelParts
+ovk_nb.linalg.KernelParts.apply
+ovk_nb.linalg.KernelParts.apply_grams
+ovk_nb.linalg.KernelParts.grams
+ovk_nb.linalg.KernelParts.inner
+ovk_nb.linalg.KernelParts.quad_diag
+ovk_nb.linalg.NystromFeatures
+ovk_nb.linalg.NystromFeatures.__call__
+ovk_nb.linalg.NystromModel
+ovk_nb.linalg.NystromModel.predict
+ovk_nb.linalg.NystromSystem
+ovk_nb.linalg.NystromSystem.solve
+ovk_nb.linalg.NystromSystem.terms
+ovk_nb.linalg.RFFModel
+ovk_nb.linalg.RFFModel.predict
+ovk_nb.linalg.RandomFourierFeatures.__call__
+ovk_nb.linalg.RandomFourierFeatures.solve
+ovk_nb.linalg.RandomFourierFeatures.terms
+ovk_nb.linalg.RandomFourierFeatures.z
+ovk_nb.linalg.blas_threads
+ovk_nb.linalg.eigh_psd
+ovk_nb.linalg.factor_threads
+ovk_nb.linalg.field_matvec
+ovk_nb.linalg.group_columns
+ovk_nb.linalg.grouped_cholesky
+ovk_nb.linalg.idle_cores
+ovk_nb.linalg.is_field_kernel
+ovk_nb.linalg.jacobi_preconditioner
+ovk_nb.linalg.kernel_matvec
+ovk_nb.linalg.masked_solve
+ovk_nb.linalg.masked_solve_dense
+ovk_nb.linalg.nystrom_fit
+ovk_nb.linalg.nystrom_preconditioner
+ovk_nb.linalg.ov_nystrom_preconditioner
+ovk_nb.linalg.pcg
+ovk_nb.linalg.rff_fit
+ovk_nb.linalg.separable_preconditioner
+ovk_nb.linalg.symmetric_operator
+ovk_nb.metrics.functional_r2
+ovk_nb.metrics.lcr
+ovk_nb.metrics.mse
+ovk_nb.metrics.rbf_loss
+ovk_nb.metrics.rsse
+ovk_nb.monorma.MONORMA
+ovk_nb.monorma.MONORMA.components
+ovk_nb.monorma.MONORMA.predict
+ovk_nb.movkl.FunctionalKRR.fit
+ovk_nb.movkl.FunctionalKRR.predict
+ovk_nb.movkl.FunctionalKRR.score
+ovk_nb.movkl.MovKL.combined_kernel
+ovk_nb.movkl.MovKL.fit
+ovk_nb.movkl.MovKL.predict
+ovk_nb.movkl.MovKL.score
+ovk_nb.mvml.MVML.fit
+ovk_nb.mvml.MVML.predict
+ovk_nb.mvml.MVMLClassifier.decision_function
+ovk_nb.mvml.MVMLClassifier.fit
+ovk_nb.mvml.MVMLClassifier.predict
+ovk_nb.mvml.MultiViewKernel
+ovk_nb.onorma.ONORMA.fit
+ovk_nb.onorma.ONORMA.predict
+ovk_nb.onorma.ONORMA.score
+ovk_nb.oskaar.OSKAAR.loss
+ovk_nb.oskaar.OSKAAR.predict
+ovk_nb.oskaar.OSKAAR.score
+ovk_nb.quantile.JointQuantileRegressor.fit
+ovk_nb.quantile.JointQuantileRegressor.predict
+ovk_nb.quantile.JointQuantileRegressor.score
+ovk_nb.ridge.OVKRidge.coef_path
+ovk_nb.ridge.OVKRidge.fit
+ovk_nb.ridge.OVKRidge.loo_errors
+ovk_nb.ridge.OVKRidge.loo_residuals
+ovk_nb.ridge.OVKRidge.predict
+ovk_nb.ridge.OVKRidge.predict_path
+ovk_nb.ridge.OVKRidge.refit
+ovk_nb.ridge.OVKRidgeCV.fit
+ovk_nb.ridge.OVKRidgeCV.predict
+ovk_nb.salami.SALAMI
+ovk_nb.streaming.KernelStream
+ovk_nb.streaming.StreamLearner
+ovk_nb.streaming.StreamLearner.fit
+ovk_nb.streaming.StreamLearner.learn_many
+ovk_nb.streaming.StreamLearner.learn_one
+ovk_nb.streaming.StreamLearner.partial_fit
+ovk_nb.streaming.StreamLearner.predict_many
+ovk_nb.streaming.StreamLearner.predict_one
+ovk_nb.streaming.budget
+ovk_nb.streaming.check_decay
+ovk_nb.streaming.check_truncation
+ovk_nb.streaming.gram_rows
+ovk_nb.streaming.step_record
+ovk_nb.streaming.step_sizes
+ovk_nb.streaming.window_start
+ovk_nb.validation.InstanceOf
+ovk_nb.validation.InstanceOf.is_satisfied_by
+ovk_nb.validation.Interval
+ovk_nb.validation.Interval.is_satisfied_by
+ovk_nb.validation.Options
+ovk_nb.validation.Options.is_satisfied_by
+ovk_nb.validation.Predicate
+ovk_nb.validation.Predicate.is_satisfied_by
+ovk_nb.validation.check_X
+ovk_nb.validation.check_X_Y
+ovk_nb.validation.check_feature_names
+ovk_nb.validation.check_fitted
+ovk_nb.validation.check_input
+ovk_nb.validation.check_matrix
+ovk_nb.validation.check_positive
+ovk_nb.validation.check_psd
+ovk_nb.validation.feature_names
+ovk_nb.validation.fit_context
+ovk_nb.validation.sym_in_weights
+ovk_nb.validation.validate_estimator_params
+ovk_nb.validation.validate_params
+ovk_nb.weights.exp_weights
+ovk_nb.weights.lr_norm_weights
+""".split()
+
+
+def test_public_api_is_found():
+    paths = public_api()
+    assert "ovk_nb.ridge.OVKRidge" in paths and "ovk_nb.ridge.OVKRidge.fit" in paths
+    assert "ovk_nb.kernels.RBF" in paths and "ovk_nb.validation.check_X_Y" in paths
+    assert len(paths) == len(set(paths)) > 100
+
+
+def _bad(x, y=1):
+    "no period, no parameters described, returns without a Returns section"
+    return x + y
+
+
+def _good(x):
+    """Add one.
+
+    Parameters
+    ----------
+    x : float
+        A number.
+
+    Returns
+    -------
+    float
+        `x` + 1.
+
+    Examples
+    --------
+    >>> _good(1)
+    2
+    """
+    return x + 1
+
+
+def test_the_checks_can_fail():
+    bad = " ".join(problems(f"{__name__}._bad"))
+    for code in ["PR01", "RT01", "EX01"]:
+        assert code in bad, (code, bad)
+    assert problems(f"{__name__}._good") == []
+    from ovk_nb.ridge import OVKRidge
+    assert _is_kind(OVKRidge) == "estimator"
+
+
+def test_numpydoc_validation_of_the_public_api():
+    failing = {p: probs for p in public_api() if (probs := problems(p))}
+    new = {p: probs for p, probs in failing.items() if p not in TO_DOCUMENT}
+    fixed = sorted(set(TO_DOCUMENT) - set(failing))
+    msg = "\n".join([f"{p}: " + " | ".join(probs) for p, probs in sorted(new.items())] +
+                    [f"{p}: passes now: delete its line from TO_DOCUMENT" for p in fixed])
+    assert not new and not fixed, f"{len(new)} undocumented, {len(fixed)} documented since:\n{msg}"
