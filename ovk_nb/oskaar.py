@@ -138,13 +138,13 @@ def _trsv(buf, n: int, b, transpose: bool) -> np.ndarray:
         return x
     if not _DTRSV:
         _DTRSV.append(_capsule_dtrsv())
-    blas = _DTRSV[0]
-    if blas is None or not (buf.flags.c_contiguous and buf.dtype == np.float64 and buf.shape[0] == buf.shape[1]):
+    blas, c = _DTRSV[0], buf.flags.c_contiguous
+    if blas is None or not ((c or buf.flags.f_contiguous) and buf.dtype == np.float64 and buf.shape[0] == buf.shape[1]):
         return solve_triangular(buf[:n, :n], x, lower=True, trans=int(transpose), check_finite=False)
-    fn, ct = blas
+    fn, ct = blas                                         # C order: BLAS reads L^T (upper); Fortran order: L itself
     N, lda, inc = ct.c_int(n), ct.c_int(buf.shape[0]), ct.c_int(1)
-    fn(b"U", b"N" if transpose else b"T", b"N", ct.addressof(N), buf.ctypes.data, ct.addressof(lda), x.ctypes.data,
-       ct.addressof(inc))
+    uplo, trans = (b"U", b"N" if transpose else b"T") if c else (b"L", b"T" if transpose else b"N")
+    fn(uplo, trans, b"N", ct.addressof(N), buf.ctypes.data, ct.addressof(lda), x.ctypes.data, ct.addressof(inc))
     return x
 
 
@@ -443,6 +443,8 @@ def primal_block(P: dict, Xb, Phi) -> tuple:
     and R <- R chol(I + H^T H), S <- S + F_b^T Phi_b. Returns (G, the new state); P is left as it was."""
     F = P["nf"](Xb)
     R, B = P["R"], len(Xb)
+    if B == 1:                                                      # one round (learn_one): `_primal_step1`
+        return _primal_step1(P, F, Phi)
     with np.errstate(over="ignore", invalid="ignore"):              # overflow is refused below, by name
         H = _forward(R, F.T).T
         Lb = cholesky(np.eye(B) + H @ H.T, lower=True, check_finite=False)
@@ -470,6 +472,29 @@ def _block_primal(self: OSKAAR, Xb, cb, reg):
     "A block of the budgeted variant (`primal_block`)."
     G, self._primal = primal_block(self._primal, Xb, self.decoder_.features(cb, reg))
     return G
+
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #19f33e27
+def _primal_step1(P: dict, F, Phi) -> tuple:
+    "`primal_block` for one round (F: its Nystrom features (1, m), Phi its label features (1, D)), in O(m^2 + mD)."
+    R, f = P["R"], F[0]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):     # overflow is refused below, by name
+        h = _trsv(R, len(R), f, transpose=False)
+        q = 1.0 + h @ h
+        v = _trsv(R, len(R), h / q, transpose=True)
+        S = P["S"]
+        if S.shape[1] < Phi.shape[1]:                               # new labels (ids) since: zero columns
+            S = np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1])))
+        G = (v @ S)[None]
+        s = 1.0 + np.concatenate(([0.0], np.cumsum(h * h)))         # s_0 .. s_m
+        Q = R * h                                                   # column i: h_i R[:, i]
+        T = np.zeros_like(R)
+        T[:, :-1] = np.cumsum(Q[:, :0:-1], axis=1)[:, ::-1]         # T[:, k] = sum_{i > k} h_i R[:, i]
+        Rn = R * np.sqrt(s[1:] / s[:-1]) + T * (h / np.sqrt(s[:-1] * s[1:]))
+        new = {**P, "R": Rn, "S": S + np.outer(f, Phi[0])}
+    if not (np.isfinite(G).all() and np.isfinite(Rn).all() and np.isfinite(new["S"]).all()):
+        raise ValueError(f"the budgeted state overflows on these 1 inputs (Nystrom features up to "
+                         f"{float(np.abs(F).max()):.3g}): scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
+    return G, new
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch

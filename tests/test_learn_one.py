@@ -19,13 +19,15 @@ MAKERS = {
     "monorma": lambda: MONORMA([gaussian_times_J(3, g) for g in (0.5, 2.0)], eta=0.5),
     "oskaar": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
     "salami": lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=2),
+    "oskaar-budget": lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), budget=15),      # one-row primal rounds
+    "salami-budget": lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=4, budget=10),
 }
 
 
 def data(name, n=120, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 4)) / 2
-    if name in ("oskaar", "salami"):
+    if name.startswith(("oskaar", "salami")):
         return X, (X[:, :3] + 0.3 * rng.normal(size=(n, 3)) > 0).astype(int), {}
     if name.endswith("margin"):
         return X, rng.integers(0, 3, n), {"classes": [0, 1, 2]}
