@@ -621,10 +621,20 @@ class RandomFourierFeatures:
 
     def solve(self, G, R, lam) -> "RFFModel":
         "The primal ridge on the summed (G, R): W (2D, d) with f(x) = z(x)^T W."
-        if self.kind == "separable":
-            e, V = self.T_eig
-            g, Q = eigh_psd((G + G.T) / 2)
-            return RFFModel(self, EigenFactor(g, Q, e, V, V.T, Q.T @ R).smoothed(lam))
+        if self.kind == "separable":                 # W = sum_l e_l (e_l G + lam I)^{-1} R_l V_l^T: one Cholesky per
+            e, V = self.T_eig                           # distinct e_l (few for most T), else one eigh of G for all of them
+            groups = group_columns(e[None, :])
+            if len(groups) > 4:
+                g, Q = eigh_psd((G + G.T) / 2)
+                return RFFModel(self, EigenFactor(g, Q, e, V, V.T, Q.T @ R).smoothed(lam))
+            S = np.zeros_like(R)
+            for (el,), idx in groups:
+                if el > 0:
+                    A = G * el
+                    A[np.diag_indices_from(A)] += lam
+                    S[:, idx] = el * sla.cho_solve(sla.cho_factor(A, overwrite_a=True, check_finite=False), R[:, idx],
+                                                   check_finite=False)
+            return RFFModel(self, S @ V.T)
         t, Vf = self._vflat()
         A = G[np.ix_(t, t)] * (Vf @ Vf.T)
         b = np.einsum("ud,ud->u", R[t], Vf)

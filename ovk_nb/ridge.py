@@ -21,9 +21,11 @@ from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, Su
 # floor 1; dask itself is imported only for Dask data
 from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
                                 dask_nystrom_fit, dask_predict, dask_rows,
-                                is_dask_array, check_dask_X)
+                                is_dask_array, check_dask_X, tree_sum, _terms, _finite)
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
-                           kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads)
+                           kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
+                           factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
+                           RandomFourierFeatures, _rff_kind)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context)
 
@@ -62,23 +64,33 @@ def _dense_cholesky(kernel, X, Y, lam):
     return C if s is None else C / s
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #01470d24
-PRECONDITIONERS = ("auto", "jacobi", "separable")
+PRECONDITIONERS = ("auto", "jacobi", "separable", "nystrom")
 
 
-def _cg_solve(parts: KernelParts, X, Y, lam, tol=1e-10, max_iter=None, preconditioner="auto"):
-    "Preconditioned CG for (1) in the symmetric frame; returns (C, n_iter, converged)."
+def _cg_solve(parts: KernelParts, X, Y, lam, tol=1e-10, max_iter=None, preconditioner="auto", landmarks=None):
+    """Preconditioned CG for (1) in the symmetric frame; returns (C, n_iter, converged). Vector-field kernels
+    (`linalg.is_field_kernel`) use their structured operator and, by default, the Nystrom preconditioner on `landmarks`."""
     grams = parts.grams(X, X)
-    kind = ("separable" if parts.separable else None) if preconditioner == "auto" else preconditioner
+    field = is_field_kernel(parts)
+    kind = ("separable" if parts.separable else "nystrom" if field else None) if preconditioner == "auto" else preconditioner
     if kind == "separable" and not parts.separable:
         raise ValueError("preconditioner='separable' needs a Separable kernel or a SumKernel of Separables")
+    L = X if landmarks is None else landmarks
     M = (separable_preconditioner(parts, grams, lam) if kind == "separable" else
-         jacobi_preconditioner(parts, X, lam) if kind == "jacobi" else None)
+         jacobi_preconditioner(parts, X, lam) if kind == "jacobi" else
+         _symmetric_frame(ov_nystrom_preconditioner(parts.kernel, X, lam, L), parts.s) if kind == "nystrom" else None)
     s = parts.s
-    Z, info = pcg(kernel_matvec(parts, X, lam, grams), Y * s, M, tol=tol, max_iter=max_iter)
+    mv = field_matvec(parts, X, lam, grams) if field else kernel_matvec(parts, X, lam, grams)
+    Z, info = pcg(mv, Y * s, M, tol=tol, max_iter=max_iter)
     return Z / s, info["iterations"], info["converged"]
 
+
+def _symmetric_frame(P, s):
+    "A preconditioner of K + lam I moved to the symmetric frame D (K + lam I) D^{-1}, D = I kron diag(s)."
+    return P if np.all(s == 1) else (lambda R: P(R / s) * s)
+
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ea4815b5
-SOLVERS = ("auto", "dense", "eigen", "cholesky", "cg", "nystrom")
+SOLVERS = ("auto", "dense", "eigen", "cholesky", "cg", "nystrom", "rff")
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 _RIDGE_CONSTRAINTS = {
@@ -121,6 +133,8 @@ def _choose_solver(parts: KernelParts, solver, n):
     if solver == "cholesky" and parts.eig is None:
         raise ValueError("solver='cholesky' needs a Separable kernel or a SumKernel of Separables whose operators T commute; "
                          "use 'cg' or 'dense'")
+    if solver == "rff":
+        _rff_kind(kernel)
     if solver == "nystrom" and not parts.separable:
         raise ValueError(f"solver='nystrom' needs a Separable kernel or a SumKernel of Separables, got {type(kernel).__name__}")
     return solver
@@ -130,8 +144,9 @@ BLAS_THREADS_MIN_ND = 40000      # n d at and above which the factorisations use
 
 
 def _solve_threads(solver, n, d):
-    "BLAS thread limit for `_solve`: 1 for CG, Nystrom and systems with n d < BLAS_THREADS_MIN_ND; None (all cores) above."
-    return 1 if solver in ("cg", "nystrom") or n * d < BLAS_THREADS_MIN_ND else None
+    """BLAS thread limit for `_solve`: 1 for CG, Nystrom and systems with n d < BLAS_THREADS_MIN_ND; above, all cores only
+    while a core besides ours is idle (`linalg.factor_threads`: threaded OpenBLAS on a busy machine loses several times)."""
+    return 1 if solver in ("cg", "nystrom") else factor_threads(n * d, BLAS_THREADS_MIN_ND)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #3db6ba5c
 def _eigen_factor(parts: KernelParts, X, Y):
@@ -143,7 +158,7 @@ def _eigen_factor(parts: KernelParts, X, Y):
 def _solve(est, solver, parts, X, Y, lam):
     """Fit with `solver`: sets est's coef_, n_iter_ (CG's iterations; 1 for a direct factorisation, as scikit-learn counts
     one pass of a non-iterative solver), _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_)."""
-    est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 1, None, None, None
+    est.n_iter_, est.coef_, est._nystrom, est._eig_cache, est._rff = 1, None, None, None, None
     if solver == "dense":
         est.coef_ = _dense_cholesky(est.kernel_, X, Y, lam)
     elif solver == "eigen":
@@ -152,15 +167,22 @@ def _solve(est, solver, parts, X, Y, lam):
     elif solver == "cholesky":
         est.coef_ = grouped_cholesky(parts, X, Y, lam)
     elif solver == "cg":
-        est.coef_, est.n_iter_, ok = _cg_solve(parts, X, Y, lam, est.tol, est.max_iter, est.preconditioner)
+        L = X[_landmark_rows(est, len(X))] if est.preconditioner in ("auto", "nystrom") else None
+        est.coef_, est.n_iter_, ok = _cg_solve(parts, X, Y, lam, est.tol, est.max_iter, est.preconditioner, L)
         if not ok:
             warnings.warn(f"CG did not reach tol={est.tol} in {est.n_iter_} iterations", ConvergenceWarning)
+    elif solver == "rff":
+        est._rff = rff_fit(est.kernel_, X, Y, lam, int(est.n_components), est.random_state)
+        est.n_components_ = int(est.n_components)
     else:
-        p = min(int(est.n_components), len(X))
-        idx = np.sort(np.random.default_rng(est.random_state).choice(len(X), p, replace=False))
-        est.landmarks_ = X[idx]
+        est.landmarks_ = X[_landmark_rows(est, len(X))]
         est._nystrom = nystrom_fit(parts, X, Y, lam, est.landmarks_)
         est.n_components_ = [f.rank for f in est._nystrom.feats]      # numerical rank kept per scalar kernel
+
+
+def _landmark_rows(est, n):
+    "min(n_components, n) sorted row indices drawn with random_state: Nystrom's landmarks, CG's Nystrom preconditioner."
+    return np.sort(np.random.default_rng(est.random_state).choice(n, min(int(est.n_components), n), replace=False))
 
 
 def _apply_chunked(kernel, X, X_fit, C, chunk=None):
@@ -184,22 +206,26 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         identity of Y's width. Data-driven arguments are resolved at fit; the result is `kernel_`.
     lam : float, default=1.0
         Regularisation > 0 (KernelRidge's `alpha`).
-    solver : {'auto', 'dense', 'eigen', 'cholesky', 'cg', 'nystrom'}, default='auto'
+    solver : {'auto', 'dense', 'eigen', 'cholesky', 'cg', 'nystrom', 'rff'}, default='auto'
         'auto': dense if n d <= 1000, else cholesky if T has <= 8 distinct eigenvalue groups, else eigen for a Separable,
-        else cg. 'dense': Cholesky of the nd x nd Gram. 'eigen': eigh of the scalar Gram (Separable only; keeps the
+        else cg (e.g. `CurlFreeRBF`, `DivFreeRBF`). 'dense': Cholesky of the nd x nd Gram. 'eigen': eigh of the scalar Gram (Separable only; keeps the
         factorisation for lam paths and LOO). 'cholesky': one Cholesky per distinct eigenvalue of T (Separable or sums of
         Separables with commuting T). 'cg': preconditioned conjugate gradients (any kernel). 'nystrom': `n_components`
-        landmarks (Separable or sums of Separables).
+        landmarks (Separable or sums of Separables). 'rff': operator-valued random Fourier features with `n_components`
+        frequencies, the ridge solved in feature space (Separable(RBF), CurlFreeRBF, DivFreeRBF; `linalg.rff_fit`).
     tol : float, default=1e-10
         CG's relative residual tolerance.
     max_iter : int or None, default=None
         CG's iteration cap (None: 10 n d).
-    preconditioner : {'auto', 'separable', 'jacobi'} or None, default='auto'
-        CG's preconditioner.
+    preconditioner : {'auto', 'separable', 'jacobi', 'nystrom'} or None, default='auto'
+        CG's preconditioner. 'auto': 'separable' for sums of Separables, 'nystrom' (an operator-valued Nystrom
+        approximation on `n_components` landmark rows, inverted by Woodbury) for CurlFreeRBF / DivFreeRBF, else none.
     n_components : int, default=300
-        Number of Nystrom landmarks (capped at n).
+        Number of Nystrom landmarks (capped at n; also those of CG's 'nystrom' preconditioner), or of random Fourier
+        frequencies D for solver='rff' (2D features: cos and sin).
     random_state : int, Generator or None, default=None
-        Seed that draws the Nystrom landmarks (and, for a Dask X, the rows that resolve the kernel).
+        Seed that draws the Nystrom landmarks or the random Fourier frequencies (and, for a Dask X, the rows that resolve
+        the kernel).
     center_y : bool, default=True
         Subtract the training mean of each output before solving and add it back when predicting (as
         `GaussianProcessRegressor(normalize_y=True)`): the penalty then shrinks towards the mean, not towards 0. False
@@ -212,7 +238,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     y_mean_ : ndarray of shape (n_outputs,)
         The mean subtracted from Y (zeros when `center_y=False`).
     coef_ : ndarray of shape (n_samples, n_outputs)
-        The coefficients c_i (None for the Nystrom solver, whose model lives in feature space).
+        The coefficients c_i (None for the Nystrom and rff solvers, whose models live in feature space).
     solver_ : str
         The solver used.
     n_iter_ : int
@@ -224,7 +250,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_outputs_ : int
         Number of outputs d.
     landmarks_, n_components_ : ndarray, list of int
-        Nystrom only: the landmark rows and the numerical rank kept per scalar kernel.
+        Nystrom only: the landmark rows and the numerical rank kept per scalar kernel (rff: n_components_ is D).
 
     See Also
     --------
@@ -232,8 +258,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    A Dask array as X fits on the Dask workers: solver 'auto'/'nystrom' (Nystrom; 'auto' warns that it approximates) or
-    'cg' (exact CG).
+    A Dask array as X fits on the Dask workers: solver 'auto'/'nystrom' (Nystrom; 'auto' warns that it approximates),
+    'rff' (random Fourier features: the 2D x 2D normal equations summed on the workers) or 'cg' (exact CG).
 
     Examples
     --------
@@ -279,7 +305,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if is_dask_array(X):
             return _predict_dask(self, X)
         X = check_X(self, X)
-        F = self._nystrom.predict(X) if self.solver_ == "nystrom" else _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_)
+        F = (self._nystrom.predict(X) if self.solver_ == "nystrom" else self._rff.predict(X) if self.solver_ == "rff" else
+             _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_))
         F += _y_mean(self)
         return F[:, 0] if self._y1d else F
 
@@ -303,13 +330,20 @@ def _fit_dask(est, X, Y):
     if Y.shape[1] != d:
         raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {d}")
     parts = KernelParts(kernel)
-    if est.solver not in ("auto", "nystrom", "cg"):
-        raise ValueError(f"a Dask array X needs solver='nystrom' (or 'auto') or solver='cg', got solver={est.solver!r}: the "
-                         "other solvers factor the n x n Gram on one machine")
-    est.n_iter_, est.coef_, est._nystrom, est._eig_cache = 1, None, None, None
+    if est.solver not in ("auto", "nystrom", "cg", "rff"):
+        raise ValueError(f"a Dask array X needs solver='nystrom' (or 'auto'), 'rff' or 'cg', got solver={est.solver!r}: "
+                         "the other solvers factor the n x n Gram on one machine")
+    est.n_iter_, est.coef_, est._nystrom, est._eig_cache, est._rff = 1, None, None, None, None
     est.y_mean_ = np.asarray(Y.mean(axis=0).compute(), dtype=float) if est.center_y else np.zeros(d)
     Y = Y - est.y_mean_
-    if est.solver == "cg":
+    if est.solver == "rff":                 # (Z^T Z, Z^T Y') per row block on its worker, tree-summed, solved here
+        _rff_kind(kernel)
+        center = np.asarray(X.mean(axis=0).compute(), dtype=float)
+        feats = RandomFourierFeatures(kernel, X.shape[1], int(est.n_components), est.random_state, center=center)
+        D2 = 2 * int(est.n_components)
+        G, R = tree_sum(_terms, feats, X, Y, ((D2, D2), (D2, d)))
+        est._rff, est.n_components_, est.solver_ = feats.solve(G, R, float(est.lam)), int(est.n_components), "rff"
+    elif est.solver == "cg":
         Yn = np.asarray(Y.compute(), dtype=float)
         C, info, Xn = dask_cg_fit(parts, X, Yn, float(est.lam), est.tol, est.max_iter, est.preconditioner)
         if not info["converged"]:
@@ -335,6 +369,10 @@ def _predict_dask(est, X):
     "OVKRidge.predict on a Dask array: blockwise on the workers, a Dask array back."
     check_fitted(est, "n_features_in_")
     check_dask_X(X, "predicting", p=est.n_features_in_)
+    if est.solver_ == "rff":
+        Xb, _ = as_row_blocks(X)
+        F = Xb.map_blocks(lambda x: est._rff.predict(_finite(x, "X")), chunks=(Xb.chunks[0], (est.n_outputs_,)), dtype=float) + _y_mean(est)
+        return F[:, 0] if est._y1d else F
     F = (dask_predict(est._nystrom, X) if est.solver_ == "nystrom" else
          dask_kernel_predict(est.kernel_, X, est.X_fit_, est.coef_)) + _y_mean(est)
     return F[:, 0] if est._y1d else F
