@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from .experiments import paper000, paper001, paper002, paper003, paper004  # noqa: F401  (importing them registers their experiments, in this order)
-from .experiments.core import (REGISTRY, VERDICT_KINDS, Experiment, Run, _fmt, evidence_link, rows_to_csv,
-                                     rows_to_markdown, verdict_kind)
+from .experiments.core import (NOT_ATTEMPTED, REGISTRY, TALLY_KINDS, VERDICT_KINDS, Experiment, Run, _fmt,
+                                     evidence_link, rows_to_csv, rows_to_markdown, verdict_kind, verdict_problems)
 
 # %% auto #0
-__all__ = ['PAPERS', 'MIN_SCALE', 'load_experiments', 'run_experiments', 'docs_base', 'summary_rows', 'short_title',
-           'write_report']
+__all__ = ['PAPERS', 'PAPER_SOURCES', 'MIN_SCALE', 'load_experiments', 'run_experiments', 'docs_base', 'provenance',
+           'summary_rows', 'rule_violations', 'tally', 'console_summary', 'short_title', 'dead_links', 'write_report']
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #b32990f9
 def load_experiments() -> dict[str, Experiment]:
@@ -51,7 +51,7 @@ def run_experiments(names=None, quick: bool = False, out="reports", seed: int = 
             failures[n] = traceback.format_exc()
             log(f"    FAILED after {run.seconds:.1f}s\n{failures[n]}")
         runs.append((exp, run))
-    write_report(runs, failures, out, quick)
+    write_report(runs, failures, out, quick, seed=seed)
     return runs, failures
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #26bf990b
@@ -60,10 +60,17 @@ PAPERS = {"000": "ONORMA and MONORMA: online learning with operator-valued kerne
           "002": "OSKAAR and SALAMI: online structured prediction with implicit losses",
           "003": "MVML: multi-view metric learning",
           "004": "Kernel dependency estimation with (conditional) covariance operator-valued kernels"}
+# the papers as they name themselves (title, authors), from our copies in shared/papers
+PAPER_SOURCES = {
+    "000": ("Online Learning with Multiple Operator-valued Kernels", "J. Audiffren, H. Kadri"),
+    "001": ("Multiple Operator-valued Kernel Learning (INRIA RR-7900, 2012)", "H. Kadri, A. Rakotomamonjy, F. Bach, P. Preux"),
+    "002": ("Structured Prediction in Online Learning", "authors not printed in our copy"),
+    "003": ("Multi-view Metric Learning in Vector-valued Kernel Spaces", "R. Huusari, H. Kadri, C. Capponi"),
+    "004": ("A Generalized Kernel Approach to Structured Output Learning", "H. Kadri, M. Ghavamzadeh, P. Preux")}
 
 
 def docs_base(out) -> str:
-    "Where the report's evidence links start: the docs folder relative to `out` (from settings.ini), else `doc_host`."
+    "Where the docs site's evidence pages start, relative to `out` (from settings.ini), else `doc_host`; the report itself no longer links there."
     import configparser
     import os
     for root in [Path(__file__).resolve().parent.parent] if "__file__" in globals() else []:
@@ -76,25 +83,90 @@ def docs_base(out) -> str:
             return s.get("doc_host", "").rstrip("/") + "/"
     return ""
 
+
+def provenance(quick: bool, seed: int = 0) -> dict:
+    "What produced a report: package version, commit, date, seed, sizes, machine (written on the page and in provenance.csv)."
+    import datetime
+    import os
+    import platform
+    import subprocess
+    import sys
+    from ovk_nb import __version__
+    root = Path(__file__).resolve().parent.parent if "__file__" in globals() else Path(".")
+    def git(*a):
+        try:
+            return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        except Exception:
+            return ""
+    commit = git("rev-parse", "--short=12", "HEAD") or "unknown (not a git checkout)"
+    if commit[0] != "u" and git("status", "--porcelain", "--", "ovk_nb"):
+        commit += " + uncommitted changes in ovk_nb/"
+    return {"package": f"ovk_nb {__version__}", "commit": commit,
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "seed": seed, "sizes": "quick (reduced sizes, --quick)" if quick else "full (the papers' sizes)",
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+                       f"Python {sys.version.split()[0]}, numpy {np.__version__}"}
+
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #89c2ea21
 def summary_rows(runs) -> list[dict]:
-    "Every summary line, with its verdict's kind and the link to its evidence (relative to the docs site)."
+    """Every summary line, with its paper, its verdict's kind and its evidence (the experiment's section in the report),
+    then the results the papers report and no experiment runs (`not_attempted`), for the papers of `runs`."""
     out = []
     for exp, r in runs:
         for c in r.comparisons:
-            c = {"verdict": "", "incomparable": "", "section": "", **c}
-            out.append({**c, "kind": verdict_kind(c["verdict"]),
-                        "evidence": evidence_link(exp.module, c["section"] or exp.section)})
+            c = {"verdict": "", "incomparable": "", "section": "", "standin": "", "tolerance": "", "vs_trivial": None, **c}
+            out.append({**c, "paper_id": exp.paper or "-", "kind": verdict_kind(c["verdict"]),
+                        "evidence": f"#{exp.name}", "notebook": evidence_link(exp.module, c["section"] or exp.section)})
+    papers = {exp.paper for exp, _ in runs}
+    for (paper, _), row in NOT_ATTEMPTED.items():
+        if paper in papers:
+            out.append({**row, "kind": "not reproducible", "evidence": f"#paper-{paper}-not-run", "notebook": ""})
+    return out
+
+
+def rule_violations(summ) -> list[str]:
+    "The summary lines that break a verdict rule (`verdict_problems`), as 'experiment: quantity: problem'."
+    return [f"{c['experiment']}: {c['quantity']}: {p}" for c in summ for p in verdict_problems(c)]
+
+
+def tally(summ) -> list[dict]:
+    "Per paper: how many lines of each verdict kind (`TALLY_KINDS`), and how many are not judged."
+    out = []
+    for paper in sorted({c["paper_id"] for c in summ}):
+        rows = [c for c in summ if c["paper_id"] == paper]
+        row = {"paper": paper, "title": PAPERS.get(paper, "")}
+        row.update({k: sum(c["kind"] == k for c in rows) for k in TALLY_KINDS})
+        row["not judged"] = sum(c["kind"] == "not judged" for c in rows)
+        out.append(row)
     return out
 
 
 def _paper_cell(c) -> str:
     "The paper's number, or why there is none to set beside ours."
-    if c["paper"] is not None:
+    if c["paper"] is not None and c["paper"] != "":
         return _fmt(c["paper"])
+    if c.get("standin"):
+        return "not comparable: stand-in data (" + c["standin"] + ")"
     if c["incomparable"]:
         return "not comparable: " + c["incomparable"]
-    return "figure only" if c["kind"] == "figure only" else "no number in the paper"
+    return "no number in the paper"
+
+
+def console_summary(runs) -> str:
+    "What `ovk-nb reproduce` prints at the end: the tally per paper, then the claims that have a paper number beside ours."
+    summ = summary_rows(runs)
+    if not summ:
+        return ""
+    cols = list(TALLY_KINDS) + ["not judged"]
+    lines = ["", "Verdicts per paper (" + " / ".join(cols) + "):"]
+    lines += [f"  paper {t['paper']}: " + " / ".join(str(t[k]) for k in cols) + f"  {t['title']}" for t in tally(summ)]
+    withp = [c for c in summ if c["paper"] is not None and c["paper"] != ""]
+    if withp:
+        lines += ["", "Claims with the paper's number beside ours:"]
+        w = max(len(f"{c['experiment']}: {c['quantity']}") for c in withp)
+        lines += [f"  [{c['paper_id']}] {(c['experiment'] + ': ' + c['quantity']).ljust(w)}  ours {_fmt(c['ours'])}, "
+                  f"paper {_fmt(c['paper'])}: {c['kind']}" for c in withp]
+    return "\n".join(lines)
 
 
 def short_title(title) -> str:
@@ -136,24 +208,29 @@ def _pairs(run) -> list:
     return pairs + [[None, f] for f in figs]
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #2f9c99d1
-def _report_markdown(runs, failures, quick, base) -> str:
-    "The report as Markdown (index.md): contents by paper, the verdicts at a glance, one section per experiment."
+def _claim_row(c) -> dict:
+    return {"result": c["experiment"], "quantity": c["quantity"], "ours": c["ours"], "paper": _paper_cell(c),
+            "verdict": c["verdict"] or "not judged", "tolerance": c.get("tolerance") or ""}
+
+
+def _report_markdown(runs, failures, quick, base=None, prov=None) -> str:
+    "The report as Markdown (index.md): provenance, the tally, each paper's claims (own checks after), one section per experiment."
     summ = summary_rows(runs)
-    parts = [f"# ovk_nb reproduction report{' (quick)' if quick else ''}", "", "## Contents", ""]
-    for paper, items in _by_paper(runs).items():
-        parts.append(f"- Paper {paper}: {PAPERS.get(paper, '')}")
-        parts += [f"  - [{e.name}: {short_title(e.title)}](#{e.name})" for e, _ in items]
-    parts += ["", "## At a glance", ""]
-    for paper, items in _by_paper(runs).items():
-        names = {e.name for e, _ in items}
-        rows = [{"result": c["experiment"], "quantity": c["quantity"], "ours": c["ours"], "paper": _paper_cell(c),
-                 "verdict": c["verdict"] or "not judged", "evidence": base + c["evidence"]}
-                for c in summ if c["experiment"] in names]
-        if rows:
-            parts += [f"### Paper {paper}", "", rows_to_markdown(rows), ""]
+    prov = prov or provenance(quick)
+    parts = [f"# ovk_nb reproduction report{' (quick)' if quick else ''}", "",
+             "; ".join(f"{k}: {v}" for k, v in prov.items()), "", "## Verdicts per paper", "", rows_to_markdown(tally(summ)), ""]
+    for paper in sorted({c["paper_id"] for c in summ}):
+        t, a = PAPER_SOURCES.get(paper, ("", ""))
+        parts += [f"## Paper {paper}: {PAPERS.get(paper, '')}", "", f"*{t}*, {a}.", ""]
+        claims = [_claim_row(c) for c in summ if c["paper_id"] == paper and c["kind"] != "own check"]
+        own = [_claim_row(c) for c in summ if c["paper_id"] == paper and c["kind"] == "own check"]
+        if claims:
+            parts += ["**The paper's results**", "", rows_to_markdown(claims), ""]
+        if own:
+            parts += [f"**Own checks ({len(own)})**", "", rows_to_markdown(own), ""]
     for exp, run in runs:
         parts += [f"## {exp.name}: {short_title(exp.title)}", "", f"Paper {exp.paper}. Time: {getattr(run, 'seconds', 0):.1f}s. "
-                  f"Evidence: {base + evidence_link(exp.module, exp.section)}", ""]
+                  f"Derivation: notebook section {exp.section or exp.name!r} ({evidence_link(exp.module, exp.section)} of the docs).", ""]
         if exp.name in failures:
             parts += ["**FAILED**", "", "```", failures[exp.name].strip(), "```", ""]
         parts += [p for t in run.notes for p in (t, "")]
@@ -175,8 +252,10 @@ th{background:#f0f0f0}caption{text-align:left;font-weight:bold;padding:.3em 0 .5
 .fig img{width:100%;border:1px solid #eee}figure{margin:0}figcaption{font-size:.85em;color:#555}
 pre{background:#f6f6f6;padding:1em;overflow:auto}
 .v{padding:.05em .4em;border-radius:3px}.v-reproduced{background:#d8f0d8}.v-differs{background:#fbeccb}
-.v-not-reproducible{background:#f6d2d2}.v-figure-only{background:#dfe8f6}.v-own-check{background:#ececec}.v-not-judged{background:#fff;border:1px dashed #aaa}
-td.num{text-align:right;white-space:nowrap}.meta{color:#555;font-size:.9em}"""
+.v-not-reproducible{background:#f6d2d2}.v-shape-holds{background:#dfe8f6}.v-own-check{background:#ececec}.v-not-judged{background:#fff;border:1px dashed #aaa}
+td.num{text-align:right;white-space:nowrap}.meta{color:#555;font-size:.9em}
+details{margin:.5em 0 1.2em 0}summary{cursor:pointer;font-weight:bold}
+table.tally td,table.tally th{text-align:center}"""
 
 
 def _inline(text: str) -> str:
@@ -204,11 +283,11 @@ def _html_table(rows: list[dict], links=(), caption="") -> str:
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _glance_rows(summ, names, base) -> list[dict]:
-    "The at-a-glance lines of the experiments `names`."
-    return [{"result": (c["experiment"], f"#{c['experiment']}"), "quantity": c["quantity"], "ours": c["ours"],
+def _glance_rows(rows) -> list[dict]:
+    "The at-a-glance lines of summary lines `rows`: the result links to its experiment's section in this page."
+    return [{"result": (c["experiment"], c["evidence"]), "quantity": c["quantity"], "ours": c["ours"],
              "paper": _paper_cell(c), "verdict": (c["kind"].replace(" ", "-"), c["verdict"] or "not judged"),
-             "evidence": ("notebook", base + c["evidence"])} for c in summ if c["experiment"] in names]
+             "tolerance": c.get("tolerance") or "", "note": c.get("note") or ""} for c in rows]
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #4e63e293
 MIN_SCALE = 0.8   # a figure beside its table is shown at least at this fraction of its own width, else it goes under it
@@ -217,10 +296,10 @@ MIN_SCALE = 0.8   # a figure beside its table is shown at least at this fraction
 def _experiment_html(exp, run, failures, base, out=None) -> list[str]:
     """One experiment's section: title, time and evidence link, notes, then each table with its figure beside it, or under
     it when there is no room beside the table for `MIN_SCALE` of the figure's width (the PNGs in `out`, the report's folder)."""
-    link = base + evidence_link(exp.module, exp.section)
+    where = f"nbs/3_reproduction/*_{exp.module.rsplit('.', 1)[-1]}.ipynb, section {exp.section or exp.name!r}"
     folder, out = out, [f'<h3 id="{html.escape(exp.name)}">{html.escape(exp.name)}: {html.escape(short_title(exp.title))}</h3>',
            f'<p class="meta">Paper {html.escape(str(exp.paper))}; {getattr(run, "seconds", 0):.1f}s; '
-           f'evidence and derivations: <a href="{html.escape(link)}">the notebook section</a>.</p>']
+           f'the evidence is this section; the derivation is in {html.escape(where)}.</p>']
     if exp.name in failures:
         out.append("<p><strong>FAILED</strong></p><pre>" + html.escape(failures[exp.name].strip()) + "</pre>")
     out += [f"<p>{_inline(t)}</p>" for t in run.notes]
@@ -241,36 +320,81 @@ def _experiment_html(exp, run, failures, base, out=None) -> list[str]:
     return out
 
 
-def _report_html(runs, failures, quick, base, out=None) -> str:
-    "The HTML report: contents by paper, the verdicts at a glance by paper, one section per experiment."
+def _report_html(runs, failures, quick, base=None, out=None, prov=None) -> str:
+    """The HTML report: provenance, the tally per paper, each paper's claims in a short table (own checks folded below),
+    then one section per experiment (the evidence). Every link stays inside the report's folder."""
     summ, groups, folder = summary_rows(runs), _by_paper(runs), out
+    prov = prov or provenance(quick)
     title = f"ovk_nb reproduction report{' (quick sizes)' if quick else ''}"
-    out = [f"<h1>{html.escape(title)}</h1>", '<nav class="toc"><strong>Contents</strong><ul><li><a href="#at-a-glance">'
-           "At a glance: every paper result, ours, the paper's, the verdict</a></li>"]
+    out = [f"<h1>{html.escape(title)}</h1>",
+           '<p class="meta">' + "; ".join(f"<strong>{html.escape(k)}</strong>: {html.escape(str(v))}" for k, v in prov.items()) + "</p>"]
+    t = tally(summ)
+    for r in t:
+        r["paper"] = (f"Paper {r['paper']}", f"#paper-{r['paper']}")
+    out += ['<h2 id="at-a-glance">Verdicts per paper</h2>',
+            "<p>Kinds: " + " ".join(f'<span class="v v-{k.replace(" ", "-")}">{k}</span>' for k in VERDICT_KINDS)
+            + ". <em>reproduced</em>: on the paper's data, within the stated tolerance; <em>shape holds</em>: on stand-in "
+              "data, where the paper's number is not comparable, the claim's ordering or sign holds within the stated "
+              "tolerance; <em>not reproducible</em>: results the paper reports that we cannot run (the line says what "
+              "would be needed); <em>own check</em>: not a claim of the paper.</p>",
+            _html_table(t, links=("paper",)).replace("<table>", '<table class="tally">', 1)]
+    for paper in sorted({c["paper_id"] for c in summ}):
+        items = groups.get(paper, [])
+        st, au = PAPER_SOURCES.get(paper, ("", ""))
+        out.append(f'<h2 id="paper-{paper}">Paper {paper}: {html.escape(PAPERS.get(paper, ""))}</h2>'
+                   f'<p class="meta"><em>{html.escape(st)}</em>, {html.escape(au)}. Experiments: '
+                   + ", ".join(f'<a href="#{e.name}">{html.escape(e.name)}</a>' for e, _ in items) + ".</p>")
+        rows = [c for c in summ if c["paper_id"] == paper]
+        claims = [c for c in rows if c["kind"] != "own check"]
+        own = [c for c in rows if c["kind"] == "own check"]
+        if claims:
+            out.append(_html_table(_glance_rows(claims), links=("result",), caption="The paper's results"))
+        na = [c for c in claims if c["experiment"].endswith("_not_run")]
+        if na:
+            out.append(f'<p id="paper-{paper}-not-run" class="meta">{len(na)} result(s) of this paper are not run: '
+                       "the lines above that read <em>not reproducible</em> say why and what would be needed.</p>")
+        if own:
+            out.append(f"<details><summary>Own checks ({len(own)})</summary>"
+                       + _html_table(_glance_rows(own), links=("result",)) + "</details>")
+    out.append('<h2 id="evidence">Evidence: one section per experiment</h2>')
     for paper, items in groups.items():
-        out.append(f'<li><a href="#paper-{paper}">Paper {paper}: {html.escape(PAPERS.get(paper, ""))}</a><ul>'
-                   + "".join(f'<li><a href="#{e.name}">{html.escape(short_title(e.title))}</a></li>' for e, _ in items) + "</ul></li>")
-    out += ["</ul></nav>", '<h2 id="at-a-glance">At a glance</h2>',
-            "<p>Verdicts: " + " ".join(f'<span class="v v-{k.replace(" ", "-")}">{k}</span>' for k in VERDICT_KINDS)
-            + ". The paper's number is shown only where it is comparable.</p>"]
-    for paper, items in groups.items():
-        rows = _glance_rows(summ, {e.name for e, _ in items}, base)
-        out.append(f"<h3>Paper {paper}</h3>" + (_html_table(rows, links=("result", "evidence")) if rows else ""))
-    for paper, items in groups.items():
-        out.append(f'<h2 id="paper-{paper}">Paper {paper}: {html.escape(PAPERS.get(paper, ""))}</h2>')
+        out.append(f'<h2 id="evidence-{paper}">Paper {paper}: the experiments</h2>')
         for exp, run in items:
             out += _experiment_html(exp, run, failures, base, folder)
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #ded35b51
-def write_report(runs, failures, out: Path, quick: bool, base: str | None = None):
-    "Write index.md, index.html and summary.csv into `out`; `base`: where the evidence links start (`docs_base`)."
-    base = docs_base(out) if base is None else base
-    summ = summary_rows(runs)
+def dead_links(folder) -> list[str]:
+    """The links of `folder`/index.html that do not resolve offline from that folder: an in-page anchor with no such id, a
+    relative file that is not there, or any address outside the folder (http:, file:, an absolute path, '..')."""
+    folder = Path(folder)
+    page = (folder / "index.html").read_text()
+    ids = set(re.findall(r'\sid="([^"]+)"', page))
+    bad = []
+    for link in (html.unescape(x) for x in re.findall(r'(?:href|src)="([^"]*)"', page)):
+        if link.startswith("#"):
+            if link[1:] not in ids:
+                bad.append(link)
+        elif re.match(r"^[a-z]+:", link) or link.startswith("/") or ".." in Path(link.split("#")[0]).parts:
+            bad.append(link)
+        elif not (folder / link.split("#")[0]).is_file():
+            bad.append(link)
+    return bad
+
+
+def write_report(runs, failures, out: Path, quick: bool, base: str | None = None, seed: int = 0):
+    """Write index.md, index.html, summary.csv and provenance.csv into `out`. A summary line that breaks a verdict rule
+    cannot exist (`Run.compare` refuses it); the not-run rows are checked here too (ValueError)."""
+    out = Path(out)
+    summ, prov = summary_rows(runs), provenance(quick, seed)
+    bad = rule_violations(summ)
+    if bad:
+        raise ValueError("summary lines break the verdict rules:\n" + "\n".join(bad))
     if summ:
         (out / "summary.csv").write_text(rows_to_csv(summ))
-    md = _report_markdown(runs, failures, quick, base)
+    (out / "provenance.csv").write_text(rows_to_csv([prov]))
+    md = _report_markdown(runs, failures, quick, base, prov)
     (out / "index.md").write_text(md)
-    (out / "index.html").write_text(_report_html(runs, failures, quick, base, out))
+    (out / "index.html").write_text(_report_html(runs, failures, quick, base, out, prov))
     return md

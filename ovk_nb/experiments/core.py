@@ -18,8 +18,9 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['REGISTRY', 'VERDICT_KINDS', 'Experiment', 'experiment', 'in_test', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind',
-           'section_anchor', 'evidence_link', 'Run', 'single_threaded']
+__all__ = ['REGISTRY', 'NOT_ATTEMPTED', 'VERDICT_KINDS', 'TALLY_KINDS', 'LEARNS_LITTLE', 'Experiment', 'experiment', 'in_test',
+           'not_attempted', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind', 'verdict_problems', 'section_anchor',
+           'evidence_link', 'tidy_figure', 'Run', 'single_threaded', 'experiment_hashes']
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #51f3be76
 @dataclass
@@ -51,6 +52,21 @@ def in_test() -> bool:
     "True while notebooks run as tests (nbdev sets IN_TEST=1)."
     return os.environ.get("IN_TEST", "") not in ("", "0")
 
+# %% ../../nbs/3_reproduction/00_core.ipynb #6743c900
+NOT_ATTEMPTED: dict[tuple, dict] = {}
+
+
+def not_attempted(paper: str, result: str, because: str, needs: str):
+    """Declare a result of `paper` (a table or figure panel, as the paper names it) that no experiment runs: the report
+    lists it as "not reproducible because `because`", with `needs` (the data or compute it would take), so that the
+    overview is the paper's list of results, not ours."""
+    if not because or not needs:
+        raise ValueError("say why the result is not reproducible (`because`) and what would be needed (`needs`)")
+    NOT_ATTEMPTED[paper, result] = {"experiment": f"paper{paper}_not_run", "quantity": result, "ours": float("nan"),
+                                    "paper": None, "note": f"would need: {needs}",
+                                    "verdict": f"not reproducible because {because}", "incomparable": "not run",
+                                    "section": "", "standin": "", "tolerance": "", "vs_trivial": None, "paper_id": paper}
+
 # %% ../../nbs/3_reproduction/00_core.ipynb #feb7a6d3
 def _fmt(v):
     if isinstance(v, (float, np.floating)):
@@ -81,7 +97,8 @@ def rows_to_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #9731a02e
-VERDICT_KINDS = ("reproduced", "differs", "not reproducible", "figure only", "own check")
+VERDICT_KINDS = ("reproduced", "shape holds", "differs", "not reproducible", "own check")
+TALLY_KINDS = ("reproduced", "shape holds", "differs", "not reproducible", "own check")   # the columns of the report's tally
 
 
 def verdict_kind(verdict: str | None) -> str:
@@ -92,7 +109,58 @@ def verdict_kind(verdict: str | None) -> str:
     for k in VERDICT_KINDS:
         if v.startswith(k):
             return k
+    if v.startswith("figure only"):
+        raise ValueError("'figure only' is no verdict: a claim the paper states is judged whatever the figure "
+                         "(reproduced / shape holds / differs / not reproducible), a check of ours is an 'own check'")
     raise ValueError(f"a verdict starts with one of {VERDICT_KINDS}; got {verdict!r}")
+
+
+LEARNS_LITTLE = 0.9    # a learner whose error is above this fraction of the trivial predictor's has learnt almost nothing
+
+_ODD_TEXTS = {r"(?:±|\+/-)\s*0\.0+(?![\d1-9])": "a '± 0.00' (a spread over one draw, or one that rounds to zero)",
+              r"within 0\.0+(?![\d1-9])\b": "a 'within 0.000' (say 'equal at this precision' or give more digits)",
+              r"\bpaper the paper\b": "'paper the paper'",
+              r"figure only": "'figure only' (a claim in the paper's text is judged whatever the figure)",
+              r"\bn/a\b": "'n/a'"}
+
+
+def verdict_problems(row: dict) -> list[str]:
+    """The verdict rules (issue 22) broken by one summary line (a dict with the keys `Run.compare` writes); [] if none.
+
+    1. The verdict is of a known kind (no 'figure only': a claim stated in the paper is judged whatever its figure).
+    2. On stand-in data (`standin` says what replaces the paper's data) the paper's number is not comparable (no number
+       in `paper`) and the verdict judges only the claim's shape: never 'reproduced'; 'shape holds' or 'differs'.
+    3. 'reproduced' and 'shape holds' state their tolerance (`tolerance`).
+    4. A claim earned where nothing learns much is no claim: a positive verdict ('reproduced', 'shape holds') whose
+       `vs_trivial` (our error over a trivial predictor's) is above `LEARNS_LITTLE` is refused.
+    5. 'not reproducible' and 'differs' say why ('because').
+    6. None of the odd texts (`_ODD_TEXTS`) in the verdict, the note or the reason.
+    """
+    probs = []
+    verdict = row.get("verdict") or ""
+    try:
+        kind = verdict_kind(verdict)
+    except ValueError as e:
+        return [str(e)]
+    paper, standin = row.get("paper"), (row.get("standin") or "").strip()
+    paper = None if paper in ("", None) or (isinstance(paper, float) and not np.isfinite(paper)) else paper
+    if standin and paper is not None:
+        probs.append("on stand-in data the paper's number is not comparable: give it in the note, not as `paper`")
+    if standin and kind == "reproduced":
+        probs.append("no 'reproduced' on stand-in data: judge the claim's shape ('shape holds ...' or 'differs ...')")
+    if kind in ("reproduced", "shape holds") and not (row.get("tolerance") or "").strip():
+        probs.append(f"a '{kind}' verdict states its tolerance")
+    vt = row.get("vs_trivial")
+    if vt not in (None, "") and kind in ("reproduced", "shape holds") and float(vt) > LEARNS_LITTLE:
+        probs.append(f"a positive verdict where the learner is at {float(vt):.2f}x a trivial predictor's error "
+                     f"(> {LEARNS_LITTLE}): nothing learns much, so the claim is not earned")
+    if kind in ("not reproducible", "differs") and "because" not in verdict.lower():
+        probs.append(f"a '{kind}' verdict says why ('because ...')")
+    for text in (verdict, row.get("note") or "", row.get("incomparable") or "", row.get("standin") or ""):
+        for pat, what in _ODD_TEXTS.items():
+            if re.search(pat, str(text), flags=re.I):
+                probs.append(f"odd text: {what} in {str(text)[:80]!r}")
+    return probs
 
 
 def section_anchor(heading: str) -> str:
@@ -105,6 +173,49 @@ def evidence_link(module: str, section: str | None = None) -> str:
     "`3_reproduction/paperNNN.html#anchor`: the docs page of an experiment module and the anchor of `section`."
     page = f"3_reproduction/{module.rsplit('.', 1)[-1]}.html"
     return page + (f"#{section_anchor(section)}" if section else "")
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #ef3cd319
+_LINESTYLES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "v", "D", "x", "+", "*", "P", "h")
+
+
+def tidy_figure(fig):
+    """Make a figure legible the same way everywhere (issue 22): within an axes no two labelled lines share colour, line
+    style and marker (a repeat gets the next line style and marker), and legends go outside the plotting area: a
+    one-axes figure keeps its legend to the right of the axes, a figure of several axes gets one legend (the distinct
+    labels of all its axes' legends) under the panels. Returns `fig`."""
+    from matplotlib.colors import to_hex
+    legends = []
+    for ax in fig.axes:
+        seen = {}
+        for line in ax.get_lines():
+            if line.get_label().startswith("_"):
+                continue
+            key = (to_hex(line.get_color()), line.get_linestyle(), line.get_marker())
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            if k:
+                line.set_linestyle(_LINESTYLES[k % len(_LINESTYLES)])
+                line.set_marker(_MARKERS[(k - 1) % len(_MARKERS)])
+                line.set_markevery(max(1, len(line.get_xdata()) // 8))
+        if ax.get_legend() is not None:
+            legends.append(ax)
+    if not legends:
+        return fig
+    if len(fig.axes) == 1 or len(legends) == 1 and len([a for a in fig.axes if a.get_lines() or a.patches]) == 1:
+        ax = legends[0]
+        h, lab = ax.get_legend_handles_labels()
+        ax.get_legend().remove()
+        ax.legend(h, lab, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        return fig
+    handles = {}
+    for ax in legends:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+        ax.get_legend().remove()
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(4, len(handles)), fontsize=8, frameon=False)
+    return fig
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #b2edf3a8
 @dataclass
@@ -157,8 +268,9 @@ def table(self: Run, name: str, rows: list[dict], caption: str = ""):
 
 @patch
 def figure(self: Run, name: str, fig, caption: str = ""):
-    "Keep a figure: saved as PNG (legible at 110 dpi), displayed in a notebook."
+    "Keep a figure (styles made distinct, legends put outside: `tidy_figure`): saved as PNG at 110 dpi, displayed in a notebook."
     import matplotlib.pyplot as plt
+    tidy_figure(fig)
     self.figures.append((name, caption))
     if self.out is not None:
         fig.savefig(self.out / f"{name}.png", dpi=110, bbox_inches="tight")
@@ -169,18 +281,28 @@ def figure(self: Run, name: str, fig, caption: str = ""):
 
 @patch
 def compare(self: Run, what: str, ours: float, paper: float | None = None, note: str = "", verdict: str | None = None,
-            incomparable: str = "", section: str | None = None):
+            incomparable: str = "", section: str | None = None, standin: str = "", tolerance: str = "",
+            vs_trivial: float | None = None):
     """A summary line: our number, the paper's where it is comparable (else `incomparable` says why), and the verdict
-    (see `VERDICT_KINDS`); `section`: the notebook heading with the evidence (default: the experiment's)."""
+    (see `VERDICT_KINDS`); `section`: the notebook heading with the evidence (default: the experiment's); `standin`: what
+    replaces the paper's data (then the paper's number is not comparable and only the claim's shape is judged);
+    `tolerance`: the tolerance a positive verdict used; `vs_trivial`: our error over a trivial predictor's.
+    A line that breaks a rule of `verdict_problems` is refused (ValueError)."""
     verdict_kind(verdict)                                    # refuses a verdict of no known kind
     if incomparable and paper is not None:
         raise ValueError("give the paper's number only where it is comparable (paper=None with `incomparable`)")
-    self.comparisons.append({"experiment": self.name, "quantity": what, "ours": float(ours),
-                             "paper": None if paper is None else float(paper), "note": note,
-                             "verdict": verdict or "", "incomparable": incomparable, "section": section or ""})
+    line = {"experiment": self.name, "quantity": what, "ours": float(ours),
+            "paper": None if paper is None else float(paper), "note": note,
+            "verdict": verdict or "", "incomparable": incomparable, "section": section or "",
+            "standin": standin, "tolerance": tolerance, "vs_trivial": None if vs_trivial is None else float(vs_trivial)}
+    probs = verdict_problems(line)
+    if probs:
+        raise ValueError(f"summary line {what!r} breaks the verdict rules: " + "; ".join(probs))
+    self.comparisons.append(line)
     if self.show and verdict:
-        _display_markdown(f"*{what}*: ours {_fmt(float(ours))}, paper {_fmt(paper) if paper is not None else incomparable or '-'}"
-                          f" -- **{verdict}**")
+        theirs = (f"paper {_fmt(paper)}" if paper is not None else
+                  f"paper's number not comparable ({standin or incomparable})" if (standin or incomparable) else "no paper number")
+        _display_markdown(f"*{what}*: ours {_fmt(float(ours))}, {theirs} -- **{verdict}**")
 
 
 @patch
@@ -217,3 +339,38 @@ def single_threaded(func):
         with threadpool_limits(1):
             return func(*args, **kwargs)
     return wrapper
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #c4e28751
+def experiment_hashes(module_source: str) -> dict[str, str]:
+    """{experiment name: hash of its code} for the `@experiment` functions of one module's source text: the function and
+    every top-level function, class or constant of the same module it reaches (transitively), unparsed by `ast` (so a
+    comment or a blank line changes nothing). Works on an old commit's text (`git show C:path`) without importing it.
+    The algorithms it calls in other modules are not covered (their own tests pin them)."""
+    import ast
+    import hashlib
+    tree = ast.parse(module_source)
+    nodes = {}
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+            nodes[n.name] = n
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    nodes[t.id] = n
+    out = {}
+    for n in tree.body:
+        if not isinstance(n, ast.FunctionDef):
+            continue
+        for d in n.decorator_list:
+            if (isinstance(d, ast.Call) and getattr(d.func, "id", "") == "experiment" and d.args
+                    and isinstance(d.args[0], ast.Constant)):
+                seen, stack = set(), [n.name]
+                while stack:
+                    name = stack.pop()
+                    if name in seen or name not in nodes:
+                        continue
+                    seen.add(name)
+                    stack += [m.id for m in ast.walk(nodes[name]) if isinstance(m, ast.Name) and m.id in nodes]
+                text = "\n".join(ast.unparse(nodes[s]) for s in sorted(seen))
+                out[d.args[0].value] = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return out

@@ -10,7 +10,23 @@ import time
 import numpy as np
 
 from ..datasets import load_solar_flare, make_paper000_synthetic
-from .core import Run, experiment, single_threaded
+from .core import LEARNS_LITTLE, Run, experiment, not_attempted, single_threaded
+
+# the results of the paper that no experiment here runs: each is a "not reproducible" line of the report
+_NOT_OFFLINE = "the data are not offline here (the machine has no network access)"
+not_attempted("000", "Fig. 1 (right): MSE against n on the CPU performance data", _NOT_OFFLINE,
+              "CPU performance (8192 x 18, d = 4, www.dcc.fc.up.pt/~ltorgo/Regression); SolarFlare stands in (monorma_fig1)")
+not_attempted("000", "Fig. 1: the second MONORMA curve (the caption's 'red and yellow')",
+              "the paper does not say which MONORMA setting the second curve shows",
+              "the authors' setting of the second MONORMA run (kernel set or r)")
+not_attempted("000", "Fig. 2 (top right): misclassification against mu on Dermatology", _NOT_OFFLINE,
+              "Dermatology (UCI, d = 6); wine, iris and digits show the shape (onorma_classification)")
+not_attempted("000", "Fig. 2 (bottom left): MSE against mu on the CPU performance data", _NOT_OFFLINE,
+              "CPU performance (8192 x 18, d = 4); SolarFlare stands in (monorma_fig2)")
+not_attempted("000", "Fig. 2 (bottom right): MSE against mu on the School data", _NOT_OFFLINE,
+              "School (Argyriou et al. 2008: 15362 x 27, d = 2)")
+not_attempted("000", "Table 1: the Dermatology and CPU columns at their data", _NOT_OFFLINE,
+              "Dermatology and CPU performance; stand-ins of their sizes give the ordering only (monorma_table1)")
 from ..kernels import RBF, Linear, Polynomial, Separable, gaussian_times_J, linear_quadratic
 from ..metrics import mse
 from ..monorma import MONORMA
@@ -132,8 +148,8 @@ def exp_ridge_lambda_path(run: Run):
             {"criterion": "oracle (best test)", "lam": lams[int(np.argmin(test))], "test MSE": min(test)}]
     run.table("ridge_lambda_choice", rows, caption=f"lam chosen by each criterion (Gaussian x J, mu=10); path of {len(lams)} lams "
               f"from one eigendecomposition + LOO in {c['t_path']:.2f}s")
-    run.compare("test MSE, Gaussian x J (mu=10), lam by 5-fold CV", test[i_cv], None, "paper: figure only", "figure only: the paper's figures are images in our copy, so no number is compared, only the shape")
-    run.compare("test MSE, linear_quadratic (mu=0.2), best lam", min(c["lq"]), None, "paper: figure only", "figure only: the paper's figures are images in our copy, so no number is compared, only the shape")
+    run.compare("test MSE, Gaussian x J (mu=10), lam by 5-fold CV", test[i_cv], None, "the batch baseline of Figs. 1-2", "own check: the batch counterpart (the paper draws it only as the reference curve of Fig. 2, judged in monorma_fig2)")
+    run.compare("test MSE, linear_quadratic (mu=0.2), best lam", min(c["lq"]), None, "the batch baseline of Figs. 1-2", "own check: the batch counterpart (the paper draws it only as the reference curve of Fig. 2, judged in monorma_fig2)")
     assert test[i_cv] <= 3 * min(test) + 1e-12, (test[i_cv], min(test))
     return rows
 
@@ -178,10 +194,11 @@ def exp_ridge_kernel_param(run: Run):
     run.table("ridge_kernel_param", rows, caption="Batch ridge: lam by 5-fold CV on the training half, MSE on the test half")
     run.compare("batch fit time, Gaussian x J, one mu incl. 5-fold CV (s)", t_g / len(mus_g), None if run.quick else 162.0,
                 "paper's Table 1 'Batch, Synthetic' (its hardware, its CV grid); ours: eigen path per fold",
-                "differs because hardware, solver and CV grid differ (a time, not a result)" if not run.quick else "figure only",
+                "differs because hardware, solver and CV grid differ (a time, not a result)" if not run.quick else
+                "own check: a time at quick sizes (the paper's 162 s is at its size, compared in the full run)",
                 incomparable="quick sizes" if run.quick else "")
-    run.compare("best test MSE, gaussian x J", min(r["test MSE"] for r in g), None, "paper: figure only", "figure only: the paper's figures are images in our copy, so no number is compared, only the shape")
-    run.compare("best test MSE, linear_quadratic", min(r["test MSE"] for r in q), None, "paper: figure only", "figure only: the paper's figures are images in our copy, so no number is compared, only the shape")
+    run.compare("best test MSE, gaussian x J", min(r["test MSE"] for r in g), None, "the batch baseline of Fig. 2", "own check: the batch counterpart (the paper draws it only as the reference curve of Fig. 2, judged in monorma_fig2)")
+    run.compare("best test MSE, linear_quadratic", min(r["test MSE"] for r in q), None, "the batch baseline of Fig. 2", "own check: the batch counterpart (the paper draws it only as the reference curve of Fig. 2, judged in monorma_fig2)")
     return rows
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #53e22c1e
@@ -236,7 +253,7 @@ def onorma_classification(run):
         r = [x for x in rows if x["data"] == name]
         best = min(r, key=lambda x: x["ONORMA test error"])
         run.compare(f"{name}: ONORMA test misclassification (best mu)", best["ONORMA test error"], None,
-                    f"batch {min(x['batch test error'] for x in r):.3f}; paper: Dermatology (not offline), figure only",
+                    f"batch {min(x['batch test error'] for x in r):.3f}; the paper's panel is on Dermatology (not offline)",
                     "not reproducible because the Dermatology data are not offline (the shape is shown on wine, iris, digits)")
     return rows
 
@@ -277,7 +294,7 @@ def onorma_truncation(run):
     run.table("truncation", rows, f"ONORMA on the synthetic data (n={n}, d={d}, mu-kernel 0.2): error and time against the budget")
     _truncation_plot(run, rows)
     run.compare(f"online MSE, budget 1000 / untruncated (n={n})", rows[4]["online MSE"] / rows[5]["online MSE"], None,
-                "ratio; the paper gives no number", "figure only: the paper gives no number for truncation")
+                "ratio; the paper gives no number", "own check: the paper states Theorem 2 for truncation but runs no experiment on it")
     return rows
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #8807ed25
@@ -404,22 +421,55 @@ def _fig1_rows(run, setups):
 def _fig1_compare(run, name, last):
     """Fig. 1's summary lines: the paper's pairing (cumulative online error against batch), MONORMA against ONORMA, and one
     pass against the minimiser of ONORMA's own objective and against cross-validated batch ridge."""
-    fig = "the paper's figure is an image in our copy: the shape is compared, not a number"
+    fig = "the paper states the claim in its text (section 5); its figure gives no number"
+    standin = "" if name.startswith("synthetic") else "SolarFlare for the CPU performance data (not offline)"
+    yes = "shape holds" if standin else "reproduced"
+    triv = last["output variance"]                      # the MSE of predicting the test mean: the trivial predictor
+    on_t, mo_t, b_t = last["ONORMA test MSE"] / triv, last["MONORMA test MSE"] / triv, last["batch test MSE"] / triv
+    run.compare(f"{name}: ONORMA test MSE / trivial predictor's MSE (the mean)", on_t, None,
+                f"MONORMA {mo_t:.3f}, batch {b_t:.3f} of the trivial MSE",
+                f"own check: ONORMA learns {'almost nothing' if on_t > LEARNS_LITTLE else 'something'} here "
+                f"({on_t:.2f}x the mean predictor's MSE; batch {b_t:.2f}x)", standin=standin)
     ratio = last["ONORMA online MSE"] / last["batch test MSE"]
+    close = ratio < 1.5
     run.compare(f"{name}: ONORMA online (cumulative) MSE / batch test MSE (n={last['n']})", ratio, None, fig,
-                "reproduced: the online error approaches the batch error" if ratio < 1.5 else
-                f"differs because one pass at lam = 0.01 regularises far more than cross-validated batch ridge ({ratio:.1f}x)")
+                f"{yes}: the online error approaches the batch error" if close and on_t <= LEARNS_LITTLE else
+                f"differs because ONORMA learns almost nothing here ({on_t:.2f}x the trivial predictor's MSE), so being "
+                f"close to batch ({b_t:.2f}x trivial) is not earned" if close else
+                f"differs because one pass at lam = 0.01 regularises far more than cross-validated batch ridge ({ratio:.1f}x)",
+                standin=standin, tolerance="ratio < 1.5" if close else "", vs_trivial=on_t)
     r = last["MONORMA online MSE"] / last["ONORMA online MSE"]
-    run.compare(f"{name}: MONORMA / ONORMA online MSE (n={last['n']})", r, None, "paper: MONORMA below ONORMA (figure only)",
-                "reproduced: MONORMA below ONORMA" if r < 1 else "differs because MONORMA is not below ONORMA here")
+    run.compare(f"{name}: MONORMA / ONORMA online MSE (n={last['n']})", r, None, "paper: 'MONORMA performs better than ONORMA' (text)",
+                f"{yes}: MONORMA below ONORMA" if r < 1 and mo_t <= LEARNS_LITTLE else
+                f"differs because MONORMA is below ONORMA only where neither learns much ({mo_t:.2f}x and {on_t:.2f}x the "
+                "trivial predictor's MSE)" if r < 1 else "differs because MONORMA is not below ONORMA here",
+                standin=standin, tolerance="ratio < 1" if r < 1 else "", vs_trivial=mo_t)
     o = last["ONORMA test MSE"] / last["ONORMA-objective minimiser test MSE"]
     run.compare(f"{name}: ONORMA test MSE / minimiser of ONORMA's objective (batch ridge at lam = n * 0.01)", o, None, fig,
                 "own check: one pass lands near the exact minimiser of its own objective" if o < 2 else
                 "own check: one pass is still far from its objective's minimiser")
     b = last["ONORMA test MSE"] / last["batch test MSE"]
-    run.compare(f"{name}: ONORMA test MSE / batch test MSE", b, None, "paper: 'close to the batch algorithm' (figure only)",
-                "reproduced: close to the batch algorithm" if b < 1.5 else f"differs because the batch lam is cross-validated: "
-                f"ONORMA's objective (lam = 0.01 per example) itself is {last['ONORMA-objective minimiser test MSE'] / last['batch test MSE']:.1f}x batch")
+    run.compare(f"{name}: ONORMA test MSE / batch test MSE", b, None, "paper: 'a level of accuracy close to the standard batch algorithm' (text)",
+                f"{yes}: close to the batch algorithm" if b < 1.5 and on_t <= LEARNS_LITTLE else
+                f"differs because ONORMA learns almost nothing here ({on_t:.2f}x the trivial predictor's MSE)" if b < 1.5 else
+                f"differs because the batch lam is cross-validated: ONORMA's objective (lam = 0.01 per example) itself is "
+                f"{last['ONORMA-objective minimiser test MSE'] / last['batch test MSE']:.1f}x batch, and the inputs are scaled "
+                "by 1/sqrt(20) to keep MONORMA stable (see the scaling row)",
+                standin=standin, tolerance="ratio < 1.5" if b < 1.5 else "", vs_trivial=on_t)
+
+
+def _scaling_row(run, name, X, Y, K, n):
+    "The 1/sqrt(20) input scaling's effect: ONORMA and batch at x/2 (X is x/sqrt(20)) on the same split, one summary line."
+    Xs = X[:n] * np.sqrt(X.shape[1]) / 2
+    Xtr, Ytr, Xte, Yte = half_split(Xs, Y[:n], run.rng(n))
+    on = _online_scores(ONORMA(K, lam=0.01, eta=1.0), Xtr, Ytr, Xte, Yte)
+    model, _, _, _ = batch_ridge_cv(K, Xtr, Ytr, random_state=run.seed)
+    b = mse(model.predict(Xte), Yte)
+    run.compare(f"{name}: ONORMA test MSE / batch test MSE with inputs x/2 instead of x/sqrt(20) (n={n})", on[1] / b, None,
+                f"ONORMA {on[1]:.4g}, batch {b:.4g}, trivial (mean) {float(Yte.var(0).sum()):.4g}",
+                f"own check: the scaling's effect: at x/2 ONORMA is {on[1] / b:.1f}x batch (at x/sqrt(20) see the row above); "
+                "the scaling that keeps MONORMA stable leaves ONORMA near the output variance")
+    return on[1] / b
 
 
 def _fig1_plot(run, rows, setups):
@@ -447,6 +497,9 @@ def monorma_fig1(run):
     _fig1_plot(run, rows, setups)
     for name in setups:
         _fig1_compare(run, name, [x for x in rows if x["data"] == name][-1])
+        if name.startswith("synthetic"):
+            X, Y, K = setups[name][:3]
+            _scaling_row(run, name, X, Y, K, len(X))
     return rows
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #2f116c3b
@@ -465,7 +518,8 @@ def _fig2_rows(run, setups, gmus, lmus):
                 on = _online_scores(ONORMA(K, lam=0.01, eta=1.0), s * Xtr, Ytr, s * Xte, Yte)
                 model, lam, _, _ = batch_ridge_cv(K, s * Xtr, Ytr, random_state=run.seed)
                 rows.append({"data": name, "kernel": kind, "mu": mu, "ONORMA online MSE": on[0], "ONORMA test MSE": on[1],
-                             "batch test MSE": mse(model.predict(s * Xte), Yte), "batch lam": lam})
+                             "batch test MSE": mse(model.predict(s * Xte), Yte), "batch lam": lam,
+                             "trivial (mean) MSE": float(Yte.var(0).sum())})
             Ks = ([gaussian_times_J(d, gamma=1 / mu) for mu in (0.1, 1.0, 10.0)] if kind == "gaussian" else
                   [Separable(Linear(), np.ones((d, d))), Separable(Polynomial(2, coef0=0.0), np.eye(d))])
             s = raw if kind == "gaussian" else 1.0
@@ -510,9 +564,16 @@ def monorma_fig2(run):
     for name in setups:
         r = [x for x in rows if x["data"] == name]
         best = min(r, key=lambda x: x["ONORMA test MSE"])
-        run.compare(f"{name}: best ONORMA test MSE / best batch test MSE", best["ONORMA test MSE"] /
-                    min(x["batch test MSE"] for x in r), None, "paper: figure only",
-                    "figure only: the paper's figures are images in our copy, so no number is compared, only the shape")
+        ratio = best["ONORMA test MSE"] / min(x["batch test MSE"] for x in r)
+        standin = "" if name.startswith("synthetic") else "SolarFlare for the CPU performance data (not offline)"
+        vt = best["ONORMA test MSE"] / best["trivial (mean) MSE"]
+        run.compare(f"{name}: best ONORMA test MSE / best batch test MSE", ratio, None,
+                    "paper: 'ONORMA and MONORMA achieve a level of accuracy close to the standard batch algorithm' (text)",
+                    (("shape holds" if standin else "reproduced") + ": the best ONORMA is close to the best batch")
+                    if ratio < 1.5 and vt <= LEARNS_LITTLE else
+                    f"differs because ONORMA learns almost nothing here ({vt:.2f}x the trivial predictor's MSE)" if ratio < 1.5 else
+                    f"differs because the best ONORMA is {ratio:.0f}x the best batch MSE (the paper's central claim fails here)",
+                    standin=standin, tolerance="ratio < 1.5" if ratio < 1.5 else "", vs_trivial=vt)
     return rows, lines
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #61590eec
@@ -604,11 +665,14 @@ def monorma_table1(run):
         same = name == "synthetic-10" and not run.quick           # the same data at the paper's size
         why = "" if same else ("quick sizes" if name == "synthetic-10" else note.split(";")[0])
         order = t_b + t_cv > t_mo > t_on
-        verdict = ("reproduced: batch slowest, then MONORMA, then ONORMA, as in the paper (absolute times depend on the "
-                   "hardware)" if order else "differs because the ordering batch > MONORMA > ONORMA does not hold here")
+        standin = "" if name == "synthetic-10" else note.split(";")[1].strip()
+        verdict = (("shape holds" if standin else "reproduced") + ": batch slowest, then MONORMA, then ONORMA, as in the "
+                   "paper" if order else "differs because the ordering batch > MONORMA > ONORMA does not hold here")
         for what, t, pt in (("batch", t_b + t_cv, p[0]), ("ONORMA", t_on, p[1]), ("MONORMA", t_mo, p[2])):
             run.compare(f"{name}: {what} time (s)", t, pt if same else None,
-                        ("ours: CV + final fit; " if what == "batch" else "") + note, verdict, incomparable=why)
+                        ("ours: CV + final fit; " if what == "batch" else "") + note, verdict,
+                        incomparable="" if standin else why, standin=standin,
+                        tolerance="the ordering only (absolute times depend on the hardware)" if order else "")
     run.table("table1", rows, "Running times in seconds (ours on this machine; the paper's from its Table 1)")
     return rows
 
@@ -639,5 +703,6 @@ def monorma_weights(run):
     run.figure("weights", fig, "MONORMA's kernel weights over the stream (r = 2, delta_0 = 1/m)")
     run.table("weights", rows, "Final kernel weights")
     run.compare("synthetic: MONORMA's final weight on <x,x'>^2 I", rows[0]["final <x,x'>^2 I"], None,
-                "the paper shows the weights as a figure", "figure only: the paper's figure is an image in our copy")
+                "the paper has no figure or number of the weights",
+                "own check: the paper reports no weights (its claim is judged in Fig. 1's MONORMA rows)")
     return rows

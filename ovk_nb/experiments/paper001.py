@@ -8,7 +8,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..datasets import finger_window, load_elecdemand_curves, load_gait, make_finger_movement
-from .core import Run, experiment, single_threaded
+from .core import Run, experiment, not_attempted, single_threaded
+
+not_attempted("001", "Table 1: RSSE and LCR of the five methods on the BCI Competition IV finger-movement state",
+              "the BCI Competition IV data set 4 (ECoG of 3 subjects) is not offline here",
+              "BCI Competition IV data set 4 (www.bbci.de/competition/iv), the paper's 5 hand-picked channels and its "
+              "200-sample segments; a simulated stand-in gives the shape only (movkl_finger)")
+not_attempted("001", "Table 2: RSSE of the five methods on the BCI Competition IV finger amplitude",
+              "the BCI Competition IV data set 4 (ECoG of 3 subjects) is not offline here",
+              "the same BCI data; the simulated stand-in and real curves (elecdemand, gait) give the shape only")
+SEARCH_BUDGET = ("search budget: scalar KRR picks its bandwidth and lam among 5 x 15 = 75 pairs by leave-one-curve-out; "
+                 "functional KRR also its p; MovKL picks 5 lams (3 in quick) over a fixed dictionary of kernels, each fit "
+                 "capped at max_iter: the asymmetry favours the baseline, stated rather than equalised (equalising "
+                 "multiplies MovKL's cost by 15)")
 from ..kernels import (RBF, ColumnKernel, IdentityOperator, IntegralOperator, MultiplicationOperator, Polynomial,
                             OutputOperator, ScaledKernel, Separable, grid_weights, truncate_operator)
 from ..metrics import lcr, rsse
@@ -16,7 +28,7 @@ from ..movkl import FunctionalKRR, MovKL, kernel_pairs, loo_curves, movkl_loco
 from ..ridge import OVKRidge
 
 # %% auto #0
-__all__ = ['PAPER_TABLE1', 'PAPER_TABLE2', 'BANDWIDTHS', 'SCALAR_LAMS', 'ORACLE_LAMS', 'PER_POINT', 'ORACLE',
+__all__ = ['SEARCH_BUDGET', 'PAPER_TABLE1', 'PAPER_TABLE2', 'BANDWIDTHS', 'SCALAR_LAMS', 'ORACLE_LAMS', 'PER_POINT', 'ORACLE',
            'paper001_scalar_kernels', 'paper001_operators', 'paper001_kernels', 'select_functional_krr',
            'select_movkl_lam', 'per_time_point_krr', 'oracle_bound', 'run_table_design']
 
@@ -172,12 +184,19 @@ def _movkl_methods(Xtr, Yc, Xte, t, mean, p, quick, seed, progress, selection="l
     base = np.logspace(-3, 1, 5) if not quick else np.array([1e-2, 1e-1, 1.0])
     preds, info, fits = {}, {}, {}
     for label, r, scale in progress([("MovKL l_inf", np.inf, M), ("MovKL l_1", 1.0, 1.0), ("MovKL l_2", 2.0, np.sqrt(M))], "MovKL"):
-        lam, _ = select_movkl_lam(kernels, Xtr, Yc, r, base * scale, 8 if quick else 20, selection,
-                                  2 if quick else 3, seed)
-        est = MovKL(kernels, lam=lam, r=r, tol=1e-4, max_iter=20 if quick else 60).fit(Xtr, Yc)
+        import warnings
+        from sklearn.exceptions import ConvergenceWarning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            lam, _ = select_movkl_lam(kernels, Xtr, Yc, r, base * scale, 8 if quick else 20, selection,
+                                      2 if quick else 3, seed)
+            n_sel = sum(issubclass(c.category, ConvergenceWarning) for c in caught)
+            est = MovKL(kernels, lam=lam, r=r, tol=1e-4, max_iter=20 if quick else 60).fit(Xtr, Yc)
+            n_fin = sum(issubclass(c.category, ConvergenceWarning) for c in caught) - n_sel
         fits[label] = est
         preds[label] = est.predict(Xte) + mean
-        info[label] = dict(lam=lam, n_iter=est.n_iter_, n_active=int((est.weights_ > 1e-3 * est.weights_.max()).sum()))
+        info[label] = dict(lam=lam, n_iter=est.n_iter_, n_active=int((est.weights_ > 1e-3 * est.weights_.max()).sum()),
+                           capped=f"final fit {'stopped at max_iter' if n_fin else 'converged'}; {n_sel} selection fit(s) stopped at max_iter")
     return preds, info, fits, names
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #d348adb5
@@ -194,6 +213,8 @@ def _table_rows(Yte, preds, info, w, labels_te, p):
         nc = i.get("n_components", p)                       # None: every eigenfunction kept
         row["p"] = i["p"] if "p" in i else "" if label == "KRR scalar-valued" else ("all" if nc is None else str(nc))
         row["active kernels"] = i.get("n_active", 1)
+        if "capped" in i:
+            row["convergence"] = i["capped"]
         rows.append(row)
     return rows
 
@@ -255,33 +276,50 @@ def _weights_rows(fits, names):
 
 
 def _rsse_verdict(ours, paper, data, oracle):
-    "Verdict on an RSSE ratio to scalar KRR (the paper's claim: the operator-valued methods are below 1); `oracle`: the bound's ratio."
-    if paper is not None and abs(ours - paper) <= 0.05:
-        return "reproduced: within 0.05 of the paper's ratio"
+    """(verdict, tolerance) on an RSSE ratio to scalar KRR on stand-in data: only the claim's shape (the operator-valued
+    methods below scalar KRR) is judged; `paper`: the paper's ratio (not comparable, quoted), `oracle`: the bound's ratio."""
     if ours < 0.97:
-        return f"reproduced: below scalar KRR on {data}, as the paper's methods are"
-    return (f"differs because on {data} this method does not gain over scalar KRR (ratio {ours:.2f}"
-            + (f" against the paper's {paper:.2f}" if paper is not None else "") + f"; the oracle bound: {oracle:.2f})")
+        return f"shape holds: below scalar KRR on {data}, as the paper's methods are (paper's ratio {paper:.2f})", "ratio < 0.97"
+    return (f"differs because on {data} this method does not gain over scalar KRR (ratio {ours:.2f} against the paper's "
+            f"{paper:.2f}; the oracle bound: {oracle:.2f})"), ""
 
 
 def _compare_rows(run, rows, prefix, paper_rsse, with_lcr, data="the simulated stand-in (BCI data not offline)", comparable=True):
-    "Summary lines of a Table 1-2 design; `comparable=False`: other data than the paper's table, no number beside ours."
+    """Summary lines of a Table 1-2 design. Every data set here stands in for the BCI data (decision: verdict rules), so the
+    paper's numbers are quoted in the note, never set beside ours, and only the claims' shapes are judged: an RSSE ratio
+    below scalar KRR, an LCR above scalar KRR's. `comparable=False`: another task than the paper's table."""
     base = paper_rsse["KRR scalar-valued"]
     extra = {r["method"]: r["RSSE / scalar KRR"] for r in rows}
     oracle = extra[ORACLE]
+    standin = ("a simulated finger-movement task for the BCI Competition IV data (not offline)" if comparable else
+               f"{prefix} curves for the BCI finger amplitude (not offline)")
+    lcr0 = next((r["LCR (%)"] for r in rows if r["method"] == "KRR scalar-valued"), None) if with_lcr else None
     for row in rows:
         mth, ours = row["method"], row["RSSE / scalar KRR"]
         if mth not in paper_rsse:
             continue
-        paper = paper_rsse[mth] / base if comparable else None
-        verdict = ("own check: the reference of the ratios" if mth == "KRR scalar-valued" else _rsse_verdict(ours, paper, data, oracle))
-        run.compare(f"{prefix} RSSE / scalar-KRR RSSE, {mth}", ours, paper, "ratio: absolute RSSE depends on the data", verdict,
-                    incomparable="" if comparable else "the paper's Table 2 is the finger-amplitude task, not these data")
+        paper = paper_rsse[mth] / base
+        conv = f"; MovKL {row['convergence']}" if "MovKL" in mth and row.get("convergence") else ""
+        if mth == "KRR scalar-valued":
+            verdict, tol = "own check: the reference of the ratios", ""
+        else:
+            verdict, tol = _rsse_verdict(ours, paper, data, oracle)
+        run.compare(f"{prefix} RSSE / scalar-KRR RSSE, {mth}", ours, None,
+                    f"paper's ratio {paper:.3f} (its data, not comparable); {SEARCH_BUDGET}{conv}", verdict,
+                    incomparable="" if comparable else "the paper's Table 2 is the finger-amplitude task, not these data",
+                    standin=standin, tolerance=tol)
         if with_lcr:
-            d = row["LCR (%)"] - PAPER_TABLE1[mth][1]
-            run.compare(f"{prefix} LCR (%), {mth}", row["LCR (%)"], PAPER_TABLE1[mth][1], "simulated task",
-                        "reproduced: within 2 points, on the simulated stand-in" if abs(d) <= 2 else
-                        f"differs because the task is a simulated stand-in for the BCI data ({d:+.1f} points)")
+            p_lcr, p0 = PAPER_TABLE1[mth][1], PAPER_TABLE1["KRR scalar-valued"][1]
+            gap = row["LCR (%)"] - lcr0
+            if mth == "KRR scalar-valued":
+                v, tol = "own check: the reference of the LCR gaps", ""
+            elif gap > 0:
+                v, tol = f"shape holds: above scalar KRR's LCR by {gap:.1f} points (paper: {p_lcr - p0:+.1f})", "gap > 0 points"
+            else:
+                v, tol = (f"differs because scalar KRR recognises more labels on the stand-in ({gap:+.1f} points; the "
+                          f"paper: {p_lcr - p0:+.1f})"), ""
+            run.compare(f"{prefix} LCR (%), {mth}", row["LCR (%)"], None,
+                        f"paper's LCR {p_lcr:.2f} % on the BCI data (not comparable){conv}", v, standin=standin, tolerance=tol)
     _compare_extra_rows(run, prefix, extra, paper_rsse, data)
 
 
@@ -443,9 +481,9 @@ def exp_movkl_finger_lag(run: Run):
     for row in rows[1:]:
         found = row["offset with most weight (samples)"]
         run.compare(f"lag found by {row['method']} (samples; true lag {lag}, offsets tried {tried})", found, None,
-                    verdict=("reproduced: most weight on the kernels of the true lag (the paper's reading of its weights)"
-                             if found == lag else f"differs because {row['method']} puts most weight on offset {found}, "
-                             f"not the true lag {lag}"),
+                    verdict=("own check: most weight on the kernels of the true lag (the paper hopes its weights show "
+                             "the lag; it reports no such result)" if found == lag else
+                             f"own check: {row['method']} puts most weight on offset {found}, not the true lag {lag}"),
                     note=f"true lag {lag} samples; weight share on the offset found {row[f'weight mass, offset {found}']:.3f}, "
                          f"on the true lag {row[f'weight mass, offset {lag}']:.3f}, even share {1 / len(offsets):.3f}")
     Xw = finger_window(data, 0)           # reference: the segment's own window with the paper's functional KRR

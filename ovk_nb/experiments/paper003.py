@@ -10,17 +10,30 @@ import time
 import numpy as np
 
 from ..datasets import load_basicmotions, load_mfeat
-from .core import Run, experiment, single_threaded
+from .core import Run, experiment, not_attempted, single_threaded
+
+ARM_STANDIN = "a simulated 7-joint arm inverse-dynamics task for SARCOS (not offline)"
+not_attempted("003", "Table 1: accuracies on Flower17 (6/12/24% Nystrom)", "Flower17 (7 precomputed chi2 kernels) is not offline here",
+              "the Flower17 data set and its 7 view kernels (Nilsback and Zisserman); UCI mfeat stands in (mvml_table1)")
+not_attempted("003", "Table 1: accuracies on uWaveGesture (6/12/24% Nystrom)", "uWaveGesture is not offline here",
+              "the uWaveGestureLibrary (UEA/UCR archive, 3 accelerometer views); BasicMotions stands in (mvml_table1)")
+not_attempted("003", "Table 1: the MLKR column", "MLKR (metric learning for kernel regression) is not implemented here",
+              "an MLKR implementation (e.g. metric-learn's MLKR) run on the same Nystrom features")
+not_attempted("003", "Fig. 2: nMSE and time against the Nystrom level on SARCOS", "the SARCOS data are not offline here",
+              "SARCOS inverse dynamics (gaussianprocess.org/gpml/data, task 1); a simulated arm stands in (mvml_fig2_arm)")
+not_attempted("003", "Fig. 3: the block-sparsity pattern on Flower17", "Flower17 is not offline here",
+              "the Flower17 data set; UCI mfeat stands in (mvml_fig3_sparsity)")
 from ..kernels import Linear
 from ..linalg import EigenFactor, eigh_psd
 from ..mvml import MVMLClassifier, stack_views
 from ..weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['FIG1_METHODS', 'ARM7', 'FIG2_METRICS', 'KRR_ALPHAS', 'SPARSE_MAX_RANK', 'PAPER_TABLE1', 'MVML_VARIANTS', 'T1_GRIDS',
-           'T1_METHODS', 'FIG3_ETAS', 'lpmkl_fit', 'okl_l_step', 'okl_fit', 'make_sheared_views', 'view_embeddings',
-           'pooled_separability', 'okl_view_embeddings', 'planar_rnea', 'arm_energy', 'make_arm_dynamics', 'fig2_rows',
-           'svm_baselines', 't1_fit_score', 't1_cv_level', 'cv_select', 'table1_rows', 'table1_verdict', 'mfeat_split',
+__all__ = ['ARM_STANDIN', 'FIG1_METHODS', 'ARM7', 'FIG2_METRICS', 'KRR_ALPHAS', 'SPARSE_MAX_RANK', 'PAPER_TABLE1',
+           'MVML_VARIANTS', 'SVM_C_GRID', 'T1_GRIDS', 'T1_METHODS', 'FIG3_ETAS', 'lpmkl_fit', 'okl_l_step', 'okl_fit',
+           'make_sheared_views', 'view_embeddings', 'pooled_separability', 'okl_view_embeddings', 'planar_rnea',
+           'arm_energy', 'make_arm_dynamics', 'fig2_rows', 'svm_baselines', 'gaussian_view_svm', 't1_fit_score',
+           't1_cv_level', 'cv_select', 'table1_rows', 'table1_verdict', 'table1_tolerance', 'mfeat_split',
            'sparsity_path']
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #e2563dc2
@@ -160,7 +173,7 @@ def _fig1_verdict(metric, sep):
                 "own check: the fixed cross-covariance metric does not separate them")
     if metric == "learned":
         return "reproduced: the learned metric separates the classes across both views" if sep == 1.0 else \
-            "differs: the learned metric does not separate the pooled views linearly"
+            "differs because the learned metric does not separate the pooled views linearly"
     name = {"identity": "the within-view (MKL-like) metric", "okl": "OKL"}[metric]
     return (f"reproduced: {name} does not separate the pooled views linearly" if sep < 1.0 else
             f"differs because {name} separates them too" + (": its one input map puts both views of a sample on "
@@ -196,8 +209,10 @@ def exp_mvml_fig1(run: Run):
         rows.append({"method": name, "pooled linear separability": sep, "training accuracy": acc})
         run.compare(f"Fig. 1: pooled linear separability, {name}", sep, 1.0 if metric == "learned" else None,
                     note="paper: only MVML separates the classes linearly across both views",
-                    incomparable="" if metric == "learned" else "the paper shows the figure only: 'does not separate'",
-                    verdict=_fig1_verdict(metric, sep))
+                    incomparable="" if metric == "learned" else "the paper states it in words: 'does not separate'",
+                    verdict=_fig1_verdict(metric, sep),
+                    tolerance=("" if _fig1_verdict(metric, sep).startswith(("differs", "own")) else
+                               "separability exactly 1" if metric == "learned" else "separability below 1"))
     run.table("fig1_toy", rows, "Fig. 1 toy: linear separability of both views' transformed points pooled (1 = separable)")
     run.figure("fig1_toy", fig, "Fig. 1: the toy data and the transformations learned with linear kernels (top-2 PCA)")
     return rows
@@ -343,40 +358,41 @@ def exp_mvml_fig2(run: Run):
     full3 = [n for n in FIG2_METRICS if n != "MVML-sparse"]          # the variants run at every level, 100% included
     below_full = [n for n in full3 if best_lev[n] < 100 and mv[n][best_lev[n]]["nMSE"] < mv[n][100]["nMSE"]]
     run.compare("Fig. 2: best MVML nMSE (any variant, any level)", best_mv,
-                incomparable="SARCOS is not offline (paper: 0.39-0.45 around 8% on SARCOS task 1)",
-                verdict="figure only: a stand-in task, the errors are not comparable")
+                incomparable="the paper's 0.39-0.45 around 8% are on SARCOS task 1", standin=ARM_STANDIN,
+                verdict="own check: the level of error on the stand-in task (the paper's numbers are not comparable)")
     worst_krr = max(krr, key=lambda k: krr[k]["nMSE"])
     run.compare("Fig. 2: nMSE of kernel ridge, early fusion (full)", krr["KRR early fusion"]["nMSE"],
                 note=f"best MVML {best_mv:.3g}; worst single view: {worst_krr} {krr[worst_krr]['nMSE']:.3g}",
-                incomparable="SARCOS is not offline",
-                verdict=("reproduced: early fusion and the velocity view are worse than the multi-view methods"
+                standin=ARM_STANDIN, tolerance="any gap > 0",
+                verdict=("shape holds: early fusion and the velocity view are worse than the multi-view methods"
                          if krr["KRR early fusion"]["nMSE"] > best_mv and krr["KRR view 2"]["nMSE"] > best_mv else
-                         "differs: early fusion or the velocity view is not worse than the multi-view methods"))
+                         "differs because early fusion or the velocity view is not worse than the multi-view methods"))
     run.compare("Fig. 2: MVML variants whose best level is below 100% (of 3)", len(below_full),
-                note=", ".join(f"{n} best at {best_lev[n]}%" for n in full3), incomparable="SARCOS is not offline",
-                verdict=("reproduced: the approximation helps (its regularising effect)" if len(below_full) == 3 else
-                         "differs: not every multi-view method is best below the full kernel"
+                note=", ".join(f"{n} best at {best_lev[n]}%" for n in full3), standin=ARM_STANDIN, tolerance="all 3 best below 100%",
+                verdict=("shape holds: the approximation helps (its regularising effect)" if len(below_full) == 3 else
+                         "differs because not every multi-view method is best below the full kernel"
                          + (" (the quick size has only three levels)" if run.quick else "")))
     best_name = min(methods, key=lambda n: mv[n][best_lev[n]]["nMSE"])
     sp = mv["MVML-sparse"][best_lev["MVML-sparse"]]
     run.compare("Fig. 2: best MVML-sparse nMSE (levels with r <= 600)", sp["nMSE"],
                 note=f"at {best_lev['MVML-sparse']}%; lowest of all: {best_name} {mv[best_name][best_lev[best_name]]['nMSE']:.3g} "
-                     f"at {best_lev[best_name]}%", incomparable="SARCOS is not offline (paper: the lowest error, at 8%)",
-                verdict=("reproduced: MVML-sparse has the lowest error of the multi-view methods" if best_name == "MVML-sparse"
-                         else f"differs: the lowest error is {best_name}'s at {best_lev[best_name]}%, not MVML-sparse's"
+                     f"at {best_lev[best_name]}%; paper: the lowest error, at 8%", standin=ARM_STANDIN, tolerance="the lowest of all methods",
+                verdict=("shape holds: MVML-sparse has the lowest error of the multi-view methods" if best_name == "MVML-sparse"
+                         else f"differs because the lowest error is {best_name}'s at {best_lev[best_name]}%, not MVML-sparse's"
                          + (" (MVML-sparse runs only at the small levels, decision c)" if best_lev[best_name] * len(views)
                             * n_tr / 100 > SPARSE_MAX_RANK else "")))
     lp = mv["lp-MKL"][best_lev["lp-MKL"]]
     run.compare("Fig. 2: best lp-MKL nMSE (any level)", lp["nMSE"], note=f"at {best_lev['lp-MKL']}%; best MVML variant {best_mv:.3g}",
-                incomparable="SARCOS is not offline; the paper plots lp-MKL without a number",
-                verdict=("figure only: lp-MKL (learned view weights, no cross-view blocks) is " +
-                         ("worse than" if lp["nMSE"] > best_mv else "as good as or better than") + " the best MVML variant"))
+                standin=ARM_STANDIN, tolerance="any gap > 0" if lp["nMSE"] > best_mv else "",
+                verdict=("shape holds: lp-MKL (learned view weights, no cross-view blocks) is worse than the best MVML variant"
+                         if lp["nMSE"] > best_mv else "differs because lp-MKL (learned view weights, no cross-view blocks) is "
+                         "as good as or better than the best MVML variant"))
     t_small, t_full = mv["MVML"][levels[0]]["fit s"], mv["MVML"][100]["fit s"]
     run.compare("Fig. 2: MVML fit time, 100% over the smallest level", t_full / t_small,
                 note=f"{t_small:.3g} s at {levels[0]}%, {t_full:.3g} s at 100%; KRR early fusion {krr['KRR early fusion']['fit s']:.3g} s",
-                incomparable="times depend on the hardware",
-                verdict="reproduced: much costlier at large levels, competitive at small ones" if t_full > 10 * t_small else
-                        "differs: the fit time grows less than tenfold from the smallest level to 100%")
+                incomparable="times depend on the hardware", standin=ARM_STANDIN, tolerance="> 10x" if t_full > 10 * t_small else "",
+                verdict="shape holds: much costlier at large levels, competitive at small ones" if t_full > 10 * t_small else
+                        "differs because the fit time grows less than tenfold from the smallest level to 100%")
     return {"rows": rows, "krr": krr, "best level": best_lev}
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #00a2377f
@@ -410,7 +426,33 @@ def svm_baselines(Z, offs, ytr, tr, te, y):
     ef = LinearSVC(C=1.0, max_iter=5000).fit(Z[tr], ytr).score(Z[te], y[te])
     lf = float(np.mean(s.classes_[np.argmax(np.mean(dec, 0), 1)] == y[te])) if np.ndim(dec[0]) == 2 else \
         float(np.mean(s.classes_[(np.mean(dec, 0) > 0).astype(int)] == y[te]))
-    return {"efSVM": ef, "lfSVM": lf, "1-view SVM": best}
+    tuned = max(_tuned_svm(Z[tr][:, offs[l]:offs[l + 1]], ytr, Z[te][:, offs[l]:offs[l + 1]], y[te], "linear")
+                for l in range(len(offs) - 1))
+    return {"efSVM": ef, "lfSVM": lf, "1-view SVM": best, "1-view SVM (C tuned)": tuned}
+
+
+SVM_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
+
+
+def _tuned_svm(Ztr, ytr, Zte, yte, kind="linear"):
+    """A single-view SVM at its best (issue 22): C (and for `kind="rbf"` gamma, scale x 0.1/1/10) chosen by 3-fold CV on
+    the training rows; returns the test accuracy (fraction)."""
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.svm import SVC, LinearSVC
+    if kind == "linear":
+        est, grid = LinearSVC(max_iter=5000), {"C": SVM_C_GRID}
+    else:
+        g = 1.0 / (Ztr.shape[1] * Ztr.var())
+        est, grid = SVC(kernel="rbf"), {"C": SVM_C_GRID, "gamma": [0.1 * g, g, 10 * g]}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(GridSearchCV(est, grid, cv=3).fit(Ztr, ytr).score(Zte, yte))
+
+
+def gaussian_view_svm(X, views, y, tr, te):
+    "The best single view with a full Gaussian SVM on its standardised inputs (no Nystrom), C and gamma tuned: accuracy %."
+    return 100 * max(_tuned_svm(X[tr][:, v], y[tr], X[te][:, v], y[te], "rbf") for v in views)
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #4fa8c11a
 T1_GRIDS = {True: {"lam": (1e-3, 1e-2, 1e-1), "eta": (0.1, 1.0), "folds": 2},                       # quick
@@ -491,34 +533,46 @@ def table1_rows(X, y, views, tr, te, levels, draws, params, progress=iter, spars
                 acc.setdefault(k, []).append(100 * a)
         row = {"level %": lev}
         for k, a in acc.items():
-            row[k] = f"{np.mean(a):.2f} ± {np.std(a):.2f}"
+            row[k] = f"{np.mean(a):.2f}" + (f" ± {np.std(a):.2f}" if len(a) > 1 else "")      # no spread over one draw
         row["MVML fit s"] = float(np.mean(secs["MVML"]))
         rows.append((row, {k: float(np.mean(a)) for k, a in acc.items()}))
     return rows
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #4912b671
-def table1_verdict(name, a):
+def table1_verdict(name, a, standin=False):
     """The verdict of one Table 1 row from the level's mean accuracies `a` (%), against the paper's claims: the MVML variants
     perform very similarly (paper: within 0.3-1.1 points), lpMKL is as good (within 0.6 of the best variant), MVML is notably
     better than OKL and the SVMs, and multi-view beats the best single view. A gap counts from 2 points."""
+    yes = "shape holds" if standin else "reproduced"      # on stand-in data only the claim's shape is judged
     mv = [a[k] for k in MVML_VARIANTS if k in a]
     spread, best = max(mv) - min(mv), max(mv)
     if name in MVML_VARIANTS:
-        return (f"reproduced: the MVML variants are within {spread:.2f} points of each other (paper: 0.3-1.1)" if spread <= 1.5
-                else f"differs: the MVML variants spread over {spread:.2f} points (paper: 0.3-1.1)")
+        return (f"{yes}: the MVML variants are within {spread:.2f} points of each other (paper: 0.3-1.1)" if spread <= 1.5
+                else f"differs because the MVML variants spread over {spread:.2f} points (paper: 0.3-1.1)")
     if name == "lpMKL":
         gap = best - a[name]
         if abs(gap) <= 1.5:
-            return f"reproduced: lpMKL is within {abs(gap):.2f} points of the best MVML variant (paper: 0.3-0.6 below)"
-        return f"differs: lpMKL is {abs(gap):.2f} points {'below' if gap > 0 else 'above'} the best MVML variant (paper: 0.3-0.6 below)"
+            return f"{yes}: lpMKL is within {abs(gap):.2f} points of the best MVML variant (paper: 0.3-0.6 below)"
+        return f"differs because lpMKL is {abs(gap):.2f} points {'below' if gap > 0 else 'above'} the best MVML variant (paper: 0.3-0.6 below)"
     gap = a["MVML"] - a[name]
-    what = {"OKL": "OKL", "efSVM": "the early-fusion SVM", "lfSVM": "the late-fusion SVM",
-            "1-view SVM": "the best single-view SVM"}[name]
-    paper = {"OKL": "2-23", "efSVM": "9-13", "lfSVM": "20-61", "1-view SVM": "35-64"}[name]
+    what = {"OKL": "OKL", "efSVM": "the early-fusion SVM (C = 1)", "lfSVM": "the late-fusion SVM (C = 1)",
+            "1-view SVM": "the best single-view SVM (C = 1)", "1-view SVM (C tuned)": "the best single-view SVM with C tuned",
+            "1-view Gaussian SVM": "the best single-view Gaussian SVM (C, gamma tuned, no Nystrom)"}[name]
+    paper = {"OKL": "2-23", "efSVM": "9-13", "lfSVM": "20-61"}.get(name, "35-64")
     if gap >= 2.0:                                   # 2 points: twice the binomial std of an accuracy near 97% on 300 tests
-        return f"reproduced in kind: MVML is {gap:.2f} points above {what} (paper: {paper})"
+        return f"{yes}: MVML is {gap:.2f} points above {what} (paper: {paper})"
+    if abs(gap) < 0.005:
+        return f"differs because {what} equals MVML at this precision (paper: {paper} below)"
     return (f"differs because {what} is within {abs(gap):.2f} points of MVML, within the noise (paper: {paper} below)"
             if gap > -2.0 else f"differs because {what} is {-gap:.2f} points above MVML (paper: {paper} below)")
+
+
+def table1_tolerance(name, verdict):
+    "The tolerance a positive Table 1 verdict used (see `table1_verdict`); '' for a negative one."
+    if not verdict.startswith(("reproduced", "shape holds")):
+        return ""
+    return ("spread <= 1.5 points" if name in MVML_VARIANTS else "|gap| <= 1.5 points" if name == "lpMKL"
+            else "gap >= 2 points (twice the binomial std near 97% on 300 tests)")
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #9c0d2f08
 def mfeat_split(run: Run):
@@ -547,16 +601,20 @@ def exp_mvml_table1(run: Run):
             chosen.append({"dataset": name, "method": meth, "level %": cv_lev, **params[meth], "CV accuracy %": cv_acc})
         res = table1_rows(Xd, yd, vd, trd, ted, levs, draws, params, lambda it: run.progress(it, name),
                           sparse_levels=(6,) if not run.quick and name == "UCI mfeat" else None)
+        gsvm = gaussian_view_svm(Xd, vd, yd, trd, ted)            # level- and draw-free: once per data set
+        for r, means in res:
+            r["1-view Gaussian SVM"] = f"{gsvm:.2f}"; means["1-view Gaussian SVM"] = gsvm
         out[name] = [r for r, _ in res]
         run.table(f"table1_{name.split()[-1].lower()}", out[name], f"Table 1 on {name}: test accuracy % (mean ± std over "
                   f"{draws} landmark draws), lam and eta cross-validated, {len(trd)} training / {len(ted)} test")
-        if name != "UCI mfeat":
-            continue
+        standin = (f"{name} for Flower17 and uWaveGesture (not offline)" if name == "UCI mfeat" else
+                   "BasicMotions (UEA, 6 channels in 2 views) for uWaveGesture (not offline)")
         for (row, means) in res:
             for k, v in means.items():
+                verdict = table1_verdict(k, means, standin=True)
                 run.compare(f"Table 1 {name} {row['level %']}%: {k} accuracy %", v, None,
-                            incomparable="the paper used Flower17 and uWaveGesture (not available offline): its claims are "
-                                         "checked instead", verdict=table1_verdict(k, means))
+                            note="single draw: no spread" if draws == 1 else f"mean over {draws} landmark draws",
+                            standin=standin, verdict=verdict, tolerance=table1_tolerance(k, verdict))
     run.table("table1_cv", chosen, f"Table 1: lam and eta chosen by {grid['folds']}-fold CV on the training split "
               f"(landmark draw 0); grids lam {grid['lam']}, eta {grid['eta']}")
     paper = [{"dataset (level %)": f"{d} ({lv})", **v} for (d, lv), v in PAPER_TABLE1.items()]
@@ -626,8 +684,9 @@ def exp_mvml_fig3(run: Run):
     run.note("Off-diagonal view pairs kept most often at eta=%g: %s" % (p["eta"], ", ".join(f"{a}-{b} ({f:.1f})" for f, a, b in pairs[:4])))
     r = rows[best]
     run.compare("Fig. 3: view-pair blocks kept (of 36, mean over 10 one-vs-all metrics)", r["kept blocks (mean of 10, of 36)"],
-                incomparable="the paper's Fig. 3 is on Flower17 (7 views, not offline)", note=f"eta={p['eta']}",
-                verdict="reproduced in kind: whole view-pair blocks are zero and the pattern ranks the pairs of views, on "
+                standin="UCI mfeat (6 views) for Flower17 (7 views, not offline)", note=f"eta={p['eta']}",
+                tolerance="at least one whole view-pair block zero",
+                verdict="shape holds: whole view-pair blocks are zero and the pattern ranks the pairs of views, on "
                         "UCI mfeat instead of Flower17")
     run.compare("Fig. 3: smallest eigenvalue of the learned sparse Ã (all etas and classes)", min(x["min_eig"] for x in path),
                 incomparable="the paper observed a PSD Ã without a guarantee",

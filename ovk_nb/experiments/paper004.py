@@ -9,13 +9,17 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from ..datasets import digit_halves, load_digits16, load_digits8, load_letters
-from .core import Run, experiment
+from .core import Run, experiment, not_attempted
+
+DIGITS_STANDIN = "MNIST-based 16x16 digits for USPS (not offline)"
+not_attempted("004", "Table 2: RBF loss of the four KDE methods on USPS", "the USPS digits are not offline here",
+              "USPS (7291 + 2007 16x16 digits); MNIST-based 16x16 digits stand in (kde_digits)")
 from ..kde import OPERATORS, CortesKDE, OVKDE, WestonKDE, one_hot_positions
 from ..kernels import RBF, Linear, Polynomial
 from ..metrics import rbf_loss
 
 # %% auto #0
-__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'OCR_PROTOCOLS', 'LAMBDA_SWEEP', 'PAPER_GAP', 'make_kde', 'tune_kde',
+__all__ = ['DIGITS_STANDIN', 'PAPER_TABLE2', 'PAPER_TABLE3', 'OCR_PROTOCOLS', 'LAMBDA_SWEEP', 'PAPER_GAP', 'make_kde', 'tune_kde',
            'reconstruction_study', 'ocr_input_features', 'ocr_selections', 'ocr_study']
 
 # %% ../../nbs/3_reproduction/05_paper004.ipynb #7c5be671
@@ -135,24 +139,30 @@ def _table2_compare(run, rows16):
     best_base = min(tuned["Cortes"]["_common"], tuned["Weston"]["_common"])
     worst_cov = max(tuned["Covariance"]["_common"], tuned["Conditional covariance"]["_common"])
     ranked = worst_cov < 0.95 * best_base                   # a 5 % margin: the splits alone move the losses by ~1 %
+    tol = "covariance operators' worst loss < 0.95 x the better of Cortes and Weston"
+    shape = "shape holds: the covariance operators are ahead of Cortes and Weston, the paper's ranking"
+    gap = abs(worst_cov - best_base)
     for m, r in tuned.items():
         run.compare(f"RBF loss at a common sigma_l, {m} (16x16 digits, tuned)", r["_common"], None,
                     f"common sigma_l = {r['common sigma_l']:g}",
-                    "reproduced: the covariance operators are ahead of Cortes and Weston, the paper's ranking" if ranked else
-                    f"differs because at a common sigma_l the methods are within {abs(worst_cov - best_base):.3f} of each "
-                    "other: the paper's gaps come mostly from its different sigma_l per row",
-                    incomparable="the paper gives each row at its own sigma_l (10, 7, 12, 12)")
-    for m, r in tuned.items():
-        pm, ps = PAPER_TABLE2[m][3:]
-        run.compare(f"RBF loss, {m} (16x16 digits, own sigma_l)", r["_own"], pm, "MNIST-based 16x16 digits instead of USPS",
-                    f"differs because the digits differ (MNIST-based 16x16 instead of USPS): {r['_own']:.3f} against "
-                    f"{pm:.3f} ± {ps:.3f}" if abs(r["_own"] - pm) > ps else "reproduced: within the paper's std")
-    for m, r in paper_set.items():
-        pm, ps = PAPER_TABLE2[m][3:]
-        run.compare(f"RBF loss, {m} (16x16 digits, the paper's sigma_k, lam and sigma_l)", r["_own"], pm,
-                    f"sigma_k = {r['sigma_k']:g}: the input kernel is nearly the identity on these images",
-                    "reproduced: within the paper's std" if abs(r["_own"] - pm) <= ps else
-                    "differs because the paper's sigma_k makes the input kernel nearly useless on these images")
+                    shape if ranked else
+                    f"differs because at a common sigma_l the methods are within {gap:.2g} of each other: the paper's "
+                    "gaps come mostly from its different sigma_l per row",
+                    incomparable="the paper gives each row at its own sigma_l (10, 7, 12, 12)", standin=DIGITS_STANDIN,
+                    tolerance=tol if ranked else "")
+    for rows, label in ((tuned, "own sigma_l"), (paper_set, "the paper's sigma_k, lam and sigma_l")):
+        base = min(rows["Cortes"]["_own"], rows["Weston"]["_own"])
+        cov = max(rows["Covariance"]["_own"], rows["Conditional covariance"]["_own"])
+        ok = cov < 0.95 * base
+        for m, r in rows.items():
+            pm, ps = PAPER_TABLE2[m][3:]
+            run.compare(f"RBF loss, {m} (16x16 digits, {label})", r["_own"], None,
+                        f"paper {pm:.3f} ± {ps:.3f} on USPS (not comparable)" + (
+                            f"; sigma_k = {r['sigma_k']:g}: the input kernel is nearly the identity on these images"
+                            if rows is paper_set else ""),
+                        shape if ok else f"differs because the covariance operators are not ahead of Cortes and Weston "
+                        f"here (worst covariance {cov:.3f}, best of the two {base:.3f})",
+                        standin=DIGITS_STANDIN, tolerance=tol if ok else "")
 
 # %% ../../nbs/3_reproduction/05_paper004.ipynb #3d459fc3
 def _report_table2(run, rows16, rows8):
@@ -291,7 +301,8 @@ def _table3_compare(run, res):
         ours = wrc[op].mean()
         verdict = (f"reproduced: within the paper's ± {ps:g} (std over its folds)" if abs(ours - pm) <= ps else
                    f"differs because ours is {ours - pm:+.1f} points from the paper's, beyond its ± {ps:g}")
-        run.compare(f"Table 3 WRC %, {op} ({OCR_PROTOCOLS['block']})", ours, pm, f"coverage ceiling {cov.mean():.1f} %", verdict)
+        run.compare(f"Table 3 WRC %, {op} ({OCR_PROTOCOLS['block']})", ours, pm, f"coverage ceiling {cov.mean():.1f} %", verdict,
+                    tolerance=f"the paper's std over its folds, ± {ps:g} points" if verdict.startswith("reproduced") else "")
     gap = wrc["conditional_covariance"].mean() - wrc["covariance"].mean()
     run.compare("Table 3: WRC of conditional covariance minus covariance (points)", gap, 86.1 - 83.8,
                 "the paper's stds are 4 and 5 points", "differs because at lambda = 0.01 the operator acts only through the "
@@ -358,7 +369,7 @@ def _sweep_compare(run, res):
                 (f"reproduced: conditional covariance ahead by {gaps[best]:+.1f} points at lambda = {best:g}" if gaps[best] > 1 else
                  f"differs because conditional covariance is never ahead (best {gaps[best]:+.2f} points, at lambda = {best:g}); "
                  f"where the operator matters it is behind, by up to {-min(gaps.values()):.0f} points (the paper's +2.3 is "
-                 "within its own stds)"), section=sec)
+                 "within its own stds)"), section=sec, tolerance="a gain > 1 point" if gaps[best] > 1 else "")
     run.compare("Table 3 lambda sweep: smallest lambda at which the operators differ by more than 1 point", matters[0] if matters
                 else np.nan, None, "gap = mean over the 10 word sets",
                 f"own check: the operator matters from lambda = {matters[0]:g} on; the paper's lambda = 0.01 lies where the two "
