@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ovk_nb.decoding import Hamming
+from ovk_nb.gp import OVKGaussianProcess
 from ovk_nb.kde import CortesKDE, OVKDE, WestonKDE
 from ovk_nb.kernels import RBF, IntegralOperator, Separable, gaussian_times_J
 from ovk_nb.monorma import MONORMA
@@ -38,6 +39,7 @@ FACTORIES = {
     "SALAMI": lambda: SALAMI(RBF(0.3), lam=0.5, decoder=Hamming()),
     "OSKAAR-budget": lambda: OSKAAR(RBF(0.3), lam=0.5, decoder=Hamming(), budget=5),
     "SALAMI-budget": lambda: SALAMI(RBF(0.3), lam=0.5, decoder=Hamming(), budget=5),
+    "OVKGaussianProcess": lambda: OVKGaussianProcess(random_state=0),
 }
 # estimators whose targets are not D real outputs: MVML learns one real target, MVMLClassifier one label,
 # OSKAAR/SALAMI label vectors of D bits under the Hamming loss (with the default 0-1 decoder any hashable object is
@@ -50,7 +52,11 @@ BAD_LAMS = [-1.0, 0.0, float("nan"), float("inf"), "0.1", None, True]
 ZERO_LAM_OK = {"ONORMA", "MONORMA"}
 # KDE outputs are structured: their dimension is whatever the output kernel accepts, not fixed by the estimator
 # (OSKAAR/SALAMI: a fresh fit may start a stream of label vectors of any length; mid-stream it is fixed, tested below)
-FREE_OUTPUTS = {"OVKDE", "CortesKDE", "WestonKDE", "OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget"}
+FREE_OUTPUTS = {"OVKDE", "CortesKDE", "WestonKDE", "OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget",
+                "OVKGaussianProcess"}                   # the GP's default output matrix is learned at Y's width
+# estimators whose regularisation is not called lam: the parameter the lam test sets instead (None there = "the default")
+LAM_PARAM = {"OVKRidgeCV": "lams", "OVKGaussianProcess": "noise"}
+NONE_LAM_OK = {"OVKGaussianProcess"}
 
 
 def data(seed, n=12, p=4):
@@ -128,10 +134,12 @@ def test_malformed_fit_is_refused_and_leaves_the_model(name, kind, seed):
 def test_invalid_lam_after_set_params(name, bad):
     if bad == 0.0 and name in ZERO_LAM_OK:
         pytest.skip("lam = 0 is plain online gradient descent (no decay), a valid setting")
+    if bad is None and name in NONE_LAM_OK:
+        pytest.skip("noise=None is the GP's data-driven starting noise, a valid setting")
     est, X, Y = fitted(name)
     Xt = data(99)[0][:4]
     before = snapshot(est, Xt)
-    param = "lams" if name == "OVKRidgeCV" else "lam"
+    param = LAM_PARAM.get(name, "lam")
     value = [bad] if param == "lams" else bad
     with pytest.raises((ValueError, TypeError), match=param):
         est.set_params(**{param: value}).fit(X, Y)
