@@ -30,12 +30,32 @@ def _is_timing(quantity: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
+def report_dir(tmp_path_factory):
     from ovk_nb.reproduce import run_experiments
     out = tmp_path_factory.mktemp("report")
     runs, failures = run_experiments(quick=True, out=out, log=lambda *a: None)
     assert failures == {}, failures
-    return _rows(out / "summary.csv")
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(report_dir):
+    return _rows(report_dir / "summary.csv")
+
+
+def test_quick_report_obeys_the_verdict_rules_and_stands_alone(report_dir):
+    "Issue 22: no summary line breaks a verdict rule, the page opens with the tally, and every link resolves offline."
+    from ovk_nb.experiments.core import verdict_problems
+    from ovk_nb.reproduce import dead_links
+    with open(report_dir / "summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    bad = [(r["experiment"], r["quantity"], p) for r in rows for p in verdict_problems(
+        {**r, "paper": None if r["paper"] == "" else float(r["paper"]),
+         "vs_trivial": None if r["vs_trivial"] == "" else float(r["vs_trivial"])})]
+    assert not bad, bad
+    assert dead_links(report_dir) == []
+    page = (report_dir / "index.html").read_text()
+    assert page.index('class="tally"') < page.index('id="evidence"') and "../_docs" not in page
 
 
 def test_quick_report_numbers_unchanged(report):
