@@ -21,7 +21,7 @@ __all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_c
            'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
            'ov_nystrom_preconditioner', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit',
            'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner',
-           'masked_solve', 'BlockNystrom', 'blas_threads', 'idle_cores', 'factor_threads']
+           'masked_solve', 'masked_logdet_slq', 'BlockNystrom', 'blas_threads', 'idle_cores', 'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -752,6 +752,38 @@ def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: in
     Z, info = pcg(lambda Z: mv0(Z) * M, B, pc, tol, max_iter, None if X0 is None else np.where(M, X0, 0.0) * s)
     info["n_observed"] = int(M.sum())
     return Z / s * M, info
+
+# %% ../nbs/1_shared/02_linalg.ipynb #8545aa1d
+def masked_logdet_slq(parts: KernelParts, X, mask, lam, n_probes: int = 30, n_steps: int = 40, grams=None,
+                      random_state=0):
+    """Stochastic Lanczos quadrature estimate of log det(P (K + lam I) P^T), P selecting the entries where `mask` (n, d)
+    is True (APPROXIMATE, see above). Returns (estimate, standard error over the probes)."""
+    M = np.asarray(mask, dtype=bool)
+    n_obs = int(M.sum())
+    if n_obs == 0:
+        return 0.0, 0.0
+    grams = parts.grams(X, X) if grams is None and parts.nc else grams
+    mv0 = kernel_matvec(parts, X, lam, grams)
+    rng = np.random.default_rng(random_state)
+    ests = []
+    for _ in range(int(n_probes)):
+        q = np.where(M, rng.choice([-1.0, 1.0], size=M.shape), 0.0) / np.sqrt(n_obs)
+        Q, al, be = [q], [], []
+        for _ in range(min(int(n_steps), n_obs)):
+            w = mv0(Q[-1]) * M
+            al.append(float(np.vdot(w, Q[-1])))
+            for qq in Q:                                   # full re-orthogonalisation (twice is enough)
+                w -= np.vdot(w, qq) * qq
+            for qq in Q:
+                w -= np.vdot(w, qq) * qq
+            b = float(np.linalg.norm(w))
+            if b <= 1e-12 * abs(al[-1]) or len(al) == n_steps:
+                break
+            be.append(b)
+            Q.append(w / b)
+        th, S = np.linalg.eigh(np.diag(al) + np.diag(be[:len(al) - 1], 1) + np.diag(be[:len(al) - 1], -1))
+        ests.append(n_obs * float(np.sum(S[0] ** 2 * np.log(np.clip(th, 1e-300, None)))))
+    return float(np.mean(ests)), float(np.std(ests, ddof=1) / np.sqrt(len(ests))) if len(ests) > 1 else float("nan")
 
 # %% ../nbs/1_shared/02_linalg.ipynb #420a3f4a
 class BlockNystrom:

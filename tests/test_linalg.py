@@ -225,3 +225,21 @@ def test_masked_solve_no_missing_is_the_ridge_solve_and_bad_inputs():
         masked_solve(KernelParts(k), X, Y, 0.1, precond="ilu")
     C, _ = masked_solve(KernelParts(k), X, np.full_like(Y, np.nan), 0.1)
     assert (C == 0).all()
+
+
+def test_masked_logdet_slq_accuracy():
+    """Stochastic Lanczos quadrature is approximate: on a 40 x 4 masked system (30% and one row missing) with 60 probes the
+    estimate lies within 4 standard errors of the exact slogdet (measured relative errors 1-3%, standard error ~2)."""
+    from ovk_nb.linalg import masked_logdet_slq
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(40, 3)), rng.normal(size=(40, 4))
+    M = rng.random(Y.shape) >= 0.3
+    M[5] = False
+    k = Separable(RBF(0.3), np.cov(rng.normal(size=(4, 9))))
+    K = k.gram(X)[np.ix_(M.ravel(), M.ravel())] + 0.05 * np.eye(int(M.sum()))
+    exact = np.linalg.slogdet(K)[1]
+    est, se = masked_logdet_slq(KernelParts(k), X, M, 0.05, n_probes=60)
+    assert 0 < se < 0.05 * abs(exact)
+    assert abs(est - exact) <= 4 * se
+    full, _ = masked_logdet_slq(KernelParts(k), X, np.ones_like(M), 0.05, n_probes=60)
+    assert abs(full - exact) > 4 * se                      # the mask is what is estimated
