@@ -87,7 +87,7 @@ def tagged_notebook(path, prelude: str = '') -> dict:
     for c in nb['cells']:
         if c['cell_type'] != 'code': continue
         tags, c['source'] = cell_tags(''.join(c['source']))
-        if 'nbdev_export(' in c['source']: tags += ['remove-cell', 'skip-execution']
+        if re.search(r'^\s*(nbdev\.)?nbdev_export\(', c['source'], re.M): tags += ['remove-cell', 'skip-execution']
         if tags: c['metadata']['tags'] = sorted(set(c['metadata'].get('tags', []) + tags))
     if prelude:
         nb['cells'].insert(0, {'cell_type': 'code', 'execution_count': None, 'id': 'ovk-docs-prelude',
