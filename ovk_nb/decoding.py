@@ -193,12 +193,12 @@ class Hamming(Decoder):
 
     def features(self, codes, reg):
         n, q = codes.shape
-        F = np.zeros((n, q * self.alphabet))
-        F[np.arange(n)[:, None], np.arange(q)[None] * self.alphabet + codes] = 1.0
-        F /= np.sqrt(q)
+        a, on, off = self.alphabet, 1.0 / np.sqrt(q), 0.0
         if self.centre:                       # minus the uniform law's mean, rescaled to norm 1 (see "Centred embeddings")
-            a = self.alphabet
-            F = (F - 1.0 / (a * np.sqrt(q))) / np.sqrt(1.0 - 1.0 / a)
+            c, s = 1.0 / (a * np.sqrt(q)), np.sqrt(1.0 - 1.0 / a)
+            on, off = (on - c) / s, (off - c) / s             # the two values, computed once (not over the n x qa array)
+        F = np.full((n, q * a), off)
+        F[np.arange(n)[:, None], np.arange(q)[None] * a + codes] = on
         return F
 
     def decode(self, G, reg, n_past=None):

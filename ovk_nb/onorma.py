@@ -295,12 +295,23 @@ def _step1(self: ONORMA, x, y, eta: float, dec: float, lo0: int, lo1: int):
     Dk = D * dec
     A = b * Dk                                  # alpha_{t,t}
     R = -A / eta                                # f_{t-1}(x_t) - y_t
-    err = P.inner(R, R)
-    self._record_errors(err)
+    if P.gen:                                   # generic parts: the block's helpers
+        err = float(P.inner(R, R)[0])
+    else:                                       # <u, v>_Y of one row: a dot product (quadrature weights w if any)
+        a0, r0 = A[0], R[0]
+        err = float(r0 @ (r0 if P.w is None else r0 * P.w))
+    if "_errs" in self._records():
+        self._record_errors(np.array([err]))
+    else:
+        self._err_sum += err
     if self._trunc is None:                     # ||f_t||^2 by eq. (6), and the instantaneous risk (`_record_squared`)
         with np.errstate(all="ignore"):
-            q = P.quad_diag(x, A)[0] + 2 * dec * P.inner(y + R, A)[0]
-        self._risk_sum += 0.5 * err[0] + 0.5 * self._lam * self._gamma
+            if P.gen:
+                q = P.quad_diag(x, A)[0] + 2 * dec * P.inner(y + R, A)[0]
+            else:                               # k_c(x_t, x_t) is the last entry of the Gram rows above
+                wa = a0 if P.w is None else a0 * P.w
+                q = sum(G[j][0, r - a] * ((a0 @ P.TT[c]) @ wa) for c, j in enumerate(P.sidx)) + 2 * dec * ((y[0] + r0) @ wa)
+        self._risk_sum += 0.5 * err + 0.5 * self._lam * self._gamma
         self._gamma = dec ** 2 * self._gamma + q
     self._D = float(Dk)
 

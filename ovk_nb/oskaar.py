@@ -441,10 +441,10 @@ def primal_block(P: dict, Xb, Phi) -> tuple:
     features Phi: whitened features H = F_b R^{-T}; the within-block KAAR of the linear kernel H H^T with lam = 1 gives
     P_k f_k = R^{-T} H^T c_k, c_k = (I + H_{<=k} H_{<=k}^T)^{-1} e_k; then g_k = S^T P_k f_k + sum_{j<k} (f_j^T P_k f_k) phi_j,
     and R <- R chol(I + H^T H), S <- S + F_b^T Phi_b. Returns (G, the new state); P is left as it was."""
-    F = P["nf"](Xb)
-    R, B = P["R"], len(Xb)
+    R, B, nf = P["R"], len(Xb), P["nf"]
     if B == 1:                                                      # one round (learn_one): `_primal_step1`
-        return _primal_step1(P, F, Phi)
+        return _primal_step1(P, gram_rows([nf.scalar_kernel], Xb, nf.landmarks)[0] @ nf.proj, Phi)
+    F = nf(Xb)
     with np.errstate(over="ignore", invalid="ignore"):              # overflow is refused below, by name
         H = _forward(R, F.T).T
         Lb = cholesky(np.eye(B) + H @ H.T, lower=True, check_finite=False)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import numbers
+import operator
 import warnings
 from collections.abc import Mapping
 
@@ -289,11 +290,16 @@ def gram_rows(kernels, x, Y) -> list:
     inputs, as `KernelParts.grams` gives them), for a one-row step: Gaussian kernels share one row of squared distances
     by `scipy.spatial.distance.cdist` (the differences summed in C, exact as the difference route of
     `ovk_nb.kernels.sq_distances` but without its (m, p) temporaries: 30 us against 130 us on a 2000 x 20 window, loaded
-    machine); other kernels by their own Gram. Non-finite values are refused naming the kernel, as everywhere."""
+    machine); other kernels by their own Gram. Non-finite values are refused naming the kernel, as everywhere; a
+    Gaussian row with gamma > 0 needs no check (exp(-gamma E) lies in [0, 1] for any E in [0, inf])."""
     with np.errstate(over="ignore", invalid="ignore"):       # an overflowing difference is +inf: the kernel value 0
         if kernels and len(Y) and all(type(k) is RBF for k in kernels):
             from scipy.spatial.distance import cdist
-            E = np.negative(cdist(x, Y, "sqeuclidean"))
+            E = cdist(x, Y, "sqeuclidean")
+            if len(kernels) == 1 and kernels[0].gamma > 0:
+                E *= -kernels[0].gamma                      # (-E) gamma, the bits of `KernelParts.grams`
+                return [np.exp(E, out=E)]
+            np.negative(E, out=E)
             out = [np.exp(np.multiply(E, k.gamma)) for k in kernels]
         else:
             out = [k._gram(x, Y) for k in kernels]
@@ -471,15 +477,14 @@ def _params_key(self: StreamLearner) -> tuple:
     cls = type(self)
     if cls not in _PARAM_NAMES:
         _PARAM_NAMES[cls] = tuple(cls._get_param_names())
-    d = self.__dict__
-    return tuple(d.get(k) for k in _PARAM_NAMES[cls])
+    return tuple(map(self.__dict__.get, _PARAM_NAMES[cls]))
 
 
 @patch
 def _params_unchanged(self: StreamLearner) -> bool:
     "True when every hyper-parameter is the object validated at the last call (nothing set since)."
     old = self.__dict__.get("_pkey")
-    return old is not None and all(a is b for a, b in zip(self._params_key(), old))
+    return old is not None and all(map(operator.is_, self._params_key(), old))
 
 
 @patch
