@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import operator
+import threading
 import warnings
 from collections.abc import Mapping
 
@@ -292,16 +293,17 @@ def gram_rows(kernels, x, Y) -> list:
     `ovk_nb.kernels.sq_distances` but without its (m, p) temporaries: 30 us against 130 us on a 2000 x 20 window, loaded
     machine); other kernels by their own Gram. Non-finite values are refused naming the kernel, as everywhere; a
     Gaussian row with gamma > 0 needs no check (exp(-gamma E) lies in [0, 1] for any E in [0, inf])."""
-    with np.errstate(over="ignore", invalid="ignore"):       # an overflowing difference is +inf: the kernel value 0
-        if kernels and len(Y) and all(type(k) is RBF for k in kernels):
-            from scipy.spatial.distance import cdist
-            E = cdist(x, Y, "sqeuclidean")
-            if len(kernels) == 1 and kernels[0].gamma > 0:
-                E *= -kernels[0].gamma                      # (-E) gamma, the bits of `KernelParts.grams`
-                return [np.exp(E, out=E)]
+    if kernels and len(Y) and all(type(k) is RBF for k in kernels):
+        from scipy.spatial.distance import cdist
+        E = cdist(x, Y, "sqeuclidean")                      # C code: an overflowing difference is +inf, no warning
+        if len(kernels) == 1 and kernels[0].gamma > 0:
+            E *= -kernels[0].gamma                          # (-E) gamma, the bits of `KernelParts.grams`
+            return [np.exp(E, out=E)]                       # exp(-inf) = 0: no warning either
+        with np.errstate(over="ignore", invalid="ignore"):
             np.negative(E, out=E)
             out = [np.exp(np.multiply(E, k.gamma)) for k in kernels]
-        else:
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
             out = [k._gram(x, Y) for k in kernels]
     for k, G in zip(kernels, out):
         check_gram_finite(G, k, x, Y)
@@ -509,10 +511,26 @@ def _use_params(self: KernelStream, first):
     self._lam, self._eta = float(self.lam), float(self.eta)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #a11a87cf
+def _openblas_calls(lib):
+    """(get, set) of an OpenBLAS controller as its C functions, as threadpoolctl calls them (`omp_get_max_threads` under
+    the OpenMP layer, else `openblas_get_num_threads`; `openblas_set_num_threads`), or None (another library, or a
+    threadpoolctl whose internals differ): then its own methods are used."""
+    try:
+        if lib.internal_api != "openblas":
+            return None
+        get = lib._get_symbol("omp_get_max_threads" if lib.threading_layer == "openmp" else "openblas_get_num_threads")
+        put = lib._get_symbol("openblas_set_num_threads")
+        return (get, put) if get is not None and put is not None else None
+    except Exception:
+        return None
+
+
 class _BlasLimit:
-    """`blas_threads(limit)` for one pass, set and put back by the BLAS libraries' own calls: about 10 us where a
-    threadpoolctl context costs about 50 us, which a one-row `learn_one` would pay at every call."""
-    _libs = None
+    """`blas_threads(limit)` for one pass, set and put back by the BLAS libraries' own calls: a few us where a
+    threadpoolctl context costs about 50 us, which a one-row `learn_one` would pay at every call. In the main thread
+    OpenBLAS is called directly (its C functions, found once); elsewhere through threadpoolctl's controllers, whose rule
+    (one thread controls a process-wide OpenBLAS pool) then applies."""
+    _libs = _calls = None
 
     def __init__(self, limit):
         self.limit = limit
@@ -522,18 +540,25 @@ class _BlasLimit:
             return self
         if _BlasLimit._libs is None:
             from threadpoolctl import ThreadpoolController
-            _BlasLimit._libs = ThreadpoolController().select(user_api="blas").lib_controllers
-        self.old = [lib.get_num_threads() for lib in _BlasLimit._libs]
-        for lib, n in zip(_BlasLimit._libs, self.old):
-            if n != self.limit:
-                lib.set_num_threads(int(self.limit))
+            libs = ThreadpoolController().select(user_api="blas").lib_controllers
+            _BlasLimit._calls = [_openblas_calls(lib) for lib in libs]
+            _BlasLimit._libs = libs
+        direct = threading.current_thread() is threading.main_thread()
+        self.ops = [(c[0], c[1]) if direct and c is not None else (lib.get_num_threads, lib.set_num_threads)
+                    for lib, c in zip(_BlasLimit._libs, _BlasLimit._calls)]
+        self.old = [get() for get, _ in self.ops]
+        lim = int(self.limit)
+        for (_, put), n in zip(self.ops, self.old):
+            if n != lim:
+                put(lim)
         return self
 
     def __exit__(self, *exc):
         if self.limit is not None:
-            for lib, n in zip(_BlasLimit._libs, self.old):
-                if n != self.limit:
-                    lib.set_num_threads(n)
+            lim = int(self.limit)
+            for (_, put), n in zip(self.ops, self.old):
+                if n != lim:
+                    put(n)
 
 
 @patch

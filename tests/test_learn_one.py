@@ -153,3 +153,22 @@ def test_one_row_pieces_match_the_block_route():
             ref = np.linalg.solve(Kr[:t + 1, :t + 1] + 0.3 * np.eye(t + 1), Kr[:t + 1, t])[:t]
             np.testing.assert_allclose(W[0, :t], ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(f.L @ f.L.T, K, rtol=1e-12, atol=1e-12)
+
+
+def test_learn_one_puts_the_blas_threads_back():
+    """The one-row step runs with one BLAS thread (`_BlasLimit`, OpenBLAS called directly in the main thread) and puts the
+    user's setting back, also after a failed row."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from ovk_nb.streaming import _BlasLimit
+    X, Y, _ = data("onorma", 30)
+    est = MAKERS["onorma"]()
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+        with _BlasLimit(1):
+            inside = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+        for x, y in zip(X, Y):
+            est.learn_one(x, y)
+        with pytest.raises(ValueError):
+            est.learn_one(X[0], np.array([np.nan, 0.0, 0.0]))
+        after = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    assert inside == [1] * len(before) and after == before
