@@ -486,10 +486,9 @@ def _primal_step1(P: dict, F, Phi) -> tuple:
             S = np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1])))
         G = (v @ S)[None]
         s = 1.0 + np.concatenate(([0.0], np.cumsum(h * h)))         # s_0 .. s_m
-        Q = R * h                                                   # column i: h_i R[:, i]
-        T = np.zeros_like(R)
-        T[:, :-1] = np.cumsum(Q[:, :0:-1], axis=1)[:, ::-1]         # T[:, k] = sum_{i > k} h_i R[:, i]
-        Rn = R * np.sqrt(s[1:] / s[:-1]) + T * (h / np.sqrt(s[:-1] * s[1:]))
+        T = np.cumsum((R[:, :0:-1] * h[:0:-1]), axis=1)[:, ::-1]   # T[:, k] = sum_{i > k} h_i R[:, i], k < m - 1
+        Rn = R * np.sqrt(s[1:] / s[:-1])
+        Rn[:, :-1] += T * (h[:-1] / np.sqrt(s[:-2] * s[1:-1]))
         new = {**P, "R": Rn, "S": S + np.outer(f, Phi[0])}
     if not (np.isfinite(G).all() and np.isfinite(Rn).all() and np.isfinite(new["S"]).all()):
         raise ValueError(f"the budgeted state overflows on these 1 inputs (Nystrom features up to "
