@@ -21,8 +21,9 @@ _EXPORTS = {
     "salami": ["SALAMI"],
     "gp": ["OVKGaussianProcess"],
     "quantile": ["JointQuantileRegressor"],
+    "vector_fields": ["helmholtz_kernel", "helmholtz_parts"],
     "kernels": ["RBF", "Linear", "Polynomial", "Laplacian", "ColumnKernel", "ScaledKernel", "Separable", "SumKernel",
-                "BlockKernel", "Coregionalization", "OutputOperator", "IdentityOperator", "MultiplicationOperator", "IntegralOperator"],
+                "BlockKernel", "Coregionalization", "CurlFreeRBF", "DivFreeRBF", "OutputOperator", "IdentityOperator", "MultiplicationOperator", "IntegralOperator"],
     "decoding": ["Hamming", "ZeroOne", "Squared", "Spearman", "CandidateSet"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}

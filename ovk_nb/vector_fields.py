@@ -25,6 +25,11 @@ def helmholtz_kernel(gamma="scale", weights=(1.0, 1.0)) -> SumKernel:
     weights : (float, float), default=(1.0, 1.0)
         (w_cf, w_df) >= 0, the prior share of each part.
 
+    Returns
+    -------
+    SumKernel
+        The weighted sum of the two parts (output dimension = input dimension, set from X at fit).
+
     Examples
     --------
     >>> helmholtz_kernel(0.5)
@@ -43,6 +48,7 @@ def helmholtz_parts(model, X):
     model : OVKRidge
         Fitted with an exact solver (coef_ set: 'dense', 'cg', ...).
     X : array of shape (m, p)
+        The points where the two parts are evaluated.
 
     Returns
     -------
