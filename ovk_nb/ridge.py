@@ -26,6 +26,7 @@ from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
+from .backend import XP_SOLVERS, check_xp_data, device_of, is_array_api, route_of, to_numpy, xp_ridge_fit, xp_ridge_predict
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context)
 
@@ -285,8 +286,11 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1). A fit that fails leaves the
         estimator as it was (`fit_context`)."""
-        if is_dask_array(X):                    # n too large for one machine: Nystrom or CG on the Dask workers
+        route = route_of(X)                     # the one dispatch point: numpy, dask or another array library
+        if route == "dask":                     # n too large for one machine: Nystrom or CG on the Dask workers
             return _fit_dask(self, X, Y)
+        if route == "array_api":                # PyTorch, CuPy, ...: the factorisations in X's namespace and device
+            return _fit_xp(self, X, Y)
         X, Y, y1d, self.kernel_ = _fit_data(self.kernel, X, Y)
         self.y_mean_ = Y.mean(axis=0) if self.center_y else np.zeros(Y.shape[1])
         Y = Y - self.y_mean_
@@ -302,8 +306,11 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         "f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y; a Dask array for a Dask X."
-        if is_dask_array(X):
+        route = route_of(X)
+        if route == "dask":
             return _predict_dask(self, X)
+        if route == "array_api" or getattr(self, "_xp_model", None) is not None:
+            return _predict_xp(self, X)
         X = check_X(self, X)
         F = (self._nystrom.predict(X) if self.solver_ == "nystrom" else self._rff.predict(X) if self.solver_ == "rff" else
              _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_))
@@ -363,6 +370,47 @@ def _fit_dask(est, X, Y):
         est.solver_ = "nystrom"
     est.kernel_, est.n_features_in_, est.n_outputs_, est._y1d = kernel, X.shape[1], d, y1d
     return est
+
+
+def _fit_xp(est, X, Y):
+    """OVKRidge.fit on arrays of another array library (`ovk_nb.backend`): a Separable kernel by 'eigen', 'cholesky', 'dense'
+    or 'nystrom' in X's namespace, dtype and device; fitted arrays and predictions stay there."""
+    X, Y, y1d, xp = check_xp_data(X, Y)
+    n, d = Y.shape
+    rows = np.arange(n) if n <= DASK_RESOLVE_ROWS else np.sort(
+        np.random.default_rng(est.random_state).choice(n, DASK_RESOLVE_ROWS, replace=False))
+    kernel = resolve_kernel(est.kernel, to_numpy(xp.take(X, xp.asarray(rows, device=device_of(X)), axis=0)), np.zeros((len(rows), d)))
+    if kernel.output_dim != d:
+        raise ValueError(f"Y must have {kernel.output_dim} columns (the kernel's output dimension), got {d}")
+    if est.solver in ("cg", "rff"):
+        raise ValueError(f"solver={est.solver!r} runs on NumPy arrays only; on {xp.__name__} arrays use one of "
+                         f"{('auto',) + XP_SOLVERS} (or pass NumPy arrays)")
+    solver = est.solver
+    if solver == "auto":
+        parts = KernelParts(kernel)
+        solver = _choose_solver(parts, "auto", n)
+        solver = "eigen" if solver == "cg" else solver
+    y_mean = xp.mean(Y, axis=0) if est.center_y else xp.zeros(d, dtype=Y.dtype, device=device_of(Y))
+    model = xp_ridge_fit(kernel, X, Y - y_mean, float(est.lam), solver, est.n_components, est.random_state)
+    est.kernel_, est.y_mean_, est._xp_model, est._nystrom, est._rff, est._eig_cache = kernel, y_mean, model, None, None, None
+    est.coef_, est.solver_, est.n_iter_, est.X_fit_, est._Y_fit = model["coef"], solver, 1, X, Y - y_mean
+    if solver == "nystrom":
+        est.landmarks_ = model["landmarks"]
+    est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
+    return est
+
+
+def _predict_xp(est, X):
+    "OVKRidge.predict of a model fitted on array-API data: X must be of the same library; the result too."
+    check_fitted(est, "n_features_in_")
+    if getattr(est, "_xp_model", None) is None or not is_array_api(X):
+        raise ValueError("X must be an array of the library the model was fitted on (fitted on "
+                         f"{'NumPy' if getattr(est, '_xp_model', None) is None else 'another array library'})")
+    X, _, _, xp = check_xp_data(X)
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but OVKRidge is expecting {est.n_features_in_} features as input.")
+    F = xp_ridge_predict(est.kernel_, est._xp_model, est.X_fit_, X) + est.y_mean_
+    return F[:, 0] if est._y1d else F
 
 
 def _predict_dask(est, X):
@@ -573,6 +621,8 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     @fit_context
     def fit(self, X, Y):
         lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
+        if route_of(X) == "array_api":            # k-fold refits in X's namespace (no closed-form LOO there)
+            return _fit_cv_xp(self, X, Y, lams)
         X, Y, y1d, kernel = _fit_data(self.kernel, X, Y)
         self.cv_errors_ = _cv_errors(self, X, Y, lams, _one_part(KernelParts(kernel)))
         self.lams_ = lams
@@ -597,3 +647,24 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def kernel_(self):
         check_fitted(self, "best_estimator_")
         return self.best_estimator_.kernel_
+
+
+def _fit_cv_xp(est, X, Y, lams):
+    "OVKRidgeCV.fit on array-API data: k-fold validation errors by refits on the folds (in X's namespace), then the refit."
+    X, Y2, y1d, xp = check_xp_data(X, Y)
+    if isinstance(est.cv, str):
+        raise ValueError("cv='loo' runs on NumPy arrays only; on array-API inputs give cv an integer or a splitter")
+    dev = device_of(X)
+    errs = []
+    for tr, va in _cv_splitter(est.cv, X.shape[0], est.random_state).split(np.zeros((X.shape[0], 1))):
+        tr_, va_ = xp.asarray(tr, device=dev), xp.asarray(va, device=dev)
+        Xtr, Ytr, Xva, Yva = (xp.take(A, i, axis=0) for A, i in ((X, tr_), (Y2, tr_), (X, va_), (Y2, va_)))
+        errs.append([float(xp.mean((est._ridge(float(l)).fit(Xtr, Ytr).predict(Xva) - Yva) ** 2)) for l in lams])
+    est.cv_errors_, est.lams_ = np.array(errs), lams
+    est.mean_cv_errors_ = est.cv_errors_.mean(axis=0)
+    est.lam_ = float(lams[int(np.argmin(est.mean_cv_errors_))])
+    t0 = time.perf_counter()
+    est.best_estimator_ = est._ridge(est.lam_).fit(X, Y)
+    est.refit_time_ = time.perf_counter() - t0
+    est.n_features_in_ = X.shape[1]
+    return est

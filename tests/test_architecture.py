@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "ovk_nb"
 FLOORS = {
-    1: ["validation", "kernels", "linalg", "weights", "metrics", "decoding", "streaming", "datasets", "distributed"],
+    1: ["validation", "kernels", "linalg", "backend", "weights", "metrics", "decoding", "streaming", "datasets", "distributed"],
     2: ["ridge", "onorma", "monorma", "movkl", "kde", "oskaar", "salami", "mvml", "gp", "quantile", "vector_fields"],
     3: ["experiments.core", "experiments.paper000", "experiments.paper001", "experiments.paper002", "experiments.paper003", "experiments.paper004",
         "reproduce", "docs", "cli"],

@@ -1,0 +1,121 @@
+"""The GPU check of issue 24 (run by bench/gpu_check.sh): OVKRidge on PyTorch CUDA tensors and CuPy arrays against NumPy on the
+same machine's CPU. Writes bench/results/gpu.md and gpu.csv.
+
+Targets (issue 24): exact separable fp64 n = 20000 <= 1.5 s on one H100; n = 5000 >= 15x faster than our CPU path on the
+GPU machine's own CPU; Nystrom n = 1e6, p = 2000 <= 5 s. Equality: predictions on 1000 test points against the NumPy fit
+(relative, fp64), where the NumPy fit is affordable (n <= 20000 exact; Nystrom on the first 1e5 rows).
+
+    python bench/gpu_check.py            # on a GPU machine (after gpu_check.sh's installs)
+    python bench/gpu_check.py --dry-run  # toy sizes on the CPU (PyTorch CPU tensors), to check the script itself
+"""
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ovk_nb.kernels import RBF, Separable
+from ovk_nb.ridge import OVKRidge
+
+OUT = Path(__file__).resolve().parent / "results"
+DRY = "--dry-run" in sys.argv
+D, P_IN, LAM = 4, 10, 1e-2
+
+
+def data(n, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.uniform(-1, 1, size=(n, P_IN))
+    F = np.column_stack([np.sin(3 * X[:, 0]), X[:, 1] * X[:, 2], np.cos(2 * X[:, 3]), X[:, 4] ** 2])
+    return X, F + 0.1 * r.normal(size=F.shape)
+
+
+def libraries():
+    "(name, to_device, synchronise) for the GPU libraries importable here (PyTorch CPU tensors in a dry run)."
+    out = []
+    try:
+        import torch
+        dev = "cuda" if torch.cuda.is_available() and not DRY else "cpu"
+        sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+        out.append((f"torch ({dev})", lambda A: torch.asarray(A, device=dev), sync))
+    except ImportError:
+        pass
+    if not DRY:
+        try:
+            import cupy
+            out.append(("cupy", cupy.asarray, cupy.cuda.Device().synchronize))
+        except ImportError:
+            pass
+    return out
+
+
+def host(A):
+    return A.get() if hasattr(A, "get") else (A.cpu().numpy() if hasattr(A, "cpu") else np.asarray(A))
+
+
+def timed(f, sync=lambda: None):
+    sync(); t = time.perf_counter(); out = f(); sync()
+    return time.perf_counter() - t, out
+
+
+def main():
+    sizes = [200, 400, 800] if DRY else [5000, 20000, 40000]
+    ny_n, ny_p = (5000, 100) if DRY else (1_000_000, 2000)
+    cpu_max = sizes[1]                                  # the NumPy exact fit beyond this takes minutes: not timed
+    K = Separable(RBF(0.5), np.eye(D))
+    Xt, _ = data(1000, seed=1)
+    rows = []
+    libs = libraries()
+    for name, to, sync in libs:                          # warm-up: CUDA context, kernels, cuSOLVER handles
+        X, Y = data(500)
+        OVKRidge(K, lam=LAM, solver="cholesky").fit(to(X), to(Y)).predict(to(Xt)); sync()
+    for n in sizes:
+        X, Y = data(n)
+        row = {"case": f"exact separable, T = I (cholesky), fp64", "n": n}
+        ref = None
+        if n <= cpu_max:
+            row["cpu numpy fit (s)"], ref = timed(lambda: OVKRidge(K, lam=LAM, solver="cholesky").fit(X, Y))
+        for name, to, sync in libs:
+            Xd, Yd = to(X), to(Y)
+            t, m = timed(lambda: OVKRidge(K, lam=LAM, solver="cholesky").fit(Xd, Yd), sync)
+            row[f"{name} fit (s)"] = t
+            if ref is not None:
+                P, Pr = host(m.predict(to(Xt))), ref.predict(Xt)
+                row[f"{name} max rel. diff"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
+                row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
+        rows.append(row)
+        print(row, flush=True)
+    X, Y = data(ny_n)
+    row = {"case": f"Nystrom p = {ny_p}, fp64", "n": ny_n}
+    sub = min(ny_n, 100_000)
+    t_cpu, ref = timed(lambda: OVKRidge(K, lam=LAM, solver="nystrom", n_components=ny_p, random_state=0).fit(X[:sub], Y[:sub]))
+    row[f"cpu numpy fit on {sub} rows (s)"] = t_cpu
+    for name, to, sync in libs:
+        Xd, Yd = to(X), to(Y)
+        t, m = timed(lambda: OVKRidge(K, lam=LAM, solver="nystrom", n_components=ny_p, random_state=0).fit(Xd, Yd), sync)
+        row[f"{name} fit (s)"] = t
+        ms = OVKRidge(K, lam=LAM, solver="nystrom", n_components=ny_p, random_state=0).fit(to(X[:sub]), to(Y[:sub]))
+        P, Pr = host(ms.predict(to(Xt))), ref.predict(Xt)
+        row[f"{name} max rel. diff ({sub} rows)"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
+    rows.append(row)
+    print(row, flush=True)
+    OUT.mkdir(exist_ok=True)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    with open(OUT / "gpu.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys); w.writeheader(); w.writerows(rows)
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
+    lines = ["# OVKRidge on a GPU (bench/gpu_check.py)", "",
+             f"Machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs); libraries: "
+             + ", ".join(n for n, _, _ in libs) + (" -- DRY RUN on the CPU at toy sizes" if DRY else ""), "",
+             "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |" for r in rows]
+    (OUT / "gpu.md").write_text("\n".join(lines) + "\n")
+    print((OUT / "gpu.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

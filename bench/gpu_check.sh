@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Issue 24's GPU check, in one call on a lent GPU machine (run from the repository root):
+#   bash bench/gpu_check.sh            -> bench/results/gpu.md and bench/results/gpu.csv (copied to $OUT when set)
+# The lent machines (see the device tool's KINDS.md) have python3 with torch (CUDA), cupy-cuda13x, numpy, scipy,
+# scikit-learn, matplotlib and threadpoolctl, and no network: the two pure-Python packages they lack travel as wheels,
+# fetched beforehand on the development machine into .whl/ (git-ignored) and carried with the call:
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl "fastcore<2" "array-api-compat>=1.9"
+# On a machine with a registry and no such image, GPU_CHECK_PIP=1 installs torch and cupy-cuda12x into a venv instead.
+# Then bench/gpu_check.py: equality against NumPy and times for n = 5000, 20000, 40000 (exact separable ridge, fp64, T = I:
+# one Cholesky) and n = 1e6 Nystrom (p = 2000), the CPU times of the same machine beside them. `--dry-run`: toy sizes, CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+if [ "${GPU_CHECK_PIP:-0}" = 1 ]; then
+  python3 -m venv /tmp/ovk-gpu-venv && . /tmp/ovk-gpu-venv/bin/activate
+  pip install -q torch cupy-cuda12x "array-api-compat>=1.9" numpy scipy scikit-learn matplotlib threadpoolctl "fastcore<2"
+elif [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"       # the package from this checkout, no install needed
+python3 bench/gpu_check.py "$@"
+if [ -n "${OUT:-}" ] && [ -f bench/results/gpu.md ]; then cp bench/results/gpu.md bench/results/gpu.csv "$OUT"/; fi
