@@ -188,12 +188,30 @@ def validate_estimator_params(est) -> dict:
     return validate_params(est.get_params(deep=False), cons, type(est).__name__)
 
 # %% ../nbs/1_shared/00_validation.ipynb #a71163ce
+def _to_host(A, name: str):
+    """A PyTorch tensor or CuPy array (any library's array but NumPy's and Dask's) copied to the host as NumPy, with a
+    warning: the estimators that check their data here run on NumPy (`OVKRidge`/`OVKRidgeCV` keep such data on its device:
+    `ovk_nb.backend`)."""
+    mod = type(A).__module__.split(".")[0]
+    if isinstance(A, np.ndarray) or mod in ("numpy", "pandas", "builtins", "dask", "scipy") or not (
+            hasattr(A, "__array_namespace__") or mod in ("torch", "cupy", "jax", "jaxlib")):
+        return A
+    warnings.warn(f"{name}: a {mod} array is copied to the host as NumPy: this estimator runs on NumPy "
+                  "(OVKRidge and OVKRidgeCV run on the array's own device)", UserWarning, stacklevel=4)
+    if hasattr(A, "get") and mod == "cupy":
+        return A.get()
+    if hasattr(A, "detach"):
+        return A.detach().cpu().numpy()
+    return np.asarray(A)
+
+
 def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why: str = "") -> np.ndarray:
     """scikit-learn's `check_array` (dense, float64, finite, no complex, at most 2-D, `min_samples` rows, at least one
     column when 2-D), with every message naming the argument `name` (and saying why a minimum holds)."""
     from sklearn.utils.validation import check_array
     if A is None:
         raise ValueError(f"{name}: this estimator requires y to be passed, but the target y is None")
+    A = _to_host(A, name)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", np.exceptions.ComplexWarning)
