@@ -6,11 +6,21 @@ Writes bench/results/movkl.md, bench/results/movkl_solvers.csv and bench/results
 No peer library implements multiple operator-valued kernel learning (operalib has ONORMA and OVK ridge only), so the
 references are the paper's own solver (Gauss-Seidel) and the dense solve.
 
+`--threads-compare` times FunctionalKRR and MovKL fits (and a predict) as installed and with one BLAS thread side by side,
+each in fresh processes, the two modes alternating: as installed = no thread variable set (OpenBLAS's default threads,
+the library's own limits in force), one thread = OPENBLAS_NUM_THREADS=1. Writes bench/results/movkl_threads.{md,csv}.
+`--before-src DIR` adds the as-installed time of another ovk_nb source tree (e.g. the commit before the limits).
+
     python bench/bench_movkl.py [--quick] [--threads 1]
+    python bench/bench_movkl.py --threads-compare [--repeat 2] [--before-src DIR]      # about 2 minutes
 """
 import argparse
 import csv
+import json
+import os
 import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,7 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from ovk_nb.kernels import RBF, IdentityOperator, IntegralOperator, MultiplicationOperator, Polynomial, ScaledKernel
 from ovk_nb.linalg import symmetric_operator
-from ovk_nb.movkl import KronPreconditioner, MovKL, relative_residual, solve_gauss_seidel, solve_pcg
+from ovk_nb.movkl import FunctionalKRR, KronPreconditioner, MovKL, relative_residual, solve_gauss_seidel, solve_pcg
 
 OUT = Path(__file__).resolve().parent / "results"
 LAM = 0.1
@@ -110,6 +120,118 @@ def bench_fit(n, m, rows):
     print({k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
 
 
+# ---------------------------------------------------------------- as installed vs one BLAS thread
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+
+
+def _movkl9(n, m):
+    X, Y, t = data(n, m, seed=5)
+    return lambda: MovKL(nine_kernels(X, t)[0], lam=LAM, r=2.0).fit(X, Y)
+
+
+def _default(make, n, m):
+    X, Y, _ = data(n, m, seed=5)
+    return lambda: make().fit(X, Y)
+
+
+def _predict(make, n, m, n_test):
+    X, Y, _ = data(n + n_test, m, seed=5)
+    est = make().fit(X[:n], Y[:n])
+    return lambda: est.predict(X[n:])
+
+
+# name -> a function building the timed call: the sizes a busy 2-core machine times in minutes, all below the thresholds
+# of ovk_nb.movkl (so both modes run one thread: the table checks that nothing escapes the limits)
+THREAD_CASES = {
+    "MovKL 9 kernels (pcg), n=300, m=20 [issue 19: 13.0 s vs 0.28 s]": lambda: _movkl9(300, 20),
+    "MovKL 9 kernels (pcg), n=600, m=20": lambda: _movkl9(600, 20),
+    "MovKL() defaults (eig), n=400, m=20": lambda: _default(MovKL, 400, 20),
+    "FunctionalKRR() fit, n=2000, m=50": lambda: _default(FunctionalKRR, 2000, 50),
+    "FunctionalKRR() predict 5000 curves, n=1000, m=200": lambda: _predict(FunctionalKRR, 1000, 200, 5000),
+}
+
+
+def run_case(name, cases=None):
+    """Child process: build the case (imports and data outside the time) and time calls of it: the best of up to 5 calls,
+    stopping after 4 s (the least disturbed by the machine's other jobs). As installed, the same calls alternate with calls
+    under threadpoolctl's limit of one thread in this process ("one thread, in process"): the limits' effect without the
+    difference between two processes."""
+    from threadpoolctl import threadpool_limits
+    call = (cases or THREAD_CASES)[name]()
+    in_process = not any(v in os.environ for v in THREAD_VARS)
+    best, best1, spent, k = float("inf"), float("inf"), 0.0, 0
+    while k < 5 and (k == 0 or spent < 4.0):
+        t0 = time.perf_counter(); call(); sec = time.perf_counter() - t0
+        best, spent, k = min(best, sec), spent + sec, k + 1
+        if in_process:
+            with threadpool_limits(1):
+                t0 = time.perf_counter(); call(); best1 = min(best1, time.perf_counter() - t0)
+    print(json.dumps({"seconds": best, **({"one thread in process": best1} if in_process else {})}))
+
+
+def time_in_both_modes(script, cases, repeat, before_src=None, log=print):
+    """Best wall time of each case in fresh processes `script --case NAME`: as installed (no thread variable set), one
+    thread (OPENBLAS_NUM_THREADS=1) and, with `before_src`, as installed with that ovk_nb source tree first on the path;
+    the modes alternate within each repeat. Returns rows."""
+    env0 = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+    modes = {"as installed s": env0, "one thread s": {**env0, "OPENBLAS_NUM_THREADS": "1"}}
+    if before_src:
+        modes["before, as installed s"] = {**env0, "PYTHONPATH": os.pathsep.join(filter(None, [before_src, env0.get("PYTHONPATH")]))}
+    rows = []
+    for name in cases:
+        best = {m: float("inf") for m in modes}
+        best1 = float("inf")
+        for _ in range(repeat):
+            for mode, env in modes.items():
+                out = subprocess.run([sys.executable, script, "--case", name], env=env, capture_output=True, text=True)
+                if out.returncode == 0:
+                    res = json.loads(out.stdout.strip().splitlines()[-1])
+                    best[mode] = min(best[mode], res["seconds"])
+                    if mode == "as installed s":
+                        best1 = min(best1, res["one thread in process"])
+                else:
+                    best[mode] = "fails: " + (out.stderr.strip().splitlines() or ["?"])[-1][:80]
+        row = {"case": name, **best}
+        a, b = best["as installed s"], best["one thread s"]
+        row["as installed / one thread"] = a / b if isinstance(a, float) and isinstance(b, float) else ""
+        row["in process: as installed / one thread"] = a / best1 if isinstance(a, float) else ""
+        rows.append(row)
+        log({k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()})
+    return rows
+
+
+def threads_compare(args):
+    load0, t0 = os.getloadavg(), time.time()
+    rows = time_in_both_modes(__file__, THREAD_CASES, args.repeat, args.before_src)
+    load1 = os.getloadavg()
+    md = write(rows, "movkl_threads")
+    worst = max(r["as installed / one thread"] for r in rows if r["as installed / one thread"] != "")
+    worst_in = max(r["in process: as installed / one thread"] for r in rows if r["in process: as installed / one thread"] != "")
+    from ovk_nb.movkl import MOVKL_EIGH_THREADS_MIN_N, MOVKL_PREDICT_THREADS_MIN_WORK
+    text = f"""# MovKL / FunctionalKRR: as installed vs one BLAS thread
+
+`python bench/bench_movkl.py --threads-compare --repeat {args.repeat}` on {platform.machine()}, {os.cpu_count()} cores,
+Python {platform.python_version()}, numpy {np.__version__}; {time.time() - t0:.0f} s in all. Load average (1, 5, 15 min)
+{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, {load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f} at the end: the
+machine is shared with other jobs, so every time is the best over {args.repeat} fresh processes per mode (modes alternating), each the best of up to 5 calls
+(at most 4 s of calls), and the load says how busy the cores were.
+
+*As installed*: no thread variable set (OpenBLAS's default threads), so the library's own limits decide
+(`ovk_nb.movkl`: a fit on one thread below n = {MOVKL_EIGH_THREADS_MIN_N} curves, PCG's and Gauss-Seidel's iterations
+always; predict's product on one thread below {MOVKL_PREDICT_THREADS_MIN_WORK:.0e} multiply-adds). *One thread*:
+OPENBLAS_NUM_THREADS=1 in the process.{" *Before*: the same as installed, with the ovk_nb tree of `" + args.before_src + "` (no limits)." if args.before_src else ""}
+
+{md}
+
+Largest ratio as installed / one thread: **{worst:.2f}** between processes, **{worst_in:.2f}** within one process (the bar:
+at most 1.10). The last column alternates the same calls as installed and under threadpoolctl's limit of one thread in
+the as-installed process: it isolates what the library's calls do, while the ratio between two processes also carries
+the load's changes between them and the idle OpenBLAS worker of the as-installed process.
+"""
+    (OUT / "movkl_threads.md").write_text(text)
+    print(text)
+
+
 def write(rows, name):
     cols = list(dict.fromkeys(k for r in rows for k in r))
     with open(OUT / f"{name}.csv", "w", newline="") as f:
@@ -123,8 +245,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1: stable timings on a shared machine)")
+    ap.add_argument("--threads-compare", action="store_true", help="as installed vs one thread -> movkl_threads.{md,csv}")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per mode in --threads-compare (the best is kept)")
+    ap.add_argument("--before-src", help="--threads-compare: also time the ovk_nb source tree in this directory")
+    ap.add_argument("--case", help=argparse.SUPPRESS)         # child process of --threads-compare
     args = ap.parse_args()
+    if args.case:
+        return run_case(args.case)
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.threads_compare:
+        return threads_compare(args)
     if args.quick:
         sizes, budget = [(100, 50), (200, 50), (200, 200), (1000, 50)], (lambda n: 20.0)
     else:

@@ -24,7 +24,7 @@ from .validation import (Interval, Options, check_fitted, check_matrix, check_X,
                                validate_params)
 
 # %% auto #0
-__all__ = ['OPERATORS', 'KDE_EIGH_THREADS_MIN_N', 'KDE_CHOLESKY_THREADS_MIN_N', 'KDE_SCORES_THREADS_MIN_N', 'proposition1_T',
+__all__ = ['OPERATORS', 'KDE_EIGH_THREADS_MIN_N', 'KDE_CHOLESKY_THREADS_MIN_N', 'KDE_SCORES_THREADS_MIN_WORK', 'proposition1_T',
            'kde_scores_literal', 'sylvester_coef', 'OVKDE', 'CortesKDE', 'WestonKDE', 'position_match_kernel',
            'one_hot_positions']
 
@@ -88,14 +88,14 @@ def _criterion(terms, Z):
     return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #e26f9c86
-KDE_EIGH_THREADS_MIN_N = 4000          # n from which an eigh-based fit (OVKDE, WestonKDE) leaves BLAS all cores
-KDE_CHOLESKY_THREADS_MIN_N = 1500      # the same for CortesKDE's Cholesky fit
-KDE_SCORES_THREADS_MIN_N = 1500        # the same for the criterion's products (predict, decision_scores, predict_embedding)
+KDE_EIGH_THREADS_MIN_N = 5000          # n from which an eigh-based fit (OVKDE, WestonKDE) leaves BLAS all cores
+KDE_CHOLESKY_THREADS_MIN_N = 4000      # the same for CortesKDE's Cholesky fit
+KDE_SCORES_THREADS_MIN_WORK = 10 ** 10 # multiply-adds n^2 n_test of Q k_x from which the criterion leaves BLAS all cores
 
 
-def _threads(n: int, min_n: int):
-    "BLAS thread limit for a routine on n training samples: 1 below its measured threshold `min_n`, None (all cores) from it."
-    return 1 if n < min_n else None
+def _threads(size: int, min_size: int):
+    "BLAS thread limit of a routine of this size: 1 below its measured threshold `min_size`, None (all cores) from it."
+    return 1 if size < min_size else None
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #de39d869
 def _fit_kernel(kernel, Z, name: str, data: str):
@@ -197,15 +197,15 @@ class _KDECore(BaseEstimator):
         "The criterion for checked inputs X and the candidates' terms (Lc, base)."
         return _criterion(terms, self.coef_ @ self._kx(X))  # Z (n, n_test): O(n^2) per test input
 
-    def _score_threads(self):
-        "The thread limit of the criterion's products (see the decision above)."
-        return blas_threads(_threads(self.n_samples_fit_, KDE_SCORES_THREADS_MIN_N))
+    def _score_threads(self, n_test: int):
+        "The thread limit of the criterion's products Q k_x for n_test inputs at a time (see the decision above)."
+        return blas_threads(_threads(self.n_samples_fit_ ** 2 * n_test, KDE_SCORES_THREADS_MIN_WORK))
 
     def decision_scores(self, X, candidates=None) -> np.ndarray:
         "Criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4), shape (n_test, n_candidates); smaller is better."
         X = self._inputs(X)                                # checks fitted first
         candidates = None if candidates is None else self._outputs(candidates, "candidates")
-        with self._score_threads():
+        with self._score_threads(n_items(X, "X")):
             return self._scores(X, self._candidate_terms(candidates))
 
     def predict(self, X, candidates=None, batch_size: int = 512):
@@ -217,7 +217,7 @@ class _KDECore(BaseEstimator):
         if is_dask_array(candidates):
             return _predict_dask_candidates(self, X, candidates, batch_size)
         candidates = None if candidates is None else self._outputs(candidates, "candidates")
-        with self._score_threads():
+        with self._score_threads(min(batch_size, n_items(X, "X"))):
             terms = self._candidate_terms(candidates)      # the candidates' Gram once, not once per batch
             idx = argmin_in_batches(lambda Xb: self._scores(Xb, terms), X, batch_size)
         out = take_items(self.Y_fit_ if candidates is None else candidates, idx)
@@ -241,7 +241,7 @@ def _predict_dask_candidates(est, X, candidates, batch_size):
                          f"{candidates.shape}")
     light = object.__new__(type(est))                       # what _candidate_terms needs, without the n x n arrays
     light.__dict__.update({k: v for k, v in est.__dict__.items() if k not in _NOT_FOR_SCORING})
-    with est._score_threads():
+    with est._score_threads(n_items(X, "X")):
         Zt = (est.coef_ @ est._kx(X)).T                     # (n_test, n)
     idx = dask_argmin(functools.partial(_score_candidates, light), candidates, Zt, batch_size)
     cand = candidates.reshape(-1, 1) if candidates.ndim == 1 else candidates
@@ -260,7 +260,7 @@ class _KDEBase(_KDECore):
         F = check_matrix(F, "output_features", allow_1d=True)
         if len(F) != self.n_samples_fit_:
             raise ValueError(f"output_features must have one row per training sample ({self.n_samples_fit_}), got {len(F)}")
-        with self._score_threads():
+        with self._score_threads(n_items(X, "X")):
             return (self._embedding_coef() @ self._kx(X)).T @ F
 
     def _embedding_coef(self):

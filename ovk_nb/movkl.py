@@ -23,7 +23,7 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 from .weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_GEMM_THREADS_MIN_N', 'DEFAULT_BANDWIDTHS', 'movkl_dense_reference',
+__all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'DEFAULT_BANDWIDTHS', 'movkl_dense_reference',
            'default_operator', 'FunctionalKRR', 'loo_curves', 'kernel_pairs', 'default_kernels', 'group_operators',
            'kron_sum_matvec', 'relative_residual', 'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel',
            'MovKL', 'movkl_loco']
@@ -73,13 +73,19 @@ def _y_mean(center_y, default_model: bool, Y) -> np.ndarray:
     return Y.mean(0) if center else np.zeros(Y.shape[1])
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #ef539e48
-MOVKL_EIGH_THREADS_MIN_N = 4000     # n from which an eigendecomposition of an n x n Gram leaves BLAS all cores
-MOVKL_GEMM_THREADS_MIN_N = 1500     # n from which the products (Grams, PCG's matvecs, predict) leave BLAS all cores
+MOVKL_EIGH_THREADS_MIN_N = 5000             # n from which a fit (its eigh of an n x n Gram) leaves BLAS all cores
+MOVKL_PREDICT_THREADS_MIN_WORK = 10 ** 10   # multiply-adds n_test n d from which predict's product leaves BLAS all cores
 
 
-def _threads(n: int, min_n: int):
-    "BLAS thread limit on n training curves: 1 below a routine's measured threshold `min_n`, None (all cores) from it."
-    return 1 if n < min_n else None
+def _threads(size: int, min_size: int):
+    "BLAS thread limit of a routine of this size: 1 below its measured threshold `min_size`, None (all cores) from it."
+    return 1 if size < min_size else None
+
+
+def _one_thread(n: int):
+    """One BLAS thread inside MovKL's alternation on n curves: below MOVKL_EIGH_THREADS_MIN_N the caller's limit (the fit's,
+    `movkl_loco`'s) already holds it, so none is set again (a limit costs about 0.1 ms); above, it is set here."""
+    return blas_threads(None if n < MOVKL_EIGH_THREADS_MIN_N else 1)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #06ee478e
 class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -158,7 +164,7 @@ class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         X = check_X(self, X)
-        with blas_threads(_threads(len(self.X_fit_), MOVKL_GEMM_THREADS_MIN_N)):
+        with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
             F = self.kernel_(X, self.X_fit_) @ (self.coef_ @ self.T_.T) + self.y_mean_
         return F[:, 0] if getattr(self, "_y1d", False) else F
 
@@ -395,38 +401,38 @@ def _start_solver(est, groups, Ts):
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #a08b580d
 def _alpha_step(est, As, Ts, Ys, Z0):
-    """Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations'). BLAS threads: the eigh of
-    'eig' and of PCG's preconditioner by MOVKL_EIGH_THREADS_MIN_N; Gauss-Seidel's per-curve solves on one thread; PCG's
-    matvecs under the caller's limit (MOVKL_GEMM_THREADS_MIN_N, see the decision above)."""
-    eigh_threads = blas_threads(_threads(len(Ys), MOVKL_EIGH_THREADS_MIN_N))
+    """Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations'). BLAS threads (see the
+    decision above): the eigh of 'eig' and of PCG's preconditioner under the caller's limit (the fit's rule), PCG's
+    iterations and Gauss-Seidel's per-curve solves on one thread."""
     if est.solver_ == "eig":
-        with eigh_threads:
-            return solve_eig(As[0], Ts[0], Ys, est.lam, est._T_eig), {"iterations": 1}
+        return solve_eig(As[0], Ts[0], Ys, est.lam, est._T_eig), {"iterations": 1}
     if est.solver_ == "pcg":
         P = est._precond
         if P is None or est._pcg_last > max(8, 2 * est._pcg_fresh):
-            with eigh_threads:
-                P = est._precond = KronPreconditioner(As, Ts, est.lam)
+            P = est._precond = KronPreconditioner(As, Ts, est.lam)
             est._pcg_fresh = None
-        Z, info = solve_pcg(As, Ts, Ys, est.lam, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
+        with _one_thread(len(Ys)):                       # many n x n x m products (see the decision above)
+            Z, info = solve_pcg(As, Ts, Ys, est.lam, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
         est._pcg_last = info["iterations"]
         if est._pcg_fresh is None:
             est._pcg_fresh = info["iterations"]
         return Z, info
-    with blas_threads(1):                                # m x m blocks, one curve at a time
+    with _one_thread(len(Ys)):                           # m x m blocks, one curve at a time
         return solve_gauss_seidel(As, Ts, Ys, est.lam, tol=1e-10, max_sweeps=100000, Z0=Z0)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
 def _norms_and_fit(Grams, groups, Ts, d, Z):
-    "q_k = <G_k Z, Z T_k>_F for the kernels with d_k > 0 (0 for the others), and sum_k d_k G_k Z T_k."
+    """q_k = <G_k Z, Z T_k>_F for the kernels with d_k > 0 (0 for the others), and sum_k d_k G_k Z T_k (on one BLAS thread:
+    a few n x n x m products per outer iteration, see the decision above)."""
     q = np.zeros(len(Grams)); Yhat = np.zeros_like(Z)
-    for (_, members), Tg in zip(groups, Ts):
-        ZT = Z @ Tg
-        for k in members:
-            if d[k] > 0:
-                P = Grams[k] @ Z
-                q[k] = np.vdot(P, ZT)
-                Yhat += d[k] * (P @ Tg)
+    with _one_thread(len(Z)):
+        for (_, members), Tg in zip(groups, Ts):
+            ZT = Z @ Tg
+            for k in members:
+                if d[k] > 0:
+                    P = Grams[k] @ Z
+                    q[k] = np.vdot(P, ZT)
+                    Yhat += d[k] * (P @ Tg)
     return q, Yhat
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #7d40cfc4
@@ -539,7 +545,7 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Ts = [symmetric_operator(T, w) for T, _ in groups]
         _start_solver(self, groups, Ts)
         y_mean = _y_mean(self.center_y, self.kernels is None, Y)
-        with blas_threads(_threads(len(X), MOVKL_GEMM_THREADS_MIN_N)):      # the alpha-step sets its own (above)
+        with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
             d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
         self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
         self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
@@ -555,7 +561,7 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         X = check_X(self, X)
-        with blas_threads(_threads(len(self.X_fit_), MOVKL_GEMM_THREADS_MIN_N)):
+        with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
             F = _predict_sum(self, X) + self.y_mean_
         return F[:, 0] if getattr(self, "_y1d", False) else F
 
@@ -591,7 +597,7 @@ def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: f
     groups = group_operators(pairs)
     s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
     Ts = [symmetric_operator(T, w) for T, _ in groups]
-    with blas_threads(_threads(len(X), MOVKL_GEMM_THREADS_MIN_N)):    # n small refits (see the decision above)
+    with blas_threads(1):                          # n refits on n - 1 curves, each a few small products
         Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
         _start_solver(est, groups, Ts)
         errs, iters, capped = np.zeros(len(lams)), [], 0

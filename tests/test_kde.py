@@ -408,17 +408,26 @@ def test_a_failed_fit_changes_nothing():
 
 # ---------------------------------------------------------------- BLAS threads (issue 19, section 5)
 def test_thread_limit_rule_and_the_same_fit_under_it():
-    from threadpoolctl import threadpool_limits
-    from ovk_nb.kde import KDE_CHOLESKY_THREADS_MIN_N, KDE_EIGH_THREADS_MIN_N, KDE_SCORES_THREADS_MIN_N, _threads
-    for t in (KDE_CHOLESKY_THREADS_MIN_N, KDE_EIGH_THREADS_MIN_N, KDE_SCORES_THREADS_MIN_N):
+    "The rules at their edges; fits and scores under them equal those on one thread, and the thread count is left as found."
+    from threadpoolctl import threadpool_info, threadpool_limits
+    from ovk_nb.kde import KDE_CHOLESKY_THREADS_MIN_N, KDE_EIGH_THREADS_MIN_N, KDE_SCORES_THREADS_MIN_WORK, _threads
+    for t in (KDE_CHOLESKY_THREADS_MIN_N, KDE_EIGH_THREADS_MIN_N, KDE_SCORES_THREADS_MIN_WORK):
         assert _threads(t - 1, t) == 1 and _threads(t, t) is None
     assert CortesKDE._fit_threads_min_n == KDE_CHOLESKY_THREADS_MIN_N and OVKDE._fit_threads_min_n == KDE_EIGH_THREADS_MIN_N
+    counts = lambda: [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     X, Y, Xt, Yc = problem(6, 40)
-    for make in (OVKDE, CortesKDE, WestonKDE):
-        a = make().fit(X, Y).decision_scores(Xt, Yc)
-        with threadpool_limits(1):
-            b = make().fit(X, Y).decision_scores(Xt, Yc)
-        np.testing.assert_allclose(a, b, atol=1e-10)
+    with threadpool_limits(2):
+        before = counts()
+        for make in (OVKDE, CortesKDE, WestonKDE):
+            m = make().fit(X, Y)
+            a = (m.decision_scores(Xt, Yc), m.predict(Xt, batch_size=2))
+            assert counts() == before
+            with threadpool_limits(1):
+                m1 = make().fit(X, Y)
+                b = (m1.decision_scores(Xt, Yc), m1.predict(Xt, batch_size=2))
+            np.testing.assert_allclose(a[0], b[0], atol=1e-10)
+            np.testing.assert_array_equal(a[1], b[1])
+            assert counts() == before
 
 
 def test_docstring_examples():
