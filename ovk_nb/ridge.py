@@ -22,6 +22,8 @@ from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, Su
 from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
                                 dask_nystrom_fit, dask_predict, dask_rows,
                                 is_dask_array, check_dask_X, tree_sum, _terms, _finite)
+from .linalg import masked_solve, masked_solve_dense
+from .validation import check_input
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
@@ -32,7 +34,7 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 
 # %% auto #0
 __all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_ND', 'DASK_RESOLVE_ROWS', 'DEFAULT_LAMS', 'ridge_dense_reference',
-           'OVKRidge', 'solver_agreement', 'OVKRidgeCV']
+           'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -98,13 +100,20 @@ _RIDGE_CONSTRAINTS = {
     "kernel": [OVKernel, None], "lam": [_POSITIVE], "solver": [Options(SOLVERS)], "tol": [_POSITIVE],
     "max_iter": [Interval(numbers.Integral, 1, None), None], "preconditioner": [Options(PRECONDITIONERS), None],
     "n_components": [Interval(numbers.Integral, 1, None)], "random_state": ["random_state"], "center_y": ["boolean"],
+    "missing": [Options(("raise", "ignore"))], "lam_manifold": [Interval(numbers.Real, 0, None, closed="left")],
+    "n_neighbors": [Interval(numbers.Integral, 1, None)],
 }
 
 
 def _fit_data(kernel, X, Y):
     """(X, Y, y_was_1d, kernel_): the checked data and the kernel to fit with, resolved on them (`resolve_kernel`: None is
     `Separable(RBF(gamma='scale'), identity of Y's width)`); Y must have the kernel's output_dim columns."""
-    X, Y, y1d = check_X_Y(X, Y, min_samples=1, why="ridge needs data")
+    try:
+        X, Y, y1d = check_X_Y(X, Y, min_samples=1, why="ridge needs data")
+    except ValueError as e:
+        if "Y" in str(e) and "NaN" in str(e):
+            raise ValueError(f"{e} NaN outputs are missing ones with missing='ignore' (fits on the observed entries)") from None
+        raise
     kernel_ = resolve_kernel(kernel, X, Y)
     if Y.shape[1] != kernel_.output_dim:
         raise ValueError(f"Y must have {kernel_.output_dim} columns (the kernel's output dimension), got {Y.shape[1]}")
@@ -231,6 +240,14 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Subtract the training mean of each output before solving and add it back when predicting (as
         `GaussianProcessRegressor(normalize_y=True)`): the penalty then shrinks towards the mean, not towards 0. False
         solves the literal system (K + lam I) vec(C) = vec(Y) (the papers' model).
+    missing : {'raise', 'ignore'}, default='raise'
+        'ignore': NaN entries of Y are missing outputs, left out of the loss (whole rows allowed: unlabelled inputs); the
+        masked system is solved exactly ('dense' or PCG, see the notebook). 'raise': NaN is an error.
+    lam_manifold : float, default=0.0
+        >= 0: the weight of the graph smoothness term lam_manifold sum_ij W_ij ||f(x_i) - f(x_j)||^2 over all rows
+        (semi-supervised, Brouard et al. 2011), W the symmetrised `n_neighbors`-nearest-neighbour graph of X.
+    n_neighbors : int, default=10
+        Neighbours per row of that graph.
 
     Attributes
     ----------
@@ -277,10 +294,10 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints = _RIDGE_CONSTRAINTS
 
     def __init__(self, kernel=None, lam=1.0, solver="auto", tol=1e-10, max_iter=None, preconditioner="auto",
-                 n_components=300, random_state=None, center_y=True):
+                 n_components=300, random_state=None, center_y=True, missing="raise", lam_manifold=0.0, n_neighbors=10):
         self.kernel, self.lam, self.solver, self.tol, self.max_iter = kernel, lam, solver, tol, max_iter
         self.preconditioner, self.n_components, self.random_state = preconditioner, n_components, random_state
-        self.center_y = center_y
+        self.center_y, self.missing, self.lam_manifold, self.n_neighbors = center_y, missing, lam_manifold, n_neighbors
 
     @fit_context
     def fit(self, X, Y):
@@ -291,6 +308,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             return _fit_dask(self, X, Y)
         if route == "array_api":                # PyTorch, CuPy, ...: the factorisations in X's namespace and device
             return _fit_xp(self, X, Y)
+        if self.missing == "ignore" or self.lam_manifold > 0:   # NaN outputs / unlabelled rows / the graph term
+            return _fit_masked(self, X, Y)
         X, Y, y1d, self.kernel_ = _fit_data(self.kernel, X, Y)
         self.y_mean_ = Y.mean(axis=0) if self.center_y else np.zeros(Y.shape[1])
         Y = Y - self.y_mean_
@@ -304,8 +323,13 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.n_features_in_, self.n_outputs_, self._y1d = X.shape[1], Y.shape[1], y1d
         return self
 
-    def predict(self, X):
-        "f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y; a Dask array for a Dask X."
+    def predict(self, X, return_std=False):
+        """f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y; a Dask array for a Dask X, an array of X's
+        library for array-API inputs. `return_std=True` also returns the posterior standard deviation of the latent f
+        (same shape) of the Gaussian process whose posterior mean this ridge is: prior covariance K, noise variance lam
+        (Separable kernels, exact solvers, NumPy; see `posterior_std`)."""
+        if return_std:
+            return self.predict(X), self.posterior_std(X)
         route = route_of(X)
         if route == "dask":
             return _predict_dask(self, X)
@@ -316,6 +340,29 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
              _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_))
         F += _y_mean(self)
         return F[:, 0] if self._y1d else F
+
+
+def _posterior_std(self, X):
+    """sqrt(diag Cov[f(x) | data]) for a GP prior f ~ GP(0, K), K = k T, observed with noise variance lam: the ridge's
+    prediction is that posterior's mean. In the joint eigenbasis (k(X, X) = U diag(s) U^T, T = V diag(e) V^T),
+    Var f_j(x) = k(x, x) T_jj - sum_l V_jl^2 e_l^2 sum_a (U^T k(X, x))_a^2 / (s_a e_l + lam). Shape as predict's."""
+    X = check_X(self, X)
+    if getattr(self, "_xp_model", None) is not None or self.solver_ in ("nystrom", "rff", "gmres") or (
+            getattr(self, "missing", "raise") == "ignore" and np.isnan(self._Y_fit).any()):
+        raise ValueError(f"return_std needs an exact fit on complete NumPy data (solver 'dense', 'eigen', 'cholesky' or "
+                         f"'cg'), got solver_={self.solver_!r}")
+    if self.kernel_.weights is not None if isinstance(self.kernel_, Separable) else True:
+        raise ValueError("return_std needs a Separable kernel without quadrature weights; OVKGaussianProcess covers more")
+    f = _fitted_eigen(self)
+    k = self.kernel_.scalar_kernel
+    Q = k(X, self.X_fit_) @ f.U                                       # (m, r)
+    W = (Q ** 2) @ (1.0 / (np.outer(f.s, f.e) + float(self.lam))) * f.e ** 2        # (m, d): sum_a q_a^2 / (s_a e_l + lam) e_l^2
+    var = k.diag(X)[:, None] * np.diag(self.kernel_.T)[None, :] - W @ (f.V ** 2).T
+    std = np.sqrt(np.clip(var, 0.0, None))
+    return std[:, 0] if self._y1d else std
+
+
+OVKRidge.posterior_std = _posterior_std
 
 
 def _y_mean(est):
@@ -424,6 +471,113 @@ def _predict_dask(est, X):
     F = (dask_predict(est._nystrom, X) if est.solver_ == "nystrom" else
          dask_kernel_predict(est.kernel_, X, est.X_fit_, est.coef_)) + _y_mean(est)
     return F[:, 0] if est._y1d else F
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #9805cca4
+def knn_laplacian(X, n_neighbors: int = 10):
+    "L = D - W of the symmetrised k-nearest-neighbour graph on the rows of X (0/1 weights), as a scipy sparse matrix."
+    from scipy.sparse import csgraph
+    from sklearn.neighbors import kneighbors_graph
+    k = min(int(n_neighbors), len(X) - 1)
+    if k < 1:
+        raise ValueError(f"lam_manifold > 0 needs at least 2 rows for a neighbour graph, got {len(X)}")
+    W = kneighbors_graph(X, k, mode="connectivity", include_self=False)
+    W = W.maximum(W.T)
+    return csgraph.laplacian(W.astype(float))
+
+
+def semisupervised_dense_reference(kernel, X, Y, lam: float, lam_manifold: float = 0.0, n_neighbors: int = 10):
+    """The literal solve of (B K + lam I) vec(C) = vec(M * Y), B = diag(vec M) + lam_manifold (L kron I_d), M the observed
+    (non-NaN) entries of Y, L the k-NN graph Laplacian of all rows of X. For tests: forms the (n d) x (n d) matrix."""
+    X = check_matrix(X, "X", allow_1d=True)
+    Y = np.asarray(Y, dtype=float)
+    n, d = Y.shape
+    M = ~np.isnan(Y)
+    B = np.diag(M.ravel().astype(float))
+    if lam_manifold > 0:
+        B = B + lam_manifold * np.kron(knn_laplacian(X, n_neighbors).toarray(), np.eye(d))
+    A = B @ kernel.gram(X) + lam * np.eye(n * d)
+    return np.linalg.solve(A, np.where(M, Y, 0.0).ravel()).reshape(n, d)
+
+
+def _check_Y_missing(Y, n):
+    "Y with NaN allowed (inf refused), as (n, d) float, and whether it was 1-D; ValueError naming Y."
+    try:
+        Yf = np.asarray(Y, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"Y must be a numeric array (NaN marks a missing output), got {type(Y).__name__}") from None
+    mask = np.isnan(Yf)
+    Yf = check_input(np.where(mask, 0.0, Yf), "Y", ensure_2d=False)
+    y1d = Yf.ndim == 1
+    Yf, mask = (Yf[:, None], mask[:, None]) if y1d else (Yf, mask)
+    if len(Yf) != n:
+        raise ValueError(f"X and Y must have the same number of rows, got {n} and {len(Yf)}")
+    if mask.all(axis=0).any():
+        raise ValueError(f"Y: output(s) {np.flatnonzero(mask.all(axis=0)).tolist()} have no observed entry")
+    return np.where(mask, np.nan, Yf), y1d
+
+
+def _fit_masked(est, X, Y):
+    "OVKRidge.fit with NaN outputs (missing='ignore') and/or the manifold term (lam_manifold > 0)."
+    X = check_input(X, "X", min_samples=1, why="ridge needs data")
+    Y, y1d = _check_Y_missing(Y, len(X))
+    if est.missing == "raise" and np.isnan(Y).any():
+        raise ValueError("Input Y contains NaN: pass missing='ignore' to fit on the observed entries only")
+    n, d = Y.shape
+    kernel = resolve_kernel(est.kernel, X, np.zeros((n, d)))
+    if kernel.output_dim != d:
+        raise ValueError(f"Y must have {kernel.output_dim} columns (the kernel's output dimension), got {d}")
+    est.y_mean_ = np.nanmean(Y, axis=0) if est.center_y else np.zeros(d)
+    Yc = Y - est.y_mean_
+    lam, lam_m = float(est.lam), float(est.lam_manifold)
+    if est.solver not in ("auto", "dense", "cg"):
+        raise ValueError(f"missing outputs and lam_manifold are solved by solver 'auto', 'dense' or 'cg', got {est.solver!r}")
+    dense = est.solver == "dense" or (est.solver == "auto" and n * d <= 2000)
+    parts = KernelParts(kernel)
+    est.n_iter_ = 1
+    if dense:
+        est.coef_ = (masked_solve_dense(kernel, X, Yc, lam) if lam_m == 0 else
+                     semisupervised_dense_reference(kernel, X, Yc, lam, lam_m, est.n_neighbors))
+        solver = "dense"
+    elif lam_m == 0:
+        with blas_threads(1):
+            est.coef_, info = masked_solve(parts, X, Yc, lam, tol=est.tol, max_iter=est.max_iter)
+        est.n_iter_, solver = info["iterations"], "cg"
+        if not info["converged"]:
+            warnings.warn(f"CG did not reach tol={est.tol} in {est.n_iter_} iterations", ConvergenceWarning)
+    else:
+        est.coef_, est.n_iter_ = _manifold_gmres(parts, X, Yc, lam, lam_m, est.n_neighbors, est.tol, est.max_iter)
+        solver = "gmres"
+    est.kernel_, est.solver_, est.X_fit_, est._Y_fit = kernel, solver, X.copy(), Yc
+    est._nystrom = est._rff = est._eig_cache = est._xp_model = None
+    est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
+    return est
+
+
+def _manifold_gmres(parts, X, Y, lam, lam_m, n_neighbors, tol, max_iter):
+    "(B K + lam I) vec(C) = vec(M Y) by GMRES, preconditioned by (K + lam I)^{-1}; K Z from the scalar Grams."
+    from scipy.sparse.linalg import LinearOperator, gmres
+    if parts.w is not None:
+        raise ValueError("lam_manifold > 0 with quadrature weights: use solver='dense'")
+    n, d = Y.shape
+    M = ~np.isnan(Y)
+    L = knn_laplacian(X, n_neighbors)
+    grams = parts.grams(X, X)
+    pre = separable_preconditioner(parts, grams, lam) if parts.separable else None
+
+    def mv(v):
+        KZ = parts.apply_grams(grams, X, X, v.reshape(n, d))
+        return (M * KZ + lam_m * (L @ KZ) + lam * v.reshape(n, d)).ravel()
+
+    A = LinearOperator((n * d, n * d), matvec=mv, dtype=float)
+    P = None if pre is None else LinearOperator((n * d, n * d), matvec=lambda v: pre(v.reshape(n, d)).ravel(), dtype=float)
+    count = [0]
+    with blas_threads(1):
+        c, info = gmres(A, np.where(M, Y, 0.0).ravel(), M=P, rtol=tol, restart=min(200, n * d),
+                        maxiter=max_iter or 10 * n * d, callback=lambda r: count.__setitem__(0, count[0] + 1),
+                        callback_type="pr_norm")
+    if info != 0:
+        warnings.warn(f"GMRES did not reach tol={tol} ({count[0]} iterations)", ConvergenceWarning)
+    return c.reshape(n, d), count[0]
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
 def _fitted_eigen(est):

@@ -394,3 +394,59 @@ def test_default_kernel_is_resolved_and_kept():
     m = ridge.OVKRidge(k).fit(X, Y[:, :2])
     assert m.kernel_.output_dim == 2 and k.get_params()["T"] is None and k.scalar_kernel.gamma == "scale"
     assert ridge.OVKRidge().fit(X, Y[:, 0]).predict(X).shape == (30,)
+
+
+# ---- missing outputs, the semi-supervised term, the posterior std (issues 20 and 21) ----
+def _nan_data(n=70, d=3, frac=0.3, seed=4):
+    r = np.random.default_rng(seed)
+    X, Y = r.uniform(size=(n, 4)), r.normal(size=(n, d))
+    Y[r.uniform(size=Y.shape) < frac] = np.nan
+    Y[:8] = np.nan                                              # whole rows: unlabelled inputs
+    return X, Y
+
+
+@pytest.mark.parametrize("lam_manifold", [0.0, 0.3])
+@pytest.mark.parametrize("solver", ["dense", "cg"])
+def test_masked_and_semisupervised_equal_the_literal_system(lam_manifold, solver):
+    from ovk_nb.ridge import semisupervised_dense_reference
+    X, Y = _nan_data()
+    K = gaussian_times_J(3, 0.8)
+    ref = semisupervised_dense_reference(K, X, Y, 0.05, lam_manifold, 10)
+    m = ridge.OVKRidge(K, lam=0.05, solver=solver, missing="ignore", lam_manifold=lam_manifold, center_y=False,
+                       tol=1e-12).fit(X, Y)
+    assert rel(m.coef_, ref) < 1e-8
+    if lam_manifold == 0:                                      # no graph term: zero coefficients at the missing entries
+        assert np.all(m.coef_[np.isnan(Y)] == 0)
+
+
+def test_missing_refusals_and_means():
+    X, Y = _nan_data()
+    with pytest.raises(ValueError, match="missing='ignore'"):
+        ridge.OVKRidge().fit(X, Y)
+    with pytest.raises(ValueError, match="'dense' or 'cg'"):
+        ridge.OVKRidge(missing="ignore", solver="nystrom").fit(X, Y)
+    Yc = Y.copy(); Yc[:, 1] = np.nan
+    with pytest.raises(ValueError, match="no observed entry"):
+        ridge.OVKRidge(missing="ignore").fit(X, Yc)
+    m = ridge.OVKRidge(missing="ignore").fit(X, Y)
+    np.testing.assert_allclose(m.y_mean_, np.nanmean(Y, axis=0))
+    assert np.isfinite(m.predict(X)).all()
+    full = np.nan_to_num(Y, nan=0.5)                            # nothing missing: the same model as without the option
+    np.testing.assert_allclose(ridge.OVKRidge(missing="ignore", solver="dense").fit(X, full).predict(X),
+                               ridge.OVKRidge(solver="dense").fit(X, full).predict(X), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["dense", "eigen", "cholesky", "cg"])
+def test_posterior_std_is_the_gp_posterior(solver):
+    X, Y = data(40)
+    Xt, _ = data(6, seed=3)
+    K, lam = gaussian_times_J(D, 0.4), 0.1
+    m = ridge.OVKRidge(K, lam=lam, solver=solver, tol=1e-13).fit(X, Y)
+    mu, sd = m.predict(Xt, return_std=True)
+    Kx = K.gram(Xt, X)
+    cov = K.gram(Xt) - Kx @ np.linalg.solve(K.gram(X) + lam * np.eye(len(X) * D), Kx.T)
+    np.testing.assert_allclose(sd, np.sqrt(np.diag(cov)).reshape(6, D), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(mu, m.predict(Xt))
+    assert ridge.OVKRidge().fit(X, Y[:, 0]).predict(Xt, return_std=True)[1].shape == (6,)
+    with pytest.raises(ValueError, match="return_std"):
+        ridge.OVKRidge(K, solver="nystrom", n_components=10).fit(X, Y).predict(Xt, return_std=True)
