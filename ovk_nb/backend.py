@@ -26,8 +26,24 @@ def _compat():
 
 
 def is_array_api(X) -> bool:
-    """True for an array of another array-API library (PyTorch, CuPy, array-api-strict, JAX...): the inputs `route_of`
-    sends to the array-API path. NumPy arrays, lists, pandas and Dask are not (they have their own routes)."""
+    """Whether X is an array of another array-API library (PyTorch, CuPy, array-api-strict, JAX, ...).
+
+    Parameters
+    ----------
+    X : object
+        Any input an estimator receives.
+
+    Returns
+    -------
+    bool
+        True for the inputs `route_of` sends to the array-API path; NumPy arrays, lists, pandas and Dask are not.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> is_array_api(np.ones(3))
+    False
+    """
     if X is None or isinstance(X, (np.ndarray, list, tuple, numbers.Number)) or hasattr(X, "dask"):
         return False
     c = _compat()
@@ -41,14 +57,53 @@ def is_array_api(X) -> bool:
 
 
 def route_of(X) -> str:
-    "The one dispatch point of the estimators: 'dask' (a Dask array), 'array_api' (PyTorch, CuPy, ...) or 'numpy'."
+    """The one dispatch point of the estimators.
+
+    Parameters
+    ----------
+    X : object
+        The inputs given to `fit` or `predict`.
+
+    Returns
+    -------
+    str
+        'dask' (a Dask array), 'array_api' (PyTorch, CuPy, ...) or 'numpy' (NumPy, lists, pandas).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> route_of(np.ones((2, 2)))
+    'numpy'
+    """
     if hasattr(X, "dask") and hasattr(X, "chunks"):
         return "dask"
     return "array_api" if is_array_api(X) else "numpy"
 
 
 def namespace(*arrays):
-    "The array-API namespace shared by `arrays` (array_api_compat's wrapped namespace for PyTorch, CuPy, NumPy)."
+    """The array-API namespace shared by `arrays` (array-api-compat's wrapped namespace for PyTorch, CuPy, NumPy).
+
+    Parameters
+    ----------
+    *arrays : arrays
+        Arrays of one library.
+
+    Returns
+    -------
+    module
+        Their namespace.
+
+    Raises
+    ------
+    ImportError
+        When the `[array-api]` extra (array-api-compat) is not installed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> namespace(np.ones(2)).__name__
+    'array_api_compat.numpy'
+    """
     c = _compat()
     if c is None:
         raise ImportError("array-API inputs need the [array-api] extra: pip install 'ovk_nb[array-api]'")
@@ -56,12 +111,46 @@ def namespace(*arrays):
 
 
 def device_of(A):
-    "The device A lives on (array_api_compat.device)."
+    """The device an array lives on.
+
+    Parameters
+    ----------
+    A : array
+        An array of any array-API library.
+
+    Returns
+    -------
+    object
+        Its device (array_api_compat.device): 'cpu' for NumPy, a torch.device, a cupy Device, ...
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> device_of(np.ones(2))
+    'cpu'
+    """
     return _compat().device(A)
 
 
 def to_numpy(A) -> np.ndarray:
-    "A copy of A on the host as a NumPy array (for the few host-side decisions: kernel bandwidths, landmark draws)."
+    """A copy of A on the host as a NumPy array (for host-side decisions: kernel bandwidths, landmark draws).
+
+    Parameters
+    ----------
+    A : array
+        A PyTorch tensor, CuPy array or any array NumPy can read.
+
+    Returns
+    -------
+    ndarray
+        The values on the host.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_numpy(np.ones(2)).tolist()
+    [1.0, 1.0]
+    """
     c = _compat()
     if c is not None and c.is_torch_array(A):
         return A.detach().cpu().numpy()
@@ -71,8 +160,38 @@ def to_numpy(A) -> np.ndarray:
 
 # %% ../nbs/1_shared/09_backend.ipynb #bfe4a695
 def check_xp_data(X, Y=None, name: str = "X"):
-    """(X, Y, y_was_1d, xp) for array-API inputs: 2-D real floating X (n, p), Y (n, d) or (n,) of X's namespace, dtype and
-    device, all finite; a ValueError naming the argument otherwise (the checks scikit-learn's `check_array` makes)."""
+    """Array-API data checked as scikit-learn's `check_array` checks NumPy data, in the data's own namespace (no copy).
+
+    Parameters
+    ----------
+    X : array of shape (n, p)
+        Real floating inputs.
+    Y : array of shape (n, d) or (n,), optional
+        Targets of X's namespace, dtype and device.
+    name : str, default='X'
+        The name X's messages use.
+
+    Returns
+    -------
+    X, Y : arrays
+        X and Y as 2-D arrays (Y None when not given).
+    y_was_1d : bool
+        Whether Y was 1-D.
+    xp : module
+        Their namespace.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: not real floating, wrong dimension, empty, NaN or infinity, rows or dtypes that differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, Y, y1d, xp = check_xp_data(np.ones((3, 2)), np.zeros(3))
+    >>> Y.shape, y1d
+    ((3, 1), True)
+    """
     xp = namespace(X) if Y is None else namespace(X, Y)
     for A, nm in ((X, name), (Y, "Y")):
         if A is None:
@@ -111,8 +230,36 @@ def _l1_dist(xp, X, Y, chunk=256):
 
 
 def scalar_gram(kernel, X, Y, xp=None):
-    """k(X, Y) in X's namespace, dtype and device for the scalar kernels with an array-API form: RBF, Laplacian, Linear,
-    Polynomial (resolved: numbers, not rules). Others raise a ValueError naming the kernel."""
+    """k(X, Y) in X's namespace, dtype and device, for the scalar kernels with an array-API form.
+
+    Parameters
+    ----------
+    kernel : RBF, Laplacian, Linear or Polynomial
+        Resolved (numbers, not rules such as gamma='scale').
+    X : array of shape (n, p)
+        The first set of points.
+    Y : array of shape (m, p)
+        The second set, of X's library.
+    xp : module, optional
+        Their namespace (found from X and Y when None).
+
+    Returns
+    -------
+    array of shape (n, m)
+        The Gram matrix.
+
+    Raises
+    ------
+    ValueError
+        Naming the kernel when it has no array-API form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF
+    >>> float(scalar_gram(RBF(1.0), np.zeros((1, 2)), np.ones((1, 2)))[0, 0]) == float(np.exp(-2.0))
+    True
+    """
     xp = xp or namespace(X, Y)
     kernel.validate()
     if isinstance(kernel, RBF):
@@ -163,13 +310,43 @@ XP_SOLVERS = ("eigen", "cholesky", "dense", "nystrom")
 
 
 def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300, random_state=None) -> dict:
-    """The operator-valued ridge (K + lam I) vec(C) = vec(Y) for a Separable kernel k T on array-API data, in X's namespace,
-    dtype and device. Returns the model: {'solver', 'coef' (n, d) or None, 'smoothed' C T^T, 'landmarks', 'W' (Nystrom)}.
+    """The operator-valued ridge (K + lam I) vec(C) = vec(Y) for a Separable kernel k T on array-API data.
 
-    'eigen': k(X, X) = U diag(s) U^T, T = V diag(e) V^T, C = U (U^T Y V / (s e^T + lam)) V^T (two eigh).
-    'cholesky': one Cholesky of e_g k(X, X) + lam I per distinct eigenvalue e_g of T (T = I: one).
-    'dense': the Cholesky of the (n d) x (n d) block Gram (small n d only, as on NumPy).
-    'nystrom': k ~ Z Z^T on `n_components` landmarks drawn with `random_state`; the (p d) normal equations."""
+    Computed in X's namespace, dtype and device. 'eigen': k(X, X) = U diag(s) U^T, T = V diag(e) V^T,
+    C = U (U^T Y V / (s e^T + lam)) V^T. 'cholesky': one Cholesky of e_g k(X, X) + lam I per distinct eigenvalue e_g of T.
+    'dense': the Cholesky of the (n d) x (n d) block Gram. 'nystrom': k ~ Z Z^T on `n_components` landmarks drawn on the
+    host with `random_state`, the ridge solved in feature space.
+
+    Parameters
+    ----------
+    kernel : Separable
+        Resolved, without quadrature weights; its scalar kernel RBF, Laplacian, Linear or Polynomial.
+    X : array of shape (n, p)
+        Training inputs.
+    Y : array of shape (n, d)
+        Training outputs, of X's library, dtype and device.
+    lam : float
+        The regularisation, > 0.
+    solver : {'eigen', 'cholesky', 'dense', 'nystrom'}
+        The route (see above).
+    n_components : int, default=300
+        Nystrom landmarks (capped at n).
+    random_state : int, Generator or None, default=None
+        The seed of the landmark draw.
+
+    Returns
+    -------
+    dict
+        The model: 'solver', 'coef' (n, d) or None, 'smoothed' (C T^T), 'landmarks' and 'W' (Nystrom's z(x) = k(x, L) W).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.ones((20, 2))
+    >>> sorted(xp_ridge_fit(Separable(RBF(1.0), np.eye(2)), X, Y, 0.1, "eigen"))
+    ['W', 'coef', 'landmarks', 'smoothed', 'solver']
+    """
     if solver not in XP_SOLVERS:
         raise ValueError(f"solver={solver!r} has no array-API form; use one of {XP_SOLVERS} or pass NumPy arrays")
     xp = namespace(X, Y)
@@ -227,7 +404,34 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
 
 
 def xp_ridge_predict(kernel, model: dict, X_fit, X, chunk: int = 4096):
-    "f(x) = sum_j k(x, x_j) T c_j = k(X, X_fit) (C T^T), or z(x) W for Nystrom, in row chunks, in X's namespace."
+    """Predictions of a model of `xp_ridge_fit`: k(X, X_fit) (C T^T), or z(x) W for Nystrom, in row chunks.
+
+    Parameters
+    ----------
+    kernel : Separable
+        The kernel the model was fitted with.
+    model : dict
+        `xp_ridge_fit`'s result.
+    X_fit : array of shape (n, p)
+        The training inputs.
+    X : array of shape (m, p)
+        Where to predict, of the same library.
+    chunk : int, default=4096
+        Rows per chunk (an (chunk, n) cross Gram at a time).
+
+    Returns
+    -------
+    array of shape (m, d)
+        f(x) for each row of X, in X's namespace.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> K, X = Separable(RBF(1.0), np.eye(2)), np.random.default_rng(0).normal(size=(20, 2))
+    >>> xp_ridge_predict(K, xp_ridge_fit(K, X, np.ones((20, 2)), 0.1, "cholesky"), X, X[:3]).shape
+    (3, 2)
+    """
     xp = namespace(X)
     k = kernel.scalar_kernel
     out = []

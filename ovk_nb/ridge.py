@@ -343,9 +343,30 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
 
 def _posterior_std(self, X):
-    """sqrt(diag Cov[f(x) | data]) for a GP prior f ~ GP(0, K), K = k T, observed with noise variance lam: the ridge's
-    prediction is that posterior's mean. In the joint eigenbasis (k(X, X) = U diag(s) U^T, T = V diag(e) V^T),
-    Var f_j(x) = k(x, x) T_jj - sum_l V_jl^2 e_l^2 sum_a (U^T k(X, x))_a^2 / (s_a e_l + lam). Shape as predict's."""
+    """Posterior standard deviation of the latent f at X, for the Gaussian process whose posterior mean this ridge is.
+
+    The prior is f ~ GP(0, K) with K = k T, observed with noise variance lam. In the joint eigenbasis
+    (k(X, X) = U diag(s) U^T, T = V diag(e) V^T), Var f_j(x) = k(x, x) T_jj - sum_l V_jl^2 e_l^2 sum_a
+    (U^T k(X, x))_a^2 / (s_a e_l + lam). Exact fits of a Separable kernel on complete NumPy data only.
+
+    Parameters
+    ----------
+    X : array-like of shape (m, p)
+        Where to evaluate it.
+
+    Returns
+    -------
+    ndarray of shape (m, d), or (m,) for a model fitted with a 1-D y
+        The standard deviations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(30, 2))
+    >>> sd = OVKRidge(lam=0.1).fit(X, X[:, :1] ** 2).posterior_std(X[:4])
+    >>> sd.shape, bool((sd >= 0).all())
+    ((4, 2), True)
+    """
     X = check_X(self, X)
     if getattr(self, "_xp_model", None) is not None or self.solver_ in ("nystrom", "rff", "gmres") or (
             getattr(self, "missing", "raise") == "ignore" and np.isnan(self._Y_fit).any()):
