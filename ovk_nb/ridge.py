@@ -365,7 +365,7 @@ def _posterior_std(self, X):
     >>> X = np.random.default_rng(0).normal(size=(30, 2))
     >>> sd = OVKRidge(lam=0.1).fit(X, X[:, :1] ** 2).posterior_std(X[:4])
     >>> sd.shape, bool((sd >= 0).all())
-    ((4, 2), True)
+    ((4, 1), True)
     """
     X = check_X(self, X)
     if getattr(self, "_xp_model", None) is not None or self.solver_ in ("nystrom", "rff", "gmres") or (
