@@ -44,10 +44,10 @@ def cases():
                   "lq": ["dense", "cholesky", "cg"]}
     for kn, K in ridge_kernels.items():
         for s in applicable[kn]:
-            out[f"ridge/{kn}/{s}"] = lambda K=K, s=s: OVKRidge(K, lam=0.1, solver=s, random_state=0).fit(X, Y).predict(Xt)
-    out["ridge/sep/loo"] = lambda: OVKRidge(gaussian_times_J(3, 0.4), lam=0.1).fit(X, Y).loo_errors(np.logspace(-3, 0, 4))
-    out["ridgecv/loo"] = lambda: OVKRidgeCV(gaussian_times_J(3, 0.4), lams=np.logspace(-4, 1, 6), cv="loo").fit(X, Y).predict(Xt)
-    out["ridgecv/3fold"] = lambda: OVKRidgeCV(linear_quadratic(3, 0.3), lams=np.logspace(-4, 1, 6), cv=3, random_state=0).fit(X, Y).predict(Xt)
+            out[f"ridge/{kn}/{s}"] = lambda K=K, s=s: OVKRidge(K, lam=0.1, solver=s, random_state=0, center_y=False).fit(X, Y).predict(Xt)
+    out["ridge/sep/loo"] = lambda: OVKRidge(gaussian_times_J(3, 0.4), lam=0.1, center_y=False).fit(X, Y).loo_errors(np.logspace(-3, 0, 4))
+    out["ridgecv/loo"] = lambda: OVKRidgeCV(gaussian_times_J(3, 0.4), lams=np.logspace(-4, 1, 6), cv="loo", center_y=False).fit(X, Y).predict(Xt)
+    out["ridgecv/3fold"] = lambda: OVKRidgeCV(linear_quadratic(3, 0.3), lams=np.logspace(-4, 1, 6), cv=3, random_state=0, center_y=False).fit(X, Y).predict(Xt)
 
     Xs = np.random.default_rng(1).normal(size=(300, 4)) / 2
     Ys = np.column_stack([np.sin(Xs[:, 0]), Xs[:, 1] ** 2, Xs[:, 2] * Xs[:, 3]])
