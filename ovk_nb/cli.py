@@ -79,11 +79,8 @@ def _print_list(experiments):
 
 
 def _print_summary(runs):
-    from ovk_nb.reproduce import summary_rows
-    rows = summary_rows(runs)
-    if not rows: return
-    print("\nOur numbers beside the papers':")
-    w = max(len(f"{r['experiment']}: {r['quantity']}") for r in rows)
-    for r in rows:
-        paper = "  (paper: n/a)" if r["paper"] is None else f"  (paper: {r['paper']:.4g})"
-        print(f"  {(r['experiment'] + ': ' + r['quantity']).ljust(w)}  {r['ours']:.4g}{paper}")
+    "The tally per paper and the claims that have a paper number (issue 22: not every row of the report)."
+    from ovk_nb.reproduce import console_summary
+    text = console_summary(runs)
+    if text:
+        print("\n" + text)
