@@ -301,8 +301,37 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     @fit_context
     def fit(self, X, Y):
-        """Fit on X (n, p) and Y (n, d) (or y (n,) when the kernel has output_dim 1). A fit that fails leaves the
-        estimator as it was (`fit_context`)."""
+        """Fit the ridge on X and Y.
+
+        A fit that fails leaves the estimator as it was (`fit_context`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs: a NumPy array, a Dask array (fitted on the Dask workers, see Notes of the class) or an
+            array-API array (PyTorch, CuPy, ...: the factorisations run in X's namespace and device).
+        Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+            Training outputs; a 1-D y when the kernel has output dimension 1. With ``missing='ignore'`` NaN entries
+            are missing outputs.
+
+        Returns
+        -------
+        self : OVKRidge
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If X or Y is not finite (NaN in Y is allowed with ``missing='ignore'``), their lengths differ, or the
+            kernel does not fit Y's width or the chosen solver.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(20, 2))
+        >>> OVKRidge(lam=0.1).fit(X, X ** 2).coef_.shape
+        (20, 2)
+        """
         route = route_of(X)                     # the one dispatch point: numpy, dask or another array library
         if route == "dask":                     # n too large for one machine: Nystrom or CG on the Dask workers
             return _fit_dask(self, X, Y)
@@ -324,10 +353,32 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X, return_std=False):
-        """f(x) for each row of X: (m, d), or (m,) if fitted with a 1-D y; a Dask array for a Dask X, an array of X's
-        library for array-API inputs. `return_std=True` also returns the posterior standard deviation of the latent f
-        (same shape) of the Gaussian process whose posterior mean this ridge is: prior covariance K, noise variance lam
-        (Separable kernels, exact solvers, NumPy; see `posterior_std`)."""
+        """Predict f(x) for each row of X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Query inputs (NumPy, Dask or array-API array, as in `fit`).
+        return_std : bool, default=False
+            Also return the posterior standard deviation of the latent f (same shape) of the Gaussian process whose
+            posterior mean this ridge is: prior covariance K, noise variance lam (Separable kernels, exact solvers,
+            NumPy only; see `posterior_std`).
+
+        Returns
+        -------
+        F : ndarray of shape (n_queries, n_outputs), or (n_queries,) if fitted with a 1-D y
+            The predictions; a Dask array for a Dask X, an array of X's library for array-API inputs.
+        std : ndarray of the same shape as F
+            Only with ``return_std=True``: the posterior standard deviations.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(20, 2))
+        >>> F, sd = OVKRidge(lam=0.1).fit(X, X ** 2).predict(X[:3], return_std=True)
+        >>> F.shape, sd.shape
+        ((3, 2), (3, 2))
+        """
         if return_std:
             return self.predict(X), self.posterior_std(X)
         route = route_of(X)
@@ -620,13 +671,73 @@ def _check_lams(lams, default):
 # %% ../nbs/2_algorithms/00_ridge.ipynb #07389077
 @patch
 def coef_path(self: OVKRidge, lams):
-    "Coefficients for each lam: (len(lams), n, d), from one eigendecomposition."
+    """Coefficients for each regularisation of a path, from one eigendecomposition.
+
+    Needs a Separable kernel; the eigendecomposition of the training Gram is computed once and cached.
+
+    Parameters
+    ----------
+    lams : array-like of float or None
+        Positive regularisations; None is the fitted ``lam``.
+
+    Returns
+    -------
+    ndarray of shape (n_lams, n_samples, n_outputs)
+        The coefficients c_i for each lam (of the centred outputs when ``center_y=True``).
+
+    Raises
+    ------
+    ValueError
+        If a lam is not positive and finite or the kernel is not Separable.
+
+    See Also
+    --------
+    OVKRidge.predict_path : the predictions along the same path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> OVKRidge(lam=0.1).fit(X, X ** 2).coef_path([0.01, 0.1, 1.0]).shape
+    (3, 20, 2)
+    """
     return _fitted_eigen(self).coef_path(_check_lams(lams, self.lam))
 
 
 @patch
 def predict_path(self: OVKRidge, X, lams):
-    "Predictions on X for each lam: (len(lams), m, d). O(m n^2) once, then O(m n d) per lam."
+    """Predictions on X for each regularisation of a path, from one eigendecomposition.
+
+    O(m n^2) once, then O(m n d) per lam; needs a Separable kernel.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs.
+    lams : array-like of float or None
+        Positive regularisations; None is the fitted ``lam``.
+
+    Returns
+    -------
+    ndarray of shape (n_lams, n_queries, n_outputs)
+        The predictions for each lam (always 2-D per lam, also for a model fitted with a 1-D y).
+
+    Raises
+    ------
+    ValueError
+        If a lam is not positive and finite or the kernel is not Separable.
+
+    See Also
+    --------
+    OVKRidge.coef_path : the coefficients along the same path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> OVKRidge(lam=0.1).fit(X, X ** 2).predict_path(X[:5], [0.01, 1.0]).shape
+    (2, 5, 2)
+    """
     X = check_X(self, X)
     f = _fitted_eigen(self)
     return f.predict_path(KernelParts(self.kernel_).grams(X, self.X_fit_)[0], _check_lams(lams, self.lam)) + _y_mean(self)
@@ -634,7 +745,32 @@ def predict_path(self: OVKRidge, X, lams):
 
 @patch
 def refit(self: OVKRidge, lam):
-    "Switch to another lam reusing the eigendecomposition (O(n^2 d)); returns self."
+    """Switch to another regularisation, reusing the eigendecomposition (O(n^2 d)).
+
+    Sets ``lam``, ``coef_`` and ``solver_`` (``'eigen'``); needs a Separable kernel.
+
+    Parameters
+    ----------
+    lam : float
+        The new regularisation, > 0.
+
+    Returns
+    -------
+    self : OVKRidge
+        The estimator, refitted with `lam`.
+
+    Raises
+    ------
+    ValueError
+        If lam is not positive or the kernel is not Separable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> OVKRidge(lam=0.1).fit(X, X ** 2).refit(1.0).lam
+    1.0
+    """
     f = _fitted_eigen(self)
     self.lam = check_positive(lam, "lam")
     self.coef_, self.solver_, self._nystrom = f.coef(self.lam), "eigen", None
@@ -643,8 +779,37 @@ def refit(self: OVKRidge, lam):
 
 @patch
 def loo_residuals(self: OVKRidge, lam=None):
-    """Leave-one-out residuals y_i - f^{-i}(x_i), shape (n, d), for one lam (default self.lam); exact for center_y=False,
-    with center_y=True the mean is the one of all n rows (the O(1/n) part of leaving a row out of the mean is not redone)."""
+    """Leave-one-out residuals y_i - f^{-i}(x_i) in closed form, for one regularisation.
+
+    Exact for ``center_y=False``; with ``center_y=True`` the mean is the one of all n rows (the O(1/n) part of leaving
+    a row out of the mean is not redone). Needs a Separable kernel.
+
+    Parameters
+    ----------
+    lam : float or None, default=None
+        The regularisation, > 0; None is the fitted ``lam``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_outputs)
+        The residual of each training row, predicted by the model fitted on the other rows.
+
+    Raises
+    ------
+    ValueError
+        If lam is not one positive number or the kernel is not Separable.
+
+    See Also
+    --------
+    OVKRidge.loo_errors : the mean squared residuals along a path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> OVKRidge(lam=0.1).fit(X, X ** 2).loo_residuals().shape
+    (20, 2)
+    """
     f = _fitted_eigen(self)
     lam = _check_lams(lam, self.lam)
     if len(lam) != 1:
@@ -654,7 +819,30 @@ def loo_residuals(self: OVKRidge, lam=None):
 
 @patch
 def loo_errors(self: OVKRidge, lams=None):
-    "Leave-one-out mean squared error (mean over samples and outputs) for each lam."
+    """Leave-one-out mean squared error for each regularisation of a path.
+
+    Parameters
+    ----------
+    lams : array-like of float or None, default=None
+        Positive regularisations; None is the fitted ``lam``.
+
+    Returns
+    -------
+    ndarray of shape (n_lams,)
+        The mean of the squared `loo_residuals` over samples and outputs, for each lam.
+
+    See Also
+    --------
+    OVKRidgeCV : chooses lam by this criterion with ``cv='loo'``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> errs = OVKRidge(lam=0.1).fit(X, X ** 2).loo_errors([0.01, 0.1, 1.0])
+    >>> errs.shape, bool((errs > 0).all())
+    ((3,), True)
+    """
     return np.array([np.mean(self.loo_residuals(l) ** 2) for l in _check_lams(lams, self.lam)])
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #6baba3bd
@@ -795,6 +983,26 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     @fit_context
     def fit(self, X, Y):
+        """Choose lam by cross-validation, then refit `OVKRidge` on all data with it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (NumPy, or array-API arrays with an integer or splitter ``cv``).
+        Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+            Training outputs.
+
+        Returns
+        -------
+        self : OVKRidgeCV
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``lams`` is not a non-empty sequence of positive numbers, ``cv`` exceeds n_samples, or ``cv='loo'``
+            is asked of a kernel that is not Separable.
+        """
         lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
         if route_of(X) == "array_api":            # k-fold refits in X's namespace (no closed-form LOO there)
             return _fit_cv_xp(self, X, Y, lams)
@@ -810,6 +1018,18 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
+        """Predict with the refitted estimator ``best_estimator_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Query inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_outputs), or (n_queries,) if fitted with a 1-D y
+            The predictions.
+        """
         check_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
