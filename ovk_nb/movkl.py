@@ -127,6 +127,16 @@ class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_features_in_ : int
         Number of input features.
 
+    See Also
+    --------
+    ovk_nb.movkl.MovKL : Learns the weights of a sum of such kernels.
+    ovk_nb.movkl.loo_curves : Exact leave-one-curve-out errors of this model, to choose `lam` and `n_components`.
+
+    References
+    ----------
+    .. [1] H. Kadri, A. Rakotomamonjy, F. Bach and P. Preux, "Multiple Operator-valued Kernel Learning",
+       INRIA research report RR-7900, 2012.
+
     Examples
     --------
     >>> import numpy as np
@@ -147,6 +157,25 @@ class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     @fit_context
     def fit(self, X, Y):
+        """Fit the coefficients: one eigendecomposition of the Gram G(X, X) and one of T.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (at least 2 samples).
+        Y : array-like of shape (n_samples, d) or (n_samples,)
+            Training curves, sampled on the operator's grid of d points (1-D: one output).
+
+        Returns
+        -------
+        self : FunctionalKRR
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If Y's width is not the operator's ``d``, or `n_components` exceeds ``d``.
+        """
         X, Y, y1d = _check_curves(X, Y, None if self.operator is None else self.operator.d)
         operator = default_operator(Y.shape[1]) if self.operator is None else self.operator
         d = operator.d
@@ -163,13 +192,40 @@ class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
+        """Predict the curves of new inputs: G(X, X_fit) C T_p^T, plus the mean curve when centred.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, d) or (n_samples,)
+            Predicted curves on the operator's grid (1-D when the model was fitted with a 1-D Y).
+        """
         X = check_X(self, X)
         with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
             F = self.kernel_(X, self.X_fit_) @ (self.coef_ @ self.T_.T) + self.y_mean_
         return F[:, 0] if getattr(self, "_y1d", False) else F
 
     def score(self, X, y, sample_weight=None):
-        "Functional R^2: 1 - RSSE / total sum of squares, both with the operator's quadrature weights."
+        """Functional R^2: 1 - RSSE / total sum of squares, both with the operator's quadrature weights.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        y : array-like of shape (n_samples, d) or (n_samples,)
+            True curves on the operator's grid.
+        sample_weight : None
+            Not used (the weights are the quadrature weights over the grid); there for scikit-learn's signature.
+
+        Returns
+        -------
+        float
+            The functional R^2 (1 is a perfect fit; it can be negative).
+        """
         check_fitted(self, "coef_")
         return _curve_score(self, X, y, self.operator_.weights)
 
@@ -496,7 +552,7 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     weights_ : ndarray of shape (n_kernels,)
         The learned weights d.
     norms_ : ndarray of shape (n_kernels,)
-        ||f_k|| of each kernel's part of the predictor.
+        The norm :math:`\\|f_k\\|` of each kernel's part of the predictor.
     coef_ : ndarray of shape (n_samples, d)
         Coefficients C.
     y_mean_ : ndarray of shape (d,)
@@ -515,6 +571,16 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         The training inputs.
     n_features_in_ : int
         Number of input features.
+
+    See Also
+    --------
+    ovk_nb.movkl.FunctionalKRR : The same model with one fixed kernel.
+    ovk_nb.movkl.movkl_loco : Leave-one-curve-out errors, to choose `lam`.
+
+    References
+    ----------
+    .. [1] H. Kadri, A. Rakotomamonjy, F. Bach and P. Preux, "Multiple Operator-valued Kernel Learning",
+       INRIA research report RR-7900, 2012.
 
     Examples
     --------
@@ -536,6 +602,26 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     @fit_context
     def fit(self, X, Y):
+        """Learn the kernel weights and the coefficients by Algorithm 1 (alternating the alpha-step and eq. (15)).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (at least 2 samples).
+        Y : array-like of shape (n_samples, d) or (n_samples,)
+            Training curves, sampled on the operators' grid of d points (1-D: one output).
+
+        Returns
+        -------
+        self : MovKL
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If an entry of `kernels` is not a kernel, the operators act on different grids or Y's width is not
+            theirs, or ``solver='eig'`` is asked for kernels with several operators.
+        """
         X, Y, self._y1d = _check_curves(X, Y)
         kernels = _fit_kernels(self.kernels, X, Y)
         pairs, w = kernel_pairs(kernels)
@@ -555,18 +641,51 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self
 
     def combined_kernel(self):
-        "The learned kernel sum_k d_k G_k T_k as an ovk_nb SumKernel of Separable kernels."
+        """The learned kernel :math:`\\sum_k d_k G_k T_k` as a `SumKernel` of `Separable` kernels.
+
+        Returns
+        -------
+        ovk_nb.kernels.SumKernel
+            The kernels of ``pairs_`` weighted by ``weights_``.
+        """
         check_fitted(self, "coef_")
         return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
 
     def predict(self, X):
+        """Predict the curves of new inputs with the learned kernel.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, d) or (n_samples,)
+            Predicted curves on the operators' grid (1-D when the model was fitted with a 1-D Y).
+        """
         X = check_X(self, X)
         with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
             F = _predict_sum(self, X) + self.y_mean_
         return F[:, 0] if getattr(self, "_y1d", False) else F
 
     def score(self, X, y, sample_weight=None):
-        "Functional R^2 (1 - RSSE / total sum of squares) with the operators' quadrature weights."
+        """Functional R^2 (1 - RSSE / total sum of squares) with the operators' quadrature weights.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        y : array-like of shape (n_samples, d) or (n_samples,)
+            True curves on the operators' grid.
+        sample_weight : None
+            Not used (the weights are the quadrature weights over the grid); there for scikit-learn's signature.
+
+        Returns
+        -------
+        float
+            The functional R^2 (1 is a perfect fit; it can be negative).
+        """
         check_fitted(self, "coef_")
         return _curve_score(self, X, y, self.quadrature_weights_)
 
