@@ -46,13 +46,42 @@ def _same(a, b) -> bool:
 
 
 class Params:
-    "scikit-learn's parameter protocol for kernels and operators: `get_params`, `set_params` (nested `a__b`), `clone`."
+    """scikit-learn's parameter protocol for kernels and operators: ``get_params``, ``set_params`` (nested ``a__b``), clone.
+
+    Every kernel and output operator of ovk_nb derives from it, so that `sklearn.base.clone` and grid searches over
+    nested kernel arguments (``kernel__scalar_kernel__gamma``) work. It also gives every kernel its learnable
+    hyper-parameters as scikit-learn's kernels do: ``theta`` (log space for positive ones), ``bounds``, ``n_dims``,
+    ``hyperparameter_names`` and ``clone_with_theta``.
+
+    See Also
+    --------
+    ScalarKernel, OVKernel, OutputOperator
+
+    Examples
+    --------
+    >>> k = Separable(RBF(gamma=1.0), [[1.0]])
+    >>> k.set_params(scalar_kernel__gamma=0.5).scalar_kernel
+    RBF(gamma=0.5)
+    >>> k.get_params(deep=True)["scalar_kernel__gamma"]
+    0.5
+    """
     _stored_as: dict = {}         # argument -> the attribute that holds it as given, where the public name is derived
 
     def _attr(self, name): return self._stored_as.get(name, name)
 
     def get_params(self, deep=True) -> dict:
-        "The constructor's arguments as given; with `deep`, also those of nested kernels as `name__sub`."
+        """The constructor's arguments as given.
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Also return the arguments of nested kernels and operators, as ``name__sub``.
+
+        Returns
+        -------
+        dict
+            Argument name -> value.
+        """
         out = {}
         for name in _param_names(type(self)):
             value = out[name] = getattr(self, self._attr(name))
@@ -61,7 +90,23 @@ class Params:
         return out
 
     def set_params(self, **params):
-        "Set arguments by name, nested ones as `name__sub` (e.g. `scalar_kernel__gamma=0.5`); returns self."
+        """Set constructor arguments by name, nested ones as ``name__sub`` (e.g. ``scalar_kernel__gamma=0.5``).
+
+        Parameters
+        ----------
+        **params : dict
+            Argument name -> new value.
+
+        Returns
+        -------
+        self
+            This object, with the new arguments.
+
+        Raises
+        ------
+        ValueError
+            If a name is not a constructor argument.
+        """
         names, nested = _param_names(type(self)), {}
         for key, value in params.items():
             name, sep, sub = key.partition("__")
@@ -91,9 +136,23 @@ class Params:
         return {k: v for k, v in self.__dict__.items() if k != "_cache"}
 
     def resolve(self, X, Y=None):
-        """A copy with every argument that is set from the training data (`gamma='scale'`, `T=None`) fixed from X (n, p)
-        and Y (n, d); nested kernels are resolved too. Returns `self` when nothing is data-driven. Estimators call it at
-        fit and keep the result as `kernel_`."""
+        """A copy with every argument that is set from the training data fixed from X and Y.
+
+        Data-driven arguments are ``gamma='scale'`` or ``'median'`` and ``Separable(T=None)``; nested kernels are resolved
+        too. Estimators call it at fit and keep the result as ``kernel_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training inputs.
+        Y : array-like of shape (n_samples, n_outputs) or None, default=None
+            The training targets (needed where an argument is set from Y's width or covariance).
+
+        Returns
+        -------
+        Params
+            A new object of the same class, or ``self`` when nothing is data-driven.
+        """
         params, new = self.get_params(deep=False), {}
         for k, v in params.items():
             if isinstance(v, Params):
@@ -120,8 +179,41 @@ class Params:
 
 # %% ../nbs/1_shared/01_kernels.ipynb #8674ff87
 class ScalarKernel(Params):
-    "Base class: `k(X, Y=None)` -> (n, m) Gram matrix; `diag(X)` -> (n,). Hyper-parameters are checked by `validate()`."
+    """Base class of the scalar kernels: ``k(X, Y=None)`` gives the (n, m) Gram matrix, ``k.diag(X)`` its diagonal.
+
+    Subclasses implement ``_gram(X, Y)`` (and optionally ``_diag(X)``); hyper-parameters are checked by `validate` at
+    every use, inputs by `ovk_nb.validation.check_matrix`, and a non-finite Gram matrix raises a ValueError.
+
+    See Also
+    --------
+    RBF, Laplacian, Linear, Polynomial, Separable
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Linear()(np.array([[1.0, 2.0]]), np.array([[3.0, 4.0]]))
+    array([[11.]])
+    """
     def __call__(self, X, Y=None):
+        """The Gram matrix k(x_i, y_j).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The first inputs (a 1-D array is one feature).
+        Y : array-like of shape (m_samples, n_features) or None, default=None
+            The second inputs; None: X.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, m_samples)
+            The Gram matrix.
+
+        Raises
+        ------
+        ValueError
+            If a hyper-parameter is out of range, the widths differ, or a value is not finite.
+        """
         self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
@@ -132,12 +224,35 @@ class ScalarKernel(Params):
         return check_gram_finite(G, self, X, Y)
 
     def diag(self, X):
+        """The diagonal k(x_i, x_i) of the Gram matrix, without forming it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The diagonal.
+        """
         self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         return self._diag(X)
 
     def validate(self):
-        "Raise ValueError naming the hyper-parameter that is out of range; returns self (called at every use)."
+        """Check the hyper-parameters (called at every use).
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            Naming the hyper-parameter that is out of range.
+        """
         return self
 
     def _diag(self, X):
@@ -161,8 +276,31 @@ def _pairwise_differences(X, Y):
 
 
 def sq_distances(X, Y) -> np.ndarray:
-    """||x_i - y_j||^2 for all pairs by the Gram trick |x|^2 + |y|^2 - 2<x, y> (one BLAS-3 product), on inputs shifted by
-    the mean of X and scaled to unit max: no inf - inf for huge inputs, no cancellation from a far-away origin."""
+    """Squared Euclidean distances ``||x_i - y_j||^2`` of all pairs.
+
+    Computed by the Gram trick (one BLAS-3 product) on inputs shifted by the mean of X and scaled to unit maximum, so that
+    huge inputs give no ``inf - inf`` and a far-away origin no cancellation; one or two rows against many are summed
+    from the differences directly.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The first points.
+    Y : ndarray of shape (m_samples, n_features)
+        The second points.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, m_samples)
+        The squared distances, >= 0 (+inf where they overflow).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sq_distances(np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([[3.0, 4.0]]))
+    array([[25.],
+           [13.]])
+    """
     if not X.size or not Y.size:
         return np.zeros((len(X), len(Y)))
     if min(len(X), len(Y)) <= _FEW_ROWS:                    # a row or two against many (a learn_one step): differences
@@ -191,7 +329,34 @@ _sqdist = sq_distances
 
 
 def check_gram_finite(G, kernel, X=None, Y=None) -> np.ndarray:
-    "Return the Gram matrix G, or raise ValueError naming `kernel` when an entry is NaN or inf (inputs too large)."
+    """Return the Gram matrix `G`, or raise a ValueError naming `kernel` when an entry is NaN or infinite.
+
+    Parameters
+    ----------
+    G : ndarray
+        A Gram matrix (or a kernel product).
+    kernel : object
+        The kernel that computed it (shown in the message).
+    X, Y : ndarray or None, default=None
+        The inputs, whose largest entry the message shows.
+
+    Returns
+    -------
+    ndarray
+        `G` itself.
+
+    Raises
+    ------
+    ValueError
+        If `G` has a NaN or infinite entry (the inputs are too large for the bandwidth).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_gram_finite(np.eye(2), RBF(1.0))
+    array([[1., 0.],
+           [0., 1.]])
+    """
     if G.size and not np.isfinite(G).all():
         big = max((float(np.abs(A).max()) for A in (X, Y) if A is not None and np.size(A)), default=float("nan"))
         raise ValueError(f"{kernel!r} gives non-finite kernel values on inputs of size up to {big:.3g}: "
@@ -200,16 +365,55 @@ def check_gram_finite(G, kernel, X=None, Y=None) -> np.ndarray:
 
 
 class Linear(ScalarKernel):
-    "k(x, y) = <x, y>"
+    """Linear kernel k(x, y) = <x, y>.
+
+    See Also
+    --------
+    Polynomial
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Linear().diag(np.array([[1.0, 2.0], [3.0, 0.0]]))
+    array([5., 9.])
+    """
     def _gram(self, X, Y): return X @ Y.T
     def _diag(self, X): return (X * X).sum(1)
 
 
 class Polynomial(ScalarKernel):
-    "k(x, y) = (gamma <x, y> + coef0) ** degree"
+    """Polynomial kernel k(x, y) = (gamma <x, y> + coef0) ** degree.
+
+    Parameters
+    ----------
+    degree : int, default=2
+        The degree, an integer >= 1.
+    coef0 : float, default=1.0
+        The constant added, >= 0 (0 gives the homogeneous kernel).
+    gamma : float, default=1.0
+        The scale of the inner product, > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Polynomial(degree=2, coef0=1.0)(np.array([[1.0, 1.0]]))
+    array([[9.]])
+    """
     def __init__(self, degree: int = 2, coef0: float = 1.0, gamma: float = 1.0):
         self.degree, self.coef0, self.gamma = degree, coef0, gamma
     def validate(self):
+        """Check `degree`, `coef0` and `gamma`.
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument that is out of range.
+        """
         d = self.degree
         if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
             raise ValueError(f"degree must be an integer >= 1, got {d!r}")
@@ -224,9 +428,36 @@ _MEDIAN_ROWS = 500          # the median heuristic reads at most this many evenl
 
 
 def data_gamma(rule: str, X, metric: str = "sqeuclidean") -> float:
-    """The bandwidth `rule` gives on the training inputs X: 'scale' = 1 / (n_features * X.var()) (SVC's default; for the L1
-    metric 1 / (n_features * X.std())), 'median' = 1 / median of the pairwise distances (squared for the Gaussian). A
-    constant X (zero spread) gives 1.0."""
+    """The bandwidth a rule gives on the training inputs X.
+
+    Parameters
+    ----------
+    rule : {'scale', 'median'}
+        'scale' is 1 / (n_features * X.var()) (SVC's default; for the L1 metric 1 / (n_features * X.std())), 'median' is
+        1 / the median of the pairwise distances (squared for the Gaussian), read on at most 500 evenly spaced rows.
+    X : array-like of shape (n_samples, n_features)
+        The training inputs.
+    metric : {'sqeuclidean', 'cityblock'}, default='sqeuclidean'
+        The distance of the kernel: squared Euclidean (`RBF`) or L1 (`Laplacian`).
+
+    Returns
+    -------
+    float
+        The bandwidth gamma > 0; 1.0 for a constant X.
+
+    Raises
+    ------
+    ValueError
+        If `rule` is not one of ``GAMMA_RULES``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data_gamma("scale", np.array([[0.0], [2.0]]))
+    1.0
+    >>> data_gamma("median", np.array([[0.0], [2.0]]))
+    0.25
+    """
     X = check_matrix(X, "X", allow_1d=True)
     p = X.shape[1]
     if rule == "scale":
@@ -287,13 +518,24 @@ class RBF(_Bandwidth):
 
 
 class Laplacian(_Bandwidth):
-    """k(x, y) = exp(-gamma ||x - y||_1) (the L1 distance, as scikit-learn's `laplacian_kernel`).
+    """Laplacian kernel k(x, y) = exp(-gamma ``||x - y||_1``) (the L1 distance, as scikit-learn's ``laplacian_kernel``).
 
     Parameters
     ----------
     gamma : float or {'scale', 'median'}, default='scale'
         'scale' is 1 / (n_features * X.std()) (the L1 distance grows like the standard deviation), 'median' 1 / the median
         L1 distance, resolved at fit.
+
+    See Also
+    --------
+    RBF
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k = Laplacian(gamma=1.0)
+    >>> bool(np.isclose(k(np.array([[0.0, 0.0]]), np.array([[1.0, 1.0]]))[0, 0], np.exp(-2.0)))
+    True
     """
     _metric = "cityblock"
 
@@ -303,17 +545,69 @@ class Laplacian(_Bandwidth):
 
 # %% ../nbs/1_shared/01_kernels.ipynb #f9ea1294
 class OVKernel(Params):
-    "Base class of operator-valued kernels K(x, x') in L(R^d)."
+    """Base class of the operator-valued kernels K(x, x'), a PSD d x d matrix for every pair of inputs.
+
+    Subclasses implement ``_apply(X, Y, C)`` (the product with coefficients, never forming the Gram matrix where the
+    structure allows), ``_gram(X, Y)`` and ``_diag(X)``, and give ``output_dim`` (d).
+
+    See Also
+    --------
+    Separable, SumKernel, BlockKernel, CurlFreeRBF, DivFreeRBF
+
+    References
+    ----------
+    Micchelli, C. A. and Pontil, M. (2005). On learning vector-valued functions. Neural Computation 17(1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = Separable(RBF(gamma=1.0), np.eye(2))
+    >>> K.output_dim, K.gram(np.zeros((3, 1))).shape
+    (2, (6, 6))
+    """
     output_dim: int
 
     def apply(self, X, Y, C):
-        "Row i of the result is sum_j K(x_i, y_j) c_j, for C of shape (len(Y), d)."
+        """The kernel applied to coefficients: row i of the result is sum_j K(x_i, y_j) c_j.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The points where the sum is evaluated.
+        Y : array-like of shape (m_samples, n_features)
+            The points that carry the coefficients.
+        C : array-like of shape (m_samples, output_dim)
+            The coefficients.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, output_dim)
+            The products.
+
+        Raises
+        ------
+        ValueError
+            If `C` does not have shape (len(Y), output_dim) or a value is not finite.
+        """
         X, Y, C = self._check_apply(X, Y, C)
         with np.errstate(over="ignore", invalid="ignore"):
             return check_gram_finite(self._apply(X, Y, C), self, X, Y)
 
     def gram(self, X, Y=None):
-        "Dense (n d, m d) block Gram matrix; block (i, j) = K(x_i, y_j). For references and tests only."
+        """The dense block Gram matrix, block (i, j) = K(x_i, y_j); for references and tests.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The first inputs.
+        Y : array-like of shape (m_samples, n_features) or None, default=None
+            The second inputs; None: X.
+
+        Returns
+        -------
+        ndarray of shape (n_samples * output_dim, m_samples * output_dim)
+            The block Gram matrix.
+        """
         self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
@@ -321,18 +615,51 @@ class OVKernel(Params):
             return check_gram_finite(self._gram(X, Y), self, X, Y)
 
     def diag(self, X):
-        "Diagonal blocks K(x_i, x_i), shape (n, d, d)."
+        """The diagonal blocks K(x_i, x_i).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, output_dim, output_dim)
+            The diagonal blocks.
+        """
         self.validate()
         X = check_matrix(X, "X", allow_1d=True)
         with np.errstate(over="ignore", invalid="ignore"):
             return check_gram_finite(self._diag(X), self, X)
 
     def block(self, x, y):
-        "The d x d operator K(x, y) for two single points."
+        """The d x d operator K(x, y) for two single points.
+
+        Parameters
+        ----------
+        x, y : array-like of shape (n_features,)
+            The two points.
+
+        Returns
+        -------
+        ndarray of shape (output_dim, output_dim)
+            K(x, y).
+        """
         return self.gram(np.atleast_2d(x), np.atleast_2d(y))
 
     def validate(self):
-        "Raise ValueError naming the argument that is out of range (this kernel's or a nested one's); returns self."
+        """Check this kernel's arguments and those of nested ones.
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument that is out of range.
+        """
         return self
 
     def _check_apply(self, X, Y, C):
@@ -350,8 +677,46 @@ class OVKernel(Params):
 
 # %% ../nbs/1_shared/01_kernels.ipynb #9abe1cd4
 class Separable(OVKernel):
-    """K(x, x') = k(x, x') T with T symmetric PSD (or self-adjoint PSD for quadrature `weights`). `T` may be a matrix or
-    an `OutputOperator` (which brings its weights); `K.T` and `K.weights` read the matrix and the weights in use."""
+    """Separable operator-valued kernel K(x, x') = k(x, x') T.
+
+    Parameters
+    ----------
+    scalar_kernel : ScalarKernel or None, default=None
+        The kernel on the inputs; None: ``RBF(gamma='scale')``, set at fit (`resolve`).
+    T : array-like of shape (d, d), OutputOperator or None, default=None
+        The output matrix, symmetric PSD (self-adjoint PSD in the inner product of the quadrature `weights`), or an
+        `OutputOperator` (which brings its weights) or a `Coregionalization`; None: the identity of Y's width, set at fit.
+    weights : array-like of shape (d,) or None, default=None
+        Positive quadrature weights of the output inner product (outputs that are curves on a grid); None: the plain
+        inner product of R^d, or the operator's own weights.
+
+    Attributes
+    ----------
+    T : ndarray of shape (d, d)
+        The output matrix in use (checked).
+    weights : ndarray of shape (d,) or None
+        The quadrature weights in use.
+    output_dim : int
+        d.
+
+    See Also
+    --------
+    SumKernel, OutputOperator, Coregionalization
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> K.block(np.zeros(1), np.zeros(1))
+    array([[2., 1.],
+           [1., 2.]])
+    >>> K.apply(np.zeros((1, 1)), np.zeros((1, 1)), np.ones((1, 2)))
+    array([[3., 3.]])
+    """
     _stored_as = {"T": "_T", "weights": "_weights"}
 
     def __init__(self, scalar_kernel: ScalarKernel | None = None, T=None, weights=None):
@@ -385,6 +750,18 @@ class Separable(OVKernel):
         return check_psd(T, "T", weights), weights
 
     def validate(self):
+        """Check the scalar kernel, T (square, PSD) and the weights.
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument that is out of range, or saying to resolve an argument set at fit.
+        """
         if self.scalar_kernel is None:
             raise ValueError("Separable(scalar_kernel=None) is RBF(gamma='scale'), set when an estimator fits; to use the "
                              "kernel by itself call `kernel.resolve(X, Y)` or give a scalar kernel")
@@ -411,8 +788,17 @@ class Separable(OVKernel):
         return self.scalar_kernel._diag(X)[:, None, None] * self.T[None]
 
     def T_eig(self):
-        """Eigendecomposition T = V diag(e) V^{-1}: returns (e, V, Vinv), e >= 0 ascending.
-        Without weights V is orthogonal and Vinv = V.T."""
+        """Eigendecomposition T = V diag(e) V^{-1} (cached).
+
+        Returns
+        -------
+        e : ndarray of shape (d,)
+            The eigenvalues, >= 0, ascending.
+        V : ndarray of shape (d, d)
+            The eigenvectors as columns (orthonormal in the inner product of the weights).
+        Vinv : ndarray of shape (d, d)
+            The inverse of V; ``V.T`` without weights.
+        """
         self.validate()
         return self._cached("eig", self._T_eig)
 
@@ -426,14 +812,54 @@ class Separable(OVKernel):
 
 # %% ../nbs/1_shared/01_kernels.ipynb #aeeb21f3
 class SumKernel(OVKernel):
-    """K = sum_k weights[k] * kernels[k]; weights >= 0 (default all 1). `K.weights_` reads the combination weights in use,
-    `K.weights` the components' shared quadrature weights (or None)."""
+    """A weighted sum of operator-valued kernels, K = sum_k weights[k] * kernels[k].
+
+    Parameters
+    ----------
+    kernels : list of OVKernel
+        The components; they must share one ``output_dim`` and the same quadrature weights.
+    weights : array-like of shape (n_kernels,) or None, default=None
+        The combination weights, >= 0; None: all 1.
+
+    Attributes
+    ----------
+    weights_ : ndarray of shape (n_kernels,)
+        The combination weights in use.
+    weights : ndarray of shape (d,) or None
+        The components' shared quadrature weights.
+    output_dim : int
+        d.
+
+    See Also
+    --------
+    Separable, linear_quadratic
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = SumKernel([Separable(RBF(1.0), np.eye(2)), Separable(Linear(), np.ones((2, 2)))], [0.5, 1.0])
+    >>> K.block(np.ones(1), np.ones(1))
+    array([[1.5, 1. ],
+           [1. , 1.5]])
+    """
     _stored_as = {"weights": "_weights"}
 
     def __init__(self, kernels, weights=None):
         self.kernels, self._weights = kernels, weights
 
     def validate(self):
+        """Check the components and the weights.
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            If `kernels` is not a non-empty list of kernels of one output dimension, or a weight is negative.
+        """
         self._resolved(); return self
 
     def _resolved(self):
@@ -474,15 +900,52 @@ class SumKernel(OVKernel):
         return sum(w * k._diag(X) for w, k in zip(self.weights_, self.kernels))
 
     def with_weights(self, weights):
-        "A copy of this sum with other weights (the components are shared, not copied)."
+        """A copy of this sum with other combination weights (the components are shared, not copied).
+
+        Parameters
+        ----------
+        weights : array-like of shape (n_kernels,)
+            The new weights, >= 0.
+
+        Returns
+        -------
+        SumKernel
+            The new sum.
+        """
         return SumKernel(self.kernels, weights)
 
 # %% ../nbs/1_shared/01_kernels.ipynb #0fafd99c
 def resolve_kernel(kernel, X, Y=None, default=None, name: str = "kernel", kind=None):
-    """The kernel an estimator fits with, resolved on its training data: `kernel`, or `default()` when it is None
-    (default: `Separable(RBF(gamma='scale'), T=None)`, the Gaussian kernel with SVC's bandwidth and the identity of Y's
-    width), with every data-driven argument set from X and Y (`Params.resolve`). `kind` (a class or tuple) is what
-    `kernel` must be; a ValueError names `name` otherwise. The caller's object is never changed.
+    """The kernel an estimator fits with, resolved on its training data.
+
+    `kernel`, or ``default()`` when it is None, with every data-driven argument set from X and Y (`Params.resolve`).
+    The caller's object is never changed.
+
+    Parameters
+    ----------
+    kernel : OVKernel, ScalarKernel or None
+        The kernel the user gave.
+    X : array-like of shape (n_samples, n_features)
+        The training inputs.
+    Y : array-like of shape (n_samples, n_outputs) or None, default=None
+        The training targets.
+    default : callable or None, default=None
+        Builds the kernel when `kernel` is None; None: ``Separable(RBF(gamma='scale'), T=None)``, the Gaussian kernel
+        with SVC's bandwidth and the identity of Y's width.
+    name : str, default='kernel'
+        The argument's name, for the error message.
+    kind : type or tuple of types or None, default=None
+        What `kernel` must be an instance of; None: `OVKernel`.
+
+    Returns
+    -------
+    OVKernel or ScalarKernel
+        The resolved kernel (a copy where an argument was set).
+
+    Raises
+    ------
+    ValueError
+        If `kernel` is not an instance of `kind`.
 
     Examples
     --------
@@ -501,11 +964,38 @@ def resolve_kernel(kernel, X, Y=None, default=None, name: str = "kernel", kind=N
 
 # %% ../nbs/1_shared/01_kernels.ipynb #9c74cd1d
 class BlockKernel(OVKernel):
-    "K(x, x') given as a Python function returning a (d, d) array. Slow; for prototypes and tests."
+    """An operator-valued kernel given as a Python function returning each d x d block; slow, for prototypes and tests.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(x, y) -> array of shape (output_dim, output_dim)``, for two single points.
+    output_dim : int
+        d, an integer >= 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = BlockKernel(lambda x, y: float(x @ y) * np.eye(2), output_dim=2)
+    >>> K.gram(np.array([[1.0], [2.0]])).shape
+    (4, 4)
+    """
     def __init__(self, func, output_dim: int):
         self.func, self.output_dim = func, output_dim
 
     def validate(self):
+        """Check that `func` is callable and `output_dim` an integer >= 1.
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            If either is not.
+        """
         d = self.output_dim
         if isinstance(d, bool) or not isinstance(d, numbers.Real) or d < 1 or d != int(d) or not callable(self.func):
             raise ValueError(f"BlockKernel needs a function func(x, y) -> (d, d) array and an integer output_dim >= 1, "
@@ -609,8 +1099,32 @@ class _GaussianField(OVKernel):
 
 
 def field_apply(a, b, X, Y, C):
-    """rows sum_j (a_ij I + b_ij (x_i - y_j)(x_i - y_j)^T) c_j for a, b (n, m), X (n, p), Y (m, p), C (m, p): three n x m
-    products, never the (np, mp) Gram."""
+    """The sums sum_j (a_ij I + b_ij (x_i - y_j)(x_i - y_j)^T) c_j of a vector-field kernel, never forming its Gram matrix.
+
+    Three n x m products, for the kernels `CurlFreeRBF` and `DivFreeRBF` whose blocks are a I + b delta delta^T.
+
+    Parameters
+    ----------
+    a, b : ndarray of shape (n_samples, m_samples)
+        The coefficients of the identity and of the outer product for each pair.
+    X : ndarray of shape (n_samples, p)
+        The evaluation points.
+    Y : ndarray of shape (m_samples, p)
+        The points that carry the coefficients.
+    C : ndarray of shape (m_samples, p)
+        The coefficients.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, p)
+        The sums.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> field_apply(np.ones((1, 1)), np.zeros((1, 1)), np.zeros((1, 2)), np.ones((1, 2)), np.array([[1.0, 2.0]]))
+    array([[1., 2.]])
+    """
     W = X @ C.T
     W -= np.einsum("jk,jk->j", Y, C)[None, :]
     W *= b
@@ -675,17 +1189,93 @@ class DivFreeRBF(_GaussianField):
 
 # %% ../nbs/1_shared/01_kernels.ipynb #9db42932
 def paper000_J(d: int, off_diagonal: float = 0.1) -> np.ndarray:
-    "J with J_ii = 1 and J_ij = off_diagonal (paper 000, section 5)."
+    """The output matrix J of paper 000: J_ii = 1, J_ij = `off_diagonal`.
+
+    Parameters
+    ----------
+    d : int
+        The number of outputs.
+    off_diagonal : float, default=0.1
+        The off-diagonal entries.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        J.
+
+    References
+    ----------
+    Audiffren, J. and Kadri, H. (2013). Online learning with multiple operator-valued kernels. Section 5.
+
+    Examples
+    --------
+    >>> paper000_J(2)
+    array([[1. , 0.1],
+           [0.1, 1. ]])
+    """
     return (1 - off_diagonal) * np.eye(d) + off_diagonal * np.ones((d, d))
 
 
 def gaussian_times_J(d: int, gamma: float = 1.0, off_diagonal: float = 0.1) -> Separable:
-    "Paper 000's separable kernel exp(-gamma ||x - x'||^2) J."
+    """Paper 000's separable kernel exp(-gamma ``||x - x'||^2``) J.
+
+    Parameters
+    ----------
+    d : int
+        The number of outputs.
+    gamma : float, default=1.0
+        The Gaussian bandwidth, > 0.
+    off_diagonal : float, default=0.1
+        The off-diagonal entries of J (`paper000_J`).
+
+    Returns
+    -------
+    Separable
+        The kernel.
+
+    References
+    ----------
+    Audiffren, J. and Kadri, H. (2013). Online learning with multiple operator-valued kernels. Section 5.
+
+    Examples
+    --------
+    >>> gaussian_times_J(3).output_dim
+    3
+    """
     return Separable(RBF(gamma), paper000_J(d, off_diagonal))
 
 
 def linear_quadratic(d: int, mu: float = 0.5) -> SumKernel:
-    "Paper 000's kernel mu <x,x'> 1 1^T + (1 - mu) <x,x'>^2 I, as a sum of two separable kernels."
+    """Paper 000's kernel mu <x, x'> 1 1^T + (1 - mu) <x, x'>^2 I, as a sum of two separable kernels.
+
+    Parameters
+    ----------
+    d : int
+        The number of outputs.
+    mu : float, default=0.5
+        The weight of the linear part, in [0, 1].
+
+    Returns
+    -------
+    SumKernel
+        The kernel.
+
+    Raises
+    ------
+    ValueError
+        If `mu` is outside [0, 1].
+
+    References
+    ----------
+    Audiffren, J. and Kadri, H. (2013). Online learning with multiple operator-valued kernels. Section 5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> linear_quadratic(2, mu=0.5).block(np.ones(1), np.ones(1))
+    array([[1. , 0.5],
+           [0.5, 1. ]])
+    """
     if not 0 <= mu <= 1:
         raise ValueError(f"mu must lie in [0, 1], got {mu!r}")
     return SumKernel([Separable(Linear(), np.ones((d, d))), Separable(Polynomial(2, coef0=0.0), np.eye(d))],
@@ -693,7 +1283,30 @@ def linear_quadratic(d: int, mu: float = 0.5) -> SumKernel:
 
 # %% ../nbs/1_shared/01_kernels.ipynb #e0faf457
 def grid_weights(t, rule: str = "trapezoid") -> np.ndarray:
-    "Quadrature weights on the grid `t`: 'trapezoid' or 'uniform' (equal weights summing to t[-1]-t[0] + spacing)."
+    """Quadrature weights on the grid `t`.
+
+    Parameters
+    ----------
+    t : array-like of shape (n_points,)
+        An increasing grid of at least 2 points.
+    rule : {'trapezoid', 'uniform'}, default='trapezoid'
+        The trapezoidal rule, or equal weights (t[-1] - t[0]) / (n_points - 1).
+
+    Returns
+    -------
+    ndarray of shape (n_points,)
+        The weights.
+
+    Raises
+    ------
+    ValueError
+        If `t` is not increasing or `rule` is unknown.
+
+    Examples
+    --------
+    >>> grid_weights([0.0, 1.0, 2.0])
+    array([0.5, 1. , 0.5])
+    """
     t = check_matrix(t, "t", ndim=1)
     if len(t) < 2 or (np.diff(t) <= 0).any():
         raise ValueError("t must be an increasing grid with at least 2 points")
@@ -708,8 +1321,41 @@ def grid_weights(t, rule: str = "trapezoid") -> np.ndarray:
 
 # %% ../nbs/1_shared/01_kernels.ipynb #d8f2ea78
 class OutputOperator(Params):
-    """A PSD operator on curves sampled on a grid `t`: `matrix` acts on sampled values, `weights` give the inner product.
-    Checked (and its eigendecomposition computed) on first use, once per set of arguments."""
+    """A PSD operator on curves sampled on a grid: the output matrix of a functional-output kernel.
+
+    Checked, and its eigendecomposition computed, on first use, once per set of arguments.
+
+    Parameters
+    ----------
+    t : array-like of shape (d,)
+        The grid on which the curves are sampled.
+    matrix : array-like of shape (d, d)
+        The operator acting on sampled values, self-adjoint and PSD in the inner product of `weights`.
+    weights : array-like of shape (d,)
+        Positive quadrature weights giving the inner product <u, v> = sum_i w_i u_i v_i.
+
+    Attributes
+    ----------
+    d : int
+        The number of grid points.
+
+    See Also
+    --------
+    IdentityOperator, MultiplicationOperator, IntegralOperator, truncate_operator, Separable
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> op = OutputOperator([0.0, 1.0], np.diag([2.0, 1.0]), [1.0, 1.0])
+    >>> op(np.array([[1.0, 1.0]]))
+    array([[2., 1.]])
+    >>> op.eig()[0]
+    array([2., 1.])
+    """
     def __init__(self, t, matrix, weights):
         self.t, self.matrix, self.weights = t, matrix, weights
 
@@ -728,26 +1374,77 @@ class OutputOperator(Params):
         return t, matrix, weights, (e, U / s[:, None], U.T * s[None, :])
 
     def validate(self):
+        """Check the grid, the weights and the matrix (self-adjoint, PSD).
+
+        Returns
+        -------
+        self
+            This operator.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument that is out of range.
+        """
         self._cached("checked", self._checked); return self
 
     @property
     def d(self): return len(self._cached("checked", self._checked)[0])
 
     def eig(self, n_components=None):
-        "(e, V, Vinv) with e descending; V's columns are W-orthonormal eigenvectors; truncated to n_components."
+        """The eigendecomposition of the operator, eigenvalues descending.
+
+        Parameters
+        ----------
+        n_components : int or None, default=None
+            Keep the leading `n_components` eigenpairs, 1 <= n_components <= d; None: all.
+
+        Returns
+        -------
+        e : ndarray of shape (r,)
+            The eigenvalues, >= 0, descending.
+        V : ndarray of shape (d, r)
+            Eigenvectors as columns, orthonormal in the inner product of the weights.
+        Vinv : ndarray of shape (r, d)
+            The rows of V's inverse.
+        """
         e, V, Vinv = self._cached("checked", self._checked)[3]
         if n_components is None: return e, V, Vinv
         r = _check_components(n_components, self.d)
         return e[:r], V[:, :r], Vinv[:r]
 
     def pinv(self, n_components=None, rcond: float = 1e-12):
-        "Truncated spectral inverse with the leading `n_components` eigenfunctions."
+        """The truncated spectral pseudo-inverse on the leading `n_components` eigenfunctions.
+
+        Parameters
+        ----------
+        n_components : int or None, default=None
+            The number of eigenfunctions kept; None: all.
+        rcond : float, default=1e-12
+            Eigenvalues below ``rcond`` times the largest are left out.
+
+        Returns
+        -------
+        ndarray of shape (d, d)
+            The pseudo-inverse.
+        """
         e, V, Vinv = self.eig(n_components)
         keep = e > rcond * max(e.max(initial=0), 1e-300)
         return (V[:, keep] / e[keep]) @ Vinv[keep]
 
     def __call__(self, Y):
-        "Apply the operator to curves stored as rows of Y (shape (n, d))."
+        """Apply the operator to curves stored as rows.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n_curves, d)
+            The curves sampled on the grid.
+
+        Returns
+        -------
+        ndarray of shape (n_curves, d)
+            The images T y.
+        """
         return np.asarray(Y, dtype=float) @ self._cached("checked", self._checked)[1].T
 
 # %% ../nbs/1_shared/01_kernels.ipynb #61d727ae
@@ -758,7 +1455,23 @@ def _check_components(r, d):
 
 
 def gaussian_profile(t):
-    "exp(-t^2): paper 001's multiplication function."
+    """exp(-t^2): paper 001's multiplication function.
+
+    Parameters
+    ----------
+    t : array-like
+        Points of the grid.
+
+    Returns
+    -------
+    ndarray
+        exp(-t^2), of t's shape.
+
+    Examples
+    --------
+    >>> gaussian_profile([0.0])
+    array([1.])
+    """
     return np.exp(-np.asarray(t, dtype=float) ** 2)
 
 
@@ -778,7 +1491,24 @@ class _GridOperator(OutputOperator):
 
 
 class IdentityOperator(_GridOperator):
-    "(T y)(t) = y(t)"
+    """The identity operator (T y)(t) = y(t) on a grid.
+
+    Parameters
+    ----------
+    t : array-like of shape (d,)
+        The increasing grid.
+    weights : {'trapezoid', 'uniform'} or array-like of shape (d,), default='trapezoid'
+        The quadrature weights, by rule (`grid_weights`) or given.
+
+    See Also
+    --------
+    OutputOperator
+
+    Examples
+    --------
+    >>> IdentityOperator([0.0, 1.0, 2.0]).weights
+    array([0.5, 1. , 0.5])
+    """
     def __init__(self, t, weights="trapezoid"):
         self.t, self._weights = t, weights
 
@@ -788,7 +1518,36 @@ class IdentityOperator(_GridOperator):
 
 
 class MultiplicationOperator(_GridOperator):
-    "(T y)(t) = func(t) y(t), func >= 0 (paper 001 uses exp(-t^2))."
+    """The multiplication operator (T y)(t) = func(t) y(t), func >= 0.
+
+    Parameters
+    ----------
+    t : array-like of shape (d,)
+        The increasing grid.
+    func : callable, default=gaussian_profile
+        The multiplier, ``func(t) -> array of shape (d,)``, non-negative on the grid (paper 001 uses exp(-t^2)).
+    weights : {'trapezoid', 'uniform'} or array-like of shape (d,), default='trapezoid'
+        The quadrature weights.
+
+    Raises
+    ------
+    ValueError
+        At first use, if `func` is negative on the grid.
+
+    See Also
+    --------
+    OutputOperator
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> MultiplicationOperator([0.0, 1.0])(np.ones((1, 2))).round(3)
+    array([[1.   , 0.368]])
+    """
     def __init__(self, t, func=gaussian_profile, weights="trapezoid"):
         self.t, self.func, self._weights = t, func, weights
 
@@ -801,7 +1560,33 @@ class MultiplicationOperator(_GridOperator):
 
 
 class IntegralOperator(_GridOperator):
-    "(T y)(t) = int kappa(t, s) y(s) ds with quadrature; kappa(t, s) = exp(-|t - s|) by default."
+    """The integral operator (T y)(t) = int kappa(t, s) y(s) ds, by quadrature on a grid.
+
+    Parameters
+    ----------
+    t : array-like of shape (d,)
+        The increasing grid.
+    kappa : callable or None, default=None
+        The symmetric PSD kernel ``kappa(t, s)`` (called on broadcast (d, 1) and (1, d) arrays); None:
+        exp(-``|t - s|``).
+    weights : {'trapezoid', 'uniform'} or array-like of shape (d,), default='trapezoid'
+        The quadrature weights.
+
+    See Also
+    --------
+    OutputOperator
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> op = IntegralOperator(np.linspace(0, 1, 5))
+    >>> op.matrix.shape, bool(op.eig()[0][0] > 0)
+    ((5, 5), True)
+    """
     def __init__(self, t, kappa=None, weights="trapezoid"):
         self.t, self.kappa, self._weights = t, kappa, weights
 
@@ -813,7 +1598,33 @@ class IntegralOperator(_GridOperator):
 
 # %% ../nbs/1_shared/01_kernels.ipynb #86d5f389
 def truncate_operator(op: OutputOperator, n_components: int | None) -> OutputOperator:
-    "T_p: the operator restricted to its `n_components` leading eigenfunctions (None: `op` itself)."
+    """The operator restricted to its `n_components` leading eigenfunctions.
+
+    Parameters
+    ----------
+    op : OutputOperator
+        The operator.
+    n_components : int or None
+        The number of eigenfunctions kept; None: `op` itself.
+
+    Returns
+    -------
+    OutputOperator
+        The truncated operator (same grid and weights).
+
+    Raises
+    ------
+    ValueError
+        If `op` is not an `OutputOperator` or `n_components` is out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> op = OutputOperator([0.0, 1.0], np.diag([2.0, 1.0]), [1.0, 1.0])
+    >>> truncate_operator(op, 1).matrix
+    array([[2., 0.],
+           [0., 0.]])
+    """
     if not isinstance(op, OutputOperator):
         raise ValueError(f"op must be an OutputOperator, got {type(op).__name__}")
     if n_components is None:
@@ -829,11 +1640,41 @@ def _check_scalar(kernel, name="kernel"):
 
 
 class ColumnKernel(ScalarKernel):
-    "A scalar kernel on a subset of the input columns, e.g. one time window of a multichannel input curve."
+    """A scalar kernel on a subset of the input columns, e.g. one time window of a multichannel input curve.
+
+    Parameters
+    ----------
+    kernel : ScalarKernel
+        The kernel applied to the selected columns.
+    columns : array-like of int
+        The indices of the columns it reads (non-empty, >= 0).
+
+    See Also
+    --------
+    ScaledKernel
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ColumnKernel(Linear(), [1])(np.array([[5.0, 2.0]]))
+    array([[4.]])
+    """
     def __init__(self, kernel: ScalarKernel, columns):
         self.kernel, self.columns = kernel, columns
 
     def validate(self):
+        """Check the inner kernel and the columns.
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            If `kernel` is not a scalar kernel or `columns` not a non-empty list of non-negative integers.
+        """
         _check_scalar(self.kernel)
         self._cached("columns", self._columns)
         return self
@@ -851,7 +1692,20 @@ class ColumnKernel(ScalarKernel):
         return cols
 
     def resolve(self, X, Y=None):
-        "The inner kernel's data-driven arguments are set from the columns it reads."
+        """A copy whose inner kernel's data-driven arguments are set from the columns it reads.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training inputs.
+        Y : array-like or None, default=None
+            The training targets.
+
+        Returns
+        -------
+        ColumnKernel
+            The resolved kernel, or ``self`` when nothing is data-driven.
+        """
         X = check_matrix(X, "X", allow_1d=True)
         inner = self.kernel.resolve(X[:, self._idx(X)], Y) if isinstance(self.kernel, Params) else self.kernel
         return self if inner is self.kernel else ColumnKernel(inner, self.columns)
@@ -861,11 +1715,39 @@ class ColumnKernel(ScalarKernel):
 
 
 class ScaledKernel(ScalarKernel):
-    "c * k: a scalar kernel times a positive constant (MKL experiments normalise kernels to unit mean diagonal)."
+    """A scalar kernel times a positive constant, c * k.
+
+    MKL experiments use it to normalise kernels to unit mean diagonal.
+
+    Parameters
+    ----------
+    kernel : ScalarKernel
+        The kernel scaled.
+    scale : float, default=1.0
+        The constant c > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ScaledKernel(Linear(), 2.0)(np.array([[1.0]]))
+    array([[2.]])
+    """
     def __init__(self, kernel: ScalarKernel, scale: float = 1.0):
         self.kernel, self.scale = kernel, scale
 
     def validate(self):
+        """Check the inner kernel and `scale` > 0.
+
+        Returns
+        -------
+        self
+            This kernel.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument that is out of range.
+        """
         _check_scalar(self.kernel); check_positive(self.scale, "scale"); return self
 
     def _gram(self, X, Y): return self.scale * self.kernel._gram(X, Y)
@@ -939,6 +1821,18 @@ class Coregionalization(Params):
         return d, r, W, kappa, b
 
     def validate(self):
+        """Check d, rank, W, kappa and kappa_bounds.
+
+        Returns
+        -------
+        self
+            This operator.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument that is out of range, or saying to resolve one that is set at fit.
+        """
         self._cached("checked", self._checked); return self
 
     @property
@@ -965,7 +1859,13 @@ class Coregionalization(Params):
         return Coregionalization(d, self.rank, theta[:d * r].reshape(d, r).copy(), np.exp(theta[d * r:]), self.kappa_bounds)
 
     def matrix_gradient(self):
-        "dT / dtheta, shape (n_dims, d, d) (for references and tests; `theta_gradient` is the fast contraction)."
+        """dT / dtheta, for references and tests (`theta_gradient` is the fast contraction).
+
+        Returns
+        -------
+        ndarray of shape (n_dims, d, d)
+            The derivative of T with respect to each entry of ``theta``.
+        """
         d, r, W, kappa, _ = self._cached("checked", self._checked)
         out = np.zeros((d * r + d, d, d))
         for i in range(d):
@@ -976,7 +1876,18 @@ class Coregionalization(Params):
         return out
 
     def theta_gradient(self, G):
-        "dL/dtheta from G = dL/dT (d, d): (G + G^T) W for W, kappa * diag(G) for log kappa."
+        """The gradient dL / dtheta of a loss from its gradient with respect to T.
+
+        Parameters
+        ----------
+        G : array-like of shape (d, d)
+            dL / dT.
+
+        Returns
+        -------
+        ndarray of shape (n_dims,)
+            (G + G^T) W for W, kappa * diag(G) for log kappa.
+        """
         _, _, W, kappa, _ = self._cached("checked", self._checked)
         G = np.asarray(G, dtype=float)
         return np.r_[((G + G.T) @ W).ravel(), kappa * np.diag(G)]
@@ -1035,7 +1946,29 @@ def _hyperparameter_names(self) -> list:
 
 
 def _clone_with_theta(self, theta):
-    "A new kernel with the hyper-parameters `theta` (the layout of `self.theta`); `self` is not changed."
+    """A new kernel with the hyper-parameters `theta` (the layout of ``self.theta``); ``self`` is not changed.
+
+    Parameters
+    ----------
+    theta : array-like of shape (n_dims,)
+        The learnable hyper-parameters, positive ones in log space.
+
+    Returns
+    -------
+    Params
+        A new kernel or operator of the same class.
+
+    Raises
+    ------
+    ValueError
+        If `theta` is not a finite vector of length ``n_dims``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> RBF(gamma=1.0).clone_with_theta(np.log([2.0]))
+    RBF(gamma=2.0)
+    """
     t = np.asarray(theta, dtype=float)
     if t.ndim != 1 or len(t) != self.n_dims or not np.isfinite(t).all():
         raise ValueError(f"theta must be a finite 1-D array of length n_dims = {self.n_dims} for {type(self).__name__}, "
@@ -1065,7 +1998,29 @@ _Bandwidth._with_theta = lambda self, theta: type(self)(gamma=float(np.exp(theta
 
 
 def _scalar_gram_gradient(self, X):
-    """(K, dK): the Gram k(X, X) (n, n) and its derivatives with respect to `theta`, shape (n_dims, n, n)."""
+    """The Gram matrix k(X, X) and its derivatives with respect to ``theta``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The inputs.
+
+    Returns
+    -------
+    K : ndarray of shape (n_samples, n_samples)
+        The Gram matrix.
+    dK : ndarray of shape (n_dims, n_samples, n_samples)
+        dK / dtheta (for `RBF` and `Laplacian`, the derivative with respect to log gamma).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K, dK = RBF(gamma=1.0).gram_gradient(np.array([[0.0], [1.0]]))
+    >>> dK.shape
+    (1, 2, 2)
+    >>> bool(np.isclose(dK[0, 0, 1], -np.exp(-1.0)))
+    True
+    """
     X = check_matrix(X, "X", allow_1d=True)
     K = self(X)
     if self.n_dims:
