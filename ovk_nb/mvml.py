@@ -37,7 +37,42 @@ def _embed(Z, offs):
 
 
 class MultiViewKernel(OVKernel):
-    "K(x, x')_lm = z_l(x)^T A_lm z_m(x') (eq. 4 in the features of a BlockNystrom): output dimension v = number of views."
+    """The multi-view kernel K(x, x')_lm = z_l(x)^T A_lm z_m(x') (eq. 4, in the features of a `BlockNystrom`).
+
+    Its output dimension is v, the number of views; a fitted `MVML` gives it as ``kernel_``.
+
+    Parameters
+    ----------
+    features : ovk_nb.linalg.BlockNystrom
+        The block Nystrom features z(x) = [z_1(x), ..., z_v(x)] of the v views, r columns in all
+        (``features.offsets[-1]``).
+    A : array-like of shape (r, r)
+        The metric between the views' features (symmetric positive semi-definite; block (l, m) couples views l and m).
+
+    Raises
+    ------
+    ValueError
+        If `features` is not a `BlockNystrom` or `A` is not (r, r).
+
+    See Also
+    --------
+    ovk_nb.mvml.MVML : Learns `A` and the predictor.
+
+    References
+    ----------
+    .. [1] R. Huusari, H. Kadri and C. Capponi, "Multi-view Metric Learning in Vector-valued Kernel Spaces",
+       Proceedings of AISTATS, 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.mvml import MVML, MultiViewKernel
+    >>> X = np.random.default_rng(0).normal(size=(20, 3))
+    >>> m = MVML(views=[[0], [1, 2]]).fit(X, X[:, 0])
+    >>> K = MultiViewKernel(m.features_, m.A_)                     # what m.kernel_ gives
+    >>> K.output_dim, K.gram(X[:4]).shape
+    (2, (8, 8))
+    """
     def __init__(self, features: BlockNystrom, A):
         if not isinstance(features, BlockNystrom):
             raise ValueError(f"features must be a BlockNystrom, got {type(features).__name__}")
@@ -848,7 +883,7 @@ _PARAMS_DOC = """
         Ridge penalty on g (lambda in eq. 13).
     eta : float >= 0, default=1.0
         Penalty on the metric (eta Omega(A)): Frobenius norm for 'learned', group norm for 'sparse'. It is in the units of
-        ||y||^2 (the data term), so rescaling y by c acts as eta / c^2.
+        ``||y||^2`` (the data term), so rescaling y by c acts as eta / c^2.
     metric : {'learned', 'sparse', 'cov', 'identity'}, default='learned'
         'learned': A learned with the Frobenius penalty (eq. 13); 'sparse': with the group penalty (eq. 14, block-sparse
         A); 'cov': fixed A = Z^T Z (MVML_Cov); 'identity': fixed A = I (MVML_I, kernel ridge on sum_l w_l^2 K_l).
@@ -873,6 +908,12 @@ _PARAMS_DOC = """
         Relative cut-off of the eigenvalues kept (Nystrom features, metrics).
 """
 
+_REF_DOC = """    References
+    ----------
+    .. [1] R. Huusari, H. Kadri and C. Capponi, "Multi-view Metric Learning in Vector-valued Kernel Spaces",
+       Proceedings of AISTATS, 2018.
+"""
+
 _ATTRS_DOC = """
     views_ : list of ndarray
         The column indices of each view in the (stacked) X.
@@ -885,7 +926,7 @@ _ATTRS_DOC = """
     landmarks_ : ndarray of int
         The training rows used as landmarks.
     features_ : BlockNystrom
-        The block Nystrom features z(x) (r = features_.offsets[-1] columns).
+        The block Nystrom features z(x) (r = ``features_.offsets[-1]`` columns).
     n_features_in_ : int
         Columns of X (of all views together).
 """
@@ -899,8 +940,8 @@ class MVML(RegressorMixin, _MVMLBase):
 """ + _PARAMS_DOC + """
     Attributes
     ----------
-    coef_ : ndarray (r,)
-        Coefficients of the predictor f(x) = z(x)^T coef_ (coef_ = D_w g).
+    coef_ : ndarray of shape (r,)
+        Coefficients of the predictor f(x) = z(x)^T ``coef_`` (``coef_`` = D_w g).
     g_, w_ : ndarray
         g (r,) and the view weights w (v,).
     metric_ : Metric or LowRankMetric
@@ -913,6 +954,12 @@ class MVML(RegressorMixin, _MVMLBase):
         The accepted metric step sizes (0.0: no decrease found).
     sparsity_ : ndarray of bool (v, v)
         The view pairs whose block of A is not zero.""" + _ATTRS_DOC + """
+    See Also
+    --------
+    ovk_nb.mvml.MVMLClassifier : The same model for classification.
+    ovk_nb.mvml.MultiViewKernel : The learned kernel (``kernel_``).
+
+""" + _REF_DOC + """
     Examples
     --------
     >>> import numpy as np
@@ -931,8 +978,26 @@ class MVML(RegressorMixin, _MVMLBase):
     @fit_context
     @_one_blas_thread
     def fit(self, X, y):
-        """Fit on X and y (n,). X: one 2-D array (n, p) whose views ``views`` names, or a list / dict of per-view 2-D arrays
-        with the same rows; a Dask array X fits on the Dask workers (y Dask or numpy), see 'On a Dask cluster'."""
+        """Fit the features, the metric, the view weights and g by the alternating scheme of the paper.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), list or dict of arrays
+            One 2-D array whose columns ``views`` names, or a list / dict of per-view 2-D arrays with the same rows; a
+            Dask array fits on the Dask workers (see 'On a Dask cluster' in the notebook).
+        y : array-like of shape (n_samples,)
+            Targets (numpy, or Dask with a Dask X).
+
+        Returns
+        -------
+        self : MVML
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If y is not 1-D, has fewer than 2 samples, or X's views do not match ``views``.
+        """
         X, groups, names = _views_input(self, X, fitting=True)
         if is_dask_array(X):
             X, Y, Yw = _dask_regression_inputs(X, y)
@@ -957,7 +1022,19 @@ class MVML(RegressorMixin, _MVMLBase):
 
     @_one_blas_thread
     def predict(self, X):
-        "f(x) for each row of X (given as at fit: one 2-D array, or the same list / dict of views), shape (m,) (a Dask array for a Dask X)."
+        """Predict f(x) = z(x)^T ``coef_`` for each row of X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), list or dict of arrays
+            As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
+            rows); a Dask array gives a Dask result.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predictions (a Dask array for a Dask X).
+        """
         return self._decision(X)
 
     @property
@@ -993,8 +1070,8 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     ----------
     classes_ : ndarray
         The class labels.
-    coef_ : ndarray (r, 1) for two classes, else (r, n_classes)
-        Coefficients of the outputs z(x)^T coef_ (one column per one-vs-all problem).
+    coef_ : ndarray of shape (r, 1) for two classes, else (r, n_classes)
+        Coefficients of the outputs z(x)^T ``coef_`` (one column per one-vs-all problem).
     g_, w_ : ndarray
         g (r, t) and the view weights w (v, t) of the t problems.
     metrics_ : list of Metric or LowRankMetric
@@ -1005,6 +1082,11 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
         The most outer iterations run by any problem (1 for a fixed metric).
     sparsity_ : list of ndarray of bool (v, v)
         The view pairs whose block of A is not zero, per problem.""" + _ATTRS_DOC + """
+    See Also
+    --------
+    ovk_nb.mvml.MVML : The regression estimator (one problem).
+
+""" + _REF_DOC + """
     Examples
     --------
     >>> import numpy as np
@@ -1023,6 +1105,26 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     @fit_context
     @_one_blas_thread
     def fit(self, X, y):
+        """Fit one MVML problem on +-1 targets per one-vs-all class (one for two classes), on shared features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), list or dict of arrays
+            One 2-D array whose columns ``views`` names, or a list / dict of per-view 2-D arrays with the same rows; a
+            Dask array fits on the Dask workers.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes, of one type).
+
+        Returns
+        -------
+        self : MVMLClassifier
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If y is not 1-D, has fewer than two classes or labels of mixed types, or X and y differ in rows.
+        """
         from sklearn.utils.multiclass import check_classification_targets
         X, groups, names = _views_input(self, X, fitting=True)
         y = _as_1d(y.compute() if is_dask_array(y) else y)   # n labels: small, on the driver
@@ -1065,12 +1167,36 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
 
     @_one_blas_thread
     def decision_function(self, X):
-        "Real outputs: (m,) for two classes (positive: classes_[1]), else (m, n_classes); a Dask array for a Dask X."
+        """The real outputs z(x)^T ``coef_`` of the one-vs-all problems.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), list or dict of arrays
+            As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
+            rows); a Dask array gives a Dask result.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column for two classes (positive: ``classes_[1]``), else one per class; a Dask array for a Dask X.
+        """
         F = self._decision(X)
         return F[:, 0] if len(self.classes_) == 2 else F
 
     def predict(self, X):
-        "The labels, from the sign (two classes) or the argmax of `decision_function` (X given as at fit)."
+        """The labels, from the sign (two classes) or the argmax of `decision_function`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), list or dict of arrays
+            As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
+            rows); a Dask array gives a Dask result.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_`` (a Dask array for a Dask X).
+        """
         F = self.decision_function(X)
         i = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
         return i.map_blocks(self.classes_.__getitem__, dtype=self.classes_.dtype) if is_dask_array(F) else self.classes_[i]
