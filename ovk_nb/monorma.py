@@ -58,7 +58,14 @@ class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
         The m kernels (one output dimension). None: three Gaussians `Separable(RBF(c * gamma), T=None)`, gamma SVC's
         'scale' bandwidth on the first batch's inputs and c in (0.1, 1, 10), each with the identity of the output width;
         resolved at the first call and kept as `kernels_`.
-    lam, eta, schedule, truncation : as ONORMA
+    lam : float, default=0.01
+        Regularisation lambda >= 0 (eta_t * lam < 1 at every step), as `ONORMA`.
+    eta : float, default=1.0
+        Step size scale: eta_t = eta / sqrt(t) ('invsqrt') or eta ('constant').
+    schedule : {'invsqrt', 'constant'} or callable, default='invsqrt'
+        The step schedule, or a function t -> eta_t.
+    truncation : None, int or (t0, eps), default=None
+        Coefficients kept: all, the last s, or Theorem 2's budget t0 + (t - t0)^(1/2 + eps).
     r : float, default=2
         The l_r norm of the kernel weights (r >= 1).
     history : int or None, default=None
@@ -80,6 +87,21 @@ class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
         ||g^j||^2 after the last step.
     cumulative_error_ : float
         Mean online error over every step so far.
+    n_seen_ : int
+        Steps taken so far.
+    errors_ : ndarray
+        The per-step online errors (only with ``record_errors=True``).
+    weights_history_ : ndarray of shape (n_steps, m)
+        The kernel weights after each step (only with ``record_errors=True``).
+
+    See Also
+    --------
+    ovk_nb.onorma.ONORMA : the same learner with one kernel.
+
+    References
+    ----------
+    .. [1] J. Audiffren and H. Kadri, "Online Learning with Multiple Operator-valued Kernels", 2013
+       (paper 000 of the reproduction), Algorithm 2.
 
     Examples
     --------
@@ -242,14 +264,50 @@ def weights_history_(self: MONORMA):
 
 @patch
 def components(self: MONORMA, X):
-    "g^j_n(X) for each kernel, shape (m, n, d)."
+    """The predictions g^j_n(X) of each kernel's component, before the weights delta_j.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs.
+
+    Returns
+    -------
+    ndarray of shape (m, n_queries, n_outputs)
+        One slice per kernel; `predict` is their sum weighted by ``weights_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> MONORMA().fit(X, X[:, 0]).components(X[:4]).shape
+    (3, 4, 1)
+    """
     X = self._check_X(X)
     return np.stack([self._predict_parts(p, X) for p in self._parts])
 
 
 @patch
 def predict(self: MONORMA, X):
-    "f_n(X) = sum_j delta_j g^j_n(X) (shape (n,) when d = 1)."
+    """Predict with the current function f_n(X) = sum_j delta_j g^j_n(X) (no learning).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_outputs), or (n_queries,) when the output dimension is 1
+        The predictions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> MONORMA().fit(X, X[:, 0]).predict(X[:4]).shape
+    (4,)
+    """
     G = self.components(X)
     F = np.tensordot(self.weights_, G, axes=1)
     return F[:, 0] if self._parts[0].d == 1 else F

@@ -78,7 +78,7 @@ class ONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     truncation : None, int or (t0, eps), default=None
         Coefficients kept: all, the last s, or Theorem 2's budget t0 + (t - t0)^(1/2 + eps).
     loss : {'squared', 'margin'}, default='squared'
-        'squared': l(z, y) = 1/2 ||z - y||^2 (regression, Y of shape (n, d)); 'margin': the multi-class hinge on one score
+        'squared': ``l(z, y) = 1/2 ||z - y||^2`` (regression, Y of shape (n, d)); 'margin': the multi-class hinge on one score
         per class (a classifier: labels in and out, continuous targets refused; the first `partial_fit` call needs
         `classes`, the list of all labels; `fit` takes them from y).
     history : int or None, default=None
@@ -104,6 +104,20 @@ class ONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
         The per-step online errors (only with `record_errors=True`).
     coef_, support_ : ndarray
         The live coefficients alpha_{i,n} and their inputs.
+    rkhs_norm2_ : float
+        The squared RKHS norm of the current f_n.
+    cumulative_risk_ : float
+        The mean regularised instantaneous risk over every step so far (NaN with truncation).
+
+    See Also
+    --------
+    ovk_nb.monorma.MONORMA : the same online learner over several kernels, their weights learnt.
+    ovk_nb.ridge.OVKRidge : the batch regularised least-squares solution.
+
+    References
+    ----------
+    .. [1] J. Audiffren and H. Kadri, "Online Learning with Multiple Operator-valued Kernels", 2013
+       (paper 000 of the reproduction).
 
     Examples
     --------
@@ -152,7 +166,29 @@ def _setup(self: ONORMA, X, Y, classes=None):
 
 @patch
 def fit(self: ONORMA, X, Y):
-    "Forget everything and make `n_passes` passes over (X, Y) (margin loss: the classes are the labels of Y)."
+    """Forget everything and make ``n_passes`` passes over (X, Y).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The inputs, visited in order.
+    Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+        The targets (squared loss), or the labels (margin loss: the classes are the labels of Y).
+
+    Returns
+    -------
+    self : ONORMA
+        The fitted learner.
+
+    Raises
+    ------
+    ValueError
+        If X or Y is not finite, their lengths differ, or the margin loss gets continuous targets.
+
+    See Also
+    --------
+    ONORMA.partial_fit : one more pass over a new batch, without forgetting.
+    """
     classes = None
     if self.loss == "margin":
         y = check_input(Y, "y", ensure_2d=False) if Y is None else np.asarray(Y)   # None: scikit-learn's message
@@ -381,8 +417,18 @@ def _margin_loss(est) -> bool:
 
 @available_if(_margin_loss)
 def decision_function(self, X):
-    """The class scores f_n(X), shape (n, n_classes) (margin loss only); with two classes scikit-learn's binary form,
-    f_n(X)_1 - f_n(X)_0 of shape (n,) (> 0: the second class)."""
+    """The class scores f_n(X) (margin loss only).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_classes), or (n_queries,) with two classes
+        The scores; with two classes scikit-learn's binary form f_n(X)_1 - f_n(X)_0 (> 0: the second class).
+    """
     F = self._scores(X)
     return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
 
@@ -392,7 +438,25 @@ ONORMA.decision_function = decision_function      # a descriptor: present on the
 
 @patch
 def predict(self: ONORMA, X):
-    "f_n(X) (shape (n,) when d = 1), or the labels argmax_k f_n(X)_k with the margin loss."
+    """Predict with the current function f_n (no learning).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_outputs), or (n_queries,)
+        f_n(X) (1-D when the output dimension is 1), or the labels argmax_k f_n(X)_k with the margin loss.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> ONORMA().fit(X, X).predict(X[:3]).shape
+    (3, 2)
+    """
     F = self._scores(X)
     if self.loss == "margin":
         return self.classes_[F.argmax(1)]
@@ -401,7 +465,22 @@ def predict(self: ONORMA, X):
 
 @patch
 def score(self: ONORMA, X, y, sample_weight=None):
-    "R^2 (squared loss) or accuracy (margin loss)."
+    """The coefficient of determination R^2 (squared loss) or the accuracy (margin loss) on (X, y).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Test inputs.
+    y : array-like of shape (n_queries, n_outputs) or (n_queries,)
+        True targets or labels.
+    sample_weight : array-like of shape (n_queries,) or None, default=None
+        Weights of the rows (squared loss only; the accuracy is unweighted).
+
+    Returns
+    -------
+    float
+        R^2 (1 is perfect) or the fraction of correct labels.
+    """
     if self.loss == "margin":
         return float(np.mean(self.predict(X) == np.asarray(y)))
     return RegressorMixin.score(self, X, y, sample_weight)
