@@ -220,7 +220,7 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
     """Joint quantile regression in a vector-valued RKHS (Sangnier, Fercoq & d'Alche-Buc 2016).
 
     Learns h(x) + b in R^p, one output per quantile level tau_j, by minimising
-    (1/n) sum_i sum_j rho_{tau_j}(y_i - h_j(x_i) - b_j) + lam/2 ||h||^2_K, where rho_tau is the pinball loss and
+    (1/n) sum_i sum_j rho_{tau_j}(y_i - h_j(x_i) - b_j) + lam/2 ``||h||^2_K``, where rho_tau is the pinball loss and
     K an operator-valued kernel on R^p coupling the levels, optionally subject to non-crossing constraints
     h_1(x_i) + b_1 <= ... <= h_p(x_i) + b_p on the training points. The dual QP is solved by clarabel.
 
@@ -276,6 +276,16 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
     `score` is minus the mean pinball loss over the levels and samples (higher is better; not R^2).
     Needs the optional dependency clarabel: ``pip install ovk_nb[quantile]``.
 
+    See Also
+    --------
+    ovk_nb.quantile.pinball_loss : The loss minimised, per level.
+    ovk_nb.quantile.heteroscedastic_sine : The synthetic data set of the example.
+
+    References
+    ----------
+    .. [1] M. Sangnier, O. Fercoq and F. d'Alche-Buc, "Joint quantile regression in vector-valued RKHSs",
+       Advances in Neural Information Processing Systems (NIPS), 2016.
+
     Examples
     --------
     >>> import numpy as np
@@ -302,7 +312,30 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
 
     @fit_context
     def fit(self, X, y):
-        """Fit on X (n, n_features) and y (n,). A fit that fails leaves the estimator as it was."""
+        """Fit the joint quantile model by solving the dual QP with clarabel.
+
+        A fit that fails leaves the estimator as it was.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (at least 2 samples).
+        y : array-like of shape (n_samples,)
+            Training targets.
+
+        Returns
+        -------
+        self : JointQuantileRegressor
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If `probs` is not strictly increasing in (0, 1), X and y differ in rows, or the kernel's output dimension is
+            not ``len(probs)``.
+        ImportError
+            If the optional dependency clarabel is missing.
+        """
         t = check_probs(self.probs)
         X = check_input(X, "X", min_samples=2, why="the intercepts need two samples")
         y = _target(y, len(X))
@@ -331,13 +364,39 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        "The predicted quantiles: (m, n_levels), one column per level in `probs` order ((m,) for a single level)."
+        """Predict the quantiles h(x) + b of each level.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_levels) or (n_samples,)
+            One column per level in `probs` order (1-D for a single level).
+        """
         X = check_X(self, X)
         F = self.kernel_.apply(X, self.X_fit_, self.coef_) + self.intercept_
         return F[:, 0] if len(self.probs_) == 1 else F
 
     def score(self, X, y, sample_weight=None):
-        "Minus the mean pinball loss over the samples and levels (higher is better), optionally weighted by sample."
+        """Minus the mean pinball loss over the samples and levels (higher is better; not R^2).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        y : array-like of shape (n_samples,)
+            True targets.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weights of the samples in the mean; None weighs them equally.
+
+        Returns
+        -------
+        float
+            Minus the (weighted) mean over the samples of the pinball loss averaged over the levels.
+        """
         F = np.asarray(self.predict(X)).reshape(len(X) if hasattr(X, "__len__") else -1, -1)
         y = _target(y, len(F))
         t = self.probs_
