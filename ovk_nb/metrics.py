@@ -15,7 +15,29 @@ __all__ = ['mse', 'rsse', 'lcr', 'functional_r2', 'rbf_loss']
 
 # %% ../nbs/1_shared/06_metrics.ipynb #47513469
 def mse(F, Y) -> float:
-    "Mean over samples of the squared error ||f(x) - y||^2 (paper 000's MSE)."
+    """Mean over samples of the squared error ``||f(x) - y||^2`` (paper 000's MSE: summed over outputs, averaged over samples).
+
+    Parameters
+    ----------
+    F : array-like of shape (n_samples, n_outputs)
+        The predictions.
+    Y : array-like of shape (n_samples, n_outputs)
+        The targets.
+
+    Returns
+    -------
+    float
+        The error.
+
+    References
+    ----------
+    Audiffren, J. and Kadri, H. (2013). Online learning with multiple operator-valued kernels. Section 5.
+
+    Examples
+    --------
+    >>> mse([[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]])
+    1.0
+    """
     return float(((np.asarray(F).reshape(len(Y), -1) - np.asarray(Y).reshape(len(Y), -1)) ** 2).sum(1).mean())
 
 # %% ../nbs/1_shared/06_metrics.ipynb #f4efaf90
@@ -32,7 +54,38 @@ def _curve_weights(m, t=None, weights=None):
 
 
 def rsse(Y, Y_pred, t=None, weights=None) -> float:
-    "Residual sum of squares error (eq. 20): sum_i int (y_i - yhat_i)^2 dt by quadrature on the grid `t`."
+    """Residual sum of squares error of curves, sum_i int (y_i(t) - yhat_i(t))^2 dt, by quadrature (paper 001, eq. 20).
+
+    Parameters
+    ----------
+    Y : array-like of shape (n_samples, n_points)
+        The target curves sampled on a grid.
+    Y_pred : array-like of shape (n_samples, n_points)
+        The predicted curves.
+    t : array-like of shape (n_points,) or None, default=None
+        The grid; trapezoidal weights on it (`ovk_nb.kernels.grid_weights`).
+    weights : array-like of shape (n_points,) or None, default=None
+        Quadrature weights, used instead of `t`; neither: all 1 (a plain sum of squares).
+
+    Returns
+    -------
+    float
+        The RSSE.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or `t` / `weights` have the wrong length.
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS, eq. (20).
+
+    Examples
+    --------
+    >>> rsse([[1.0, 1.0, 1.0]], [[0.0, 0.0, 0.0]], t=[0.0, 0.5, 1.0])
+    1.0
+    """
     Y = check_matrix(Y, "Y", allow_1d=True); Y_pred = check_matrix(Y_pred, "Y_pred", allow_1d=True)
     if Y.shape != Y_pred.shape:
         raise ValueError(f"Y and Y_pred must have the same shape, got {Y.shape} and {Y_pred.shape}")
@@ -41,7 +94,37 @@ def rsse(Y, Y_pred, t=None, weights=None) -> float:
 
 
 def lcr(labels, Y_pred, threshold: float = 0.5) -> float:
-    "Labels correctly recognised (%): share of samples where (Y_pred > threshold) equals the 0/1 label."
+    """Labels correctly recognised, in percent: the share of entries where (Y_pred > threshold) equals the 0/1 label.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_samples, n_points)
+        0/1 labels.
+    Y_pred : array-like of shape (n_samples, n_points)
+        The predictions.
+    threshold : float, default=0.5
+        The decision threshold on the predictions.
+
+    Returns
+    -------
+    float
+        The LCR, in [0, 100].
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or a label is not 0 or 1.
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS,
+    section 5 (the finger movement data).
+
+    Examples
+    --------
+    >>> lcr([[0, 1, 1, 0]], [[0.1, 0.9, 0.2, 0.3]])
+    75.0
+    """
     L = check_matrix(labels, "labels", allow_1d=True); Y_pred = check_matrix(Y_pred, "Y_pred", allow_1d=True)
     if L.shape != Y_pred.shape:
         raise ValueError(f"labels and Y_pred must have the same shape, got {L.shape} and {Y_pred.shape}")
@@ -51,11 +134,61 @@ def lcr(labels, Y_pred, threshold: float = 0.5) -> float:
 
 # %% ../nbs/1_shared/06_metrics.ipynb #5afebbb4
 def functional_r2(Y, Y_pred, weights) -> float:
-    "Functional R^2: 1 - RSSE(Y, Y_pred) / RSSE(Y, mean curve), both with the quadrature weights."
+    """Functional R^2 of curves: 1 - RSSE(Y, Y_pred) / RSSE(Y, the mean curve), both with the quadrature weights.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n_samples, n_points)
+        The target curves.
+    Y_pred : array-like of shape (n_samples, n_points)
+        The predicted curves.
+    weights : array-like of shape (n_points,) or None
+        The quadrature weights; None: all 1.
+
+    Returns
+    -------
+    float
+        The R^2 (1 for a perfect prediction, 0 for the mean curve).
+
+    See Also
+    --------
+    rsse
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Y = np.array([[0.0, 1.0], [2.0, 3.0]])
+    >>> functional_r2(Y, Y, None), functional_r2(Y, np.broadcast_to(Y.mean(0), Y.shape), None)
+    (1.0, 0.0)
+    """
     return 1.0 - rsse(Y, Y_pred, weights=weights) / max(rsse(Y, np.broadcast_to(Y.mean(0), Y.shape), weights=weights), 1e-300)
 
 # %% ../nbs/1_shared/06_metrics.ipynb #afa8cef9
 def rbf_loss(Y, Y_pred, sigma: float) -> np.ndarray:
-    "The paper's RBF loss ||Phi(y) - Phi(y_pred)||^2 = 2 - 2 exp(-||y - y_pred||^2 / (2 sigma^2)), per sample."
+    """The RBF loss of paper 004, ``||Phi(y) - Phi(y_pred)||^2`` = 2 - 2 exp(-``||y - y_pred||^2`` / (2 sigma^2)), per sample.
+
+    Parameters
+    ----------
+    Y : array-like of shape (n_samples, n_outputs)
+        The targets.
+    Y_pred : array-like of shape (n_samples, n_outputs)
+        The predictions.
+    sigma : float
+        The bandwidth of the output Gaussian kernel, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The losses, in [0, 2).
+
+    References
+    ----------
+    Kadri, H., Ghavamzadeh, M. and Preux, P. (2013). A generalized kernel approach to structured output learning. ICML.
+
+    Examples
+    --------
+    >>> rbf_loss([[0.0], [1.0]], [[0.0], [0.0]], sigma=1.0).round(4)
+    array([0.    , 0.7869])
+    """
     Y, Y_pred = check_matrix(Y, "Y"), check_matrix(Y_pred, "Y_pred")
     return 2.0 - 2.0 * np.exp(-((Y - Y_pred) ** 2).sum(1) / (2.0 * sigma ** 2))

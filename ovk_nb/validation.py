@@ -20,7 +20,36 @@ __all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Int
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
 def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndarray:
-    "Return `A` as a finite float array with `ndim` dimensions, or raise `ValueError` naming `name`."
+    """Return `A` as a finite float array with `ndim` dimensions, or raise a ValueError naming `name`.
+
+    Parameters
+    ----------
+    A : array-like
+        The value to check.
+    name : str
+        The argument's name, for the error message.
+    ndim : int, default=2
+        The number of dimensions required.
+    allow_1d : bool, default=False
+        With ``ndim=2``, a 1-D array is accepted as one column.
+
+    Returns
+    -------
+    ndarray
+        `A` as a float array.
+
+    Raises
+    ------
+    ValueError
+        If `A` is ragged, complex, not numeric, of another dimension, or has a NaN or infinite entry.
+
+    Examples
+    --------
+    >>> check_matrix([1.0, 2.0], "t", ndim=1)
+    array([1., 2.])
+    >>> check_matrix([1.0, 2.0], "X", allow_1d=True).shape
+    (2, 1)
+    """
     kind = getattr(getattr(A, "dtype", None), "kind", None)
     if kind is None and not isinstance(A, (numbers.Number, np.ndarray)):
         try:
@@ -46,7 +75,32 @@ def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndar
 
 
 def check_positive(value, name: str, strict: bool = True) -> float:
-    "Check that a hyper-parameter is a finite real number > 0 (or >= 0 when `strict=False`)."
+    """Check that a hyper-parameter is a finite real number > 0 (or >= 0 when `strict` is False).
+
+    Parameters
+    ----------
+    value : float
+        The value to check.
+    name : str
+        The argument's name, for the error message.
+    strict : bool, default=True
+        Require > 0; False: >= 0.
+
+    Returns
+    -------
+    float
+        `value` as a float.
+
+    Raises
+    ------
+    ValueError
+        If `value` is not a finite real number in range (a bool is refused).
+
+    Examples
+    --------
+    >>> check_positive(2, "lam")
+    2.0
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if (value <= 0) if strict else (value < 0):
@@ -55,8 +109,37 @@ def check_positive(value, name: str, strict: bool = True) -> float:
 
 # %% ../nbs/1_shared/00_validation.ipynb #7aac8413
 def check_psd(T, name: str = "T", weights=None, tol: float = 1e-10) -> np.ndarray:
-    """Check that `T` is a square matrix that is self-adjoint and positive semi-definite
-    for the inner product <u, v>_W = sum_j w_j u_j v_j (plain Euclidean when `weights` is None)."""
+    """Check that `T` is a square matrix, self-adjoint and positive semi-definite.
+
+    Self-adjoint for the inner product <u, v>_W = sum_j w_j u_j v_j (the plain Euclidean one when `weights` is None).
+
+    Parameters
+    ----------
+    T : array-like of shape (d, d)
+        The matrix.
+    name : str, default='T'
+        The argument's name, for the error message.
+    weights : array-like of shape (d,) or None, default=None
+        Positive quadrature weights of the inner product.
+    tol : float, default=1e-10
+        Relative tolerance of the symmetry check.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        `T` as a float array.
+
+    Raises
+    ------
+    ValueError
+        If `T` is not square, not self-adjoint, or has a negative eigenvalue (beyond round-off).
+
+    Examples
+    --------
+    >>> check_psd([[2.0, 1.0], [1.0, 2.0]])
+    array([[2., 1.],
+           [1., 2.]])
+    """
     T = check_matrix(T, name)
     if T.shape[0] != T.shape[1]:
         raise ValueError(f"{name} must be square, got shape {T.shape}")
@@ -72,20 +155,75 @@ def check_psd(T, name: str = "T", weights=None, tol: float = 1e-10) -> np.ndarra
 
 
 def sym_in_weights(T, weights):
-    "W^{1/2} T W^{-1/2}: symmetric iff T is self-adjoint for the W inner product."
+    """W^{1/2} T W^{-1/2}, symmetric exactly when T is self-adjoint for the inner product of the weights W.
+
+    Parameters
+    ----------
+    T : ndarray of shape (d, d)
+        The matrix.
+    weights : array-like of shape (d,)
+        Positive quadrature weights.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        The symmetrised matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sym_in_weights(np.array([[1.0, 4.0], [1.0, 1.0]]), [1.0, 4.0])
+    array([[1., 2.],
+           [2., 1.]])
+    """
     s = np.sqrt(np.asarray(weights, dtype=float))
     return s[:, None] * T / s[None, :]
 
 # %% ../nbs/1_shared/00_validation.ipynb #408c42ad
 @dataclass(frozen=True)
 class Interval:
-    "A number of type `kind` (numbers.Real or numbers.Integral) in [left, right] with open/closed ends."
+    """A parameter constraint: a number of type `kind` in [left, right], with open or closed ends.
+
+    Parameters
+    ----------
+    kind : type
+        `numbers.Real` or `numbers.Integral` (a bool is never accepted).
+    left : float or None, default=None
+        The lower bound; None: unbounded.
+    right : float or None, default=None
+        The upper bound; None: unbounded.
+    closed : {'both', 'left', 'right', 'neither'}, default='both'
+        Which ends belong to the interval.
+
+    See Also
+    --------
+    validate_params, Options, InstanceOf, Predicate
+
+    Examples
+    --------
+    >>> import numbers
+    >>> c = Interval(numbers.Real, 0, None, closed="neither")
+    >>> c.is_satisfied_by(0.5), c.is_satisfied_by(0.0), str(c)
+    (True, False, 'a finite real number in (0, inf)')
+    """
     kind: type
     left: float | None = None
     right: float | None = None
     closed: str = "both"            # "both", "left", "right" or "neither"
 
     def is_satisfied_by(self, v) -> bool:
+        """Whether `v` lies in the interval.
+
+        Parameters
+        ----------
+        v : object
+            The value.
+
+        Returns
+        -------
+        bool
+            True if `v` is a number of the right kind in the interval.
+        """
         if isinstance(v, bool) or not isinstance(v, self.kind):
             return False
         if self.kind is not numbers.Integral and not np.isfinite(v):
@@ -108,10 +246,37 @@ class Interval:
 
 @dataclass(frozen=True)
 class Options:
-    "One of a fixed set of values (strings)."
+    """A parameter constraint: one of a fixed set of strings.
+
+    Parameters
+    ----------
+    values : tuple of str
+        The values allowed.
+
+    See Also
+    --------
+    validate_params
+
+    Examples
+    --------
+    >>> Options(("auto", "eigen")).is_satisfied_by("eigen")
+    True
+    """
     values: tuple
 
     def is_satisfied_by(self, v) -> bool:
+        """Whether `v` is one of the values.
+
+        Parameters
+        ----------
+        v : object
+            The value.
+
+        Returns
+        -------
+        bool
+            True if `v` is a string among ``values``.
+        """
         return isinstance(v, str) and v in self.values
 
     def __str__(self):
@@ -119,11 +284,38 @@ class Options:
 
 
 class InstanceOf:
-    "An instance of one of the given classes."
+    """A parameter constraint: an instance of one of the given classes.
+
+    Parameters
+    ----------
+    *classes : type
+        The classes allowed.
+
+    See Also
+    --------
+    validate_params
+
+    Examples
+    --------
+    >>> InstanceOf(int, float).is_satisfied_by(1.5)
+    True
+    """
     def __init__(self, *classes):
         self.classes = classes
 
     def is_satisfied_by(self, v) -> bool:
+        """Whether `v` is an instance of one of the classes.
+
+        Parameters
+        ----------
+        v : object
+            The value.
+
+        Returns
+        -------
+        bool
+            True if it is.
+        """
         return isinstance(v, self.classes)
 
     def __str__(self):
@@ -141,11 +333,40 @@ def _named(c):
 
 
 class Predicate:
-    "A constraint given by a test function and the text that says what it allows (for the error message)."
+    """A parameter constraint given by a test function and the text that says what it allows.
+
+    Parameters
+    ----------
+    text : str
+        What the constraint allows, as the error message shows it (e.g. 'a callable').
+    test : callable
+        ``test(v) -> bool``.
+
+    See Also
+    --------
+    validate_params
+
+    Examples
+    --------
+    >>> str(Predicate("a callable", callable)), Predicate("a callable", callable).is_satisfied_by(len)
+    ('a callable', True)
+    """
     def __init__(self, text, test):
         self.text, self.test = text, test
 
     def is_satisfied_by(self, v):
+        """Whether `v` passes the test.
+
+        Parameters
+        ----------
+        v : object
+            The value.
+
+        Returns
+        -------
+        bool
+            ``test(v)``.
+        """
         return self.test(v)
 
     def __str__(self):
@@ -166,7 +387,37 @@ _NAMED = {
 
 # %% ../nbs/1_shared/00_validation.ipynb #fe49a815
 def validate_params(params: dict, constraints: dict, owner: str = "") -> dict:
-    "Check every `params[name]` that has constraints; ValueError naming the first bad one. Returns `params`."
+    """Check every parameter that has constraints; a ValueError names the first bad one.
+
+    Parameters
+    ----------
+    params : dict
+        Parameter name -> value.
+    constraints : dict
+        Parameter name -> list of constraints, each an `Interval`, `Options`, `InstanceOf`, `Predicate`, a class, None
+        (the value None) or one of the strings 'callable', 'random_state', 'array-like', 'boolean'. A value is valid if
+        it satisfies one of them.
+    owner : str, default=''
+        The class name that prefixes the message.
+
+    Returns
+    -------
+    dict
+        `params`.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, what it must be and what it got.
+
+    Examples
+    --------
+    >>> import numbers
+    >>> validate_params({"lam": -1.0}, {"lam": [Interval(numbers.Real, 0, None)]}, "OVKRidge")
+    Traceback (most recent call last):
+    ...
+    ValueError: OVKRidge: lam must be a finite real number in [0, inf); got -1.0
+    """
     for name, allowed in constraints.items():
         if name not in params:
             continue
@@ -181,7 +432,29 @@ def validate_params(params: dict, constraints: dict, owner: str = "") -> dict:
 
 
 def validate_estimator_params(est) -> dict:
-    "Validate `est.get_params(deep=False)` against the class's `_parameter_constraints` (merged along the MRO)."
+    """Validate an estimator's parameters against its class's ``_parameter_constraints`` (merged along the MRO).
+
+    Parameters
+    ----------
+    est : BaseEstimator
+        The estimator.
+
+    Returns
+    -------
+    dict
+        ``est.get_params(deep=False)``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first parameter that is out of range.
+
+    Examples
+    --------
+    >>> from ovk_nb.ridge import OVKRidge
+    >>> validate_estimator_params(OVKRidge(lam=0.5))["lam"]
+    0.5
+    """
     cons = {}
     for cls in reversed(type(est).__mro__):
         cons.update(getattr(cls, "_parameter_constraints", {}) or {})
@@ -206,8 +479,39 @@ def _to_host(A, name: str):
 
 
 def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why: str = "") -> np.ndarray:
-    """scikit-learn's `check_array` (dense, float64, finite, no complex, at most 2-D, `min_samples` rows, at least one
-    column when 2-D), with every message naming the argument `name` (and saying why a minimum holds)."""
+    """scikit-learn's ``check_array``, with every message naming the argument.
+
+    Dense, float64, finite, real, at most 2-D, at least `min_samples` rows and at least one column when 2-D. A PyTorch or
+    CuPy array is copied to the host with a warning.
+
+    Parameters
+    ----------
+    A : array-like
+        The data.
+    name : str
+        The argument's name, for the error message.
+    ensure_2d : bool, default=True
+        Require a 2-D array (False: 1-D is accepted too).
+    min_samples : int, default=1
+        The minimum number of rows.
+    why : str, default=''
+        Why the minimum holds, appended to the message.
+
+    Returns
+    -------
+    ndarray
+        The checked float64 array.
+
+    Raises
+    ------
+    ValueError
+        If `A` is None, sparse, complex, not finite or too small (TypeError for a non-numeric dtype, as scikit-learn).
+
+    Examples
+    --------
+    >>> check_input([[1, 2], [3, 4]], "X").dtype
+    dtype('float64')
+    """
     from sklearn.utils.validation import check_array
     if A is None:
         raise ValueError(f"{name}: this estimator requires y to be passed, but the target y is None")
@@ -228,8 +532,41 @@ def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why:
 
 
 def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = ""):
-    """(X, Y, y_was_1d): finite float X (n, p), Y (n, d), as scikit-learn checks them (a 1-D X is refused: reshape it);
-    ValueError or TypeError naming the argument and what was expected."""
+    """Check training data as scikit-learn does: finite float X (n, p) and Y (n, d).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The inputs (a 1-D X is refused: reshape it).
+    Y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        The targets (a 1-D Y becomes one column).
+    output_dim : int or None, default=None
+        The number of columns Y must have (the kernel's output dimension); None: any.
+    min_samples : int, default=1
+        The minimum number of rows.
+    why : str, default=''
+        Why the minimum holds, for the message.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        The checked inputs.
+    Y : ndarray of shape (n_samples, n_outputs)
+        The checked targets, 2-D.
+    y_was_1d : bool
+        Whether Y was given 1-D (predictions are returned 1-D then).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument and what was expected.
+
+    Examples
+    --------
+    >>> X, Y, y1d = check_X_Y([[0.0], [1.0]], [1.0, 2.0])
+    >>> X.shape, Y.shape, y1d
+    ((2, 1), (2, 1), True)
+    """
     X = check_input(X, "X", min_samples=min_samples, why=why)
     Y = check_input(Y, "Y", ensure_2d=False, min_samples=min_samples, why=why)
     y1d = Y.ndim == 1
@@ -243,13 +580,51 @@ def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: st
 
 
 def check_fitted(est, attr: str):
-    "Raise scikit-learn's NotFittedError unless `est` has the fitted attribute `attr`."
+    """Raise scikit-learn's NotFittedError unless `est` has the fitted attribute `attr`.
+
+    Parameters
+    ----------
+    est : object
+        The estimator.
+    attr : str
+        The name of a fitted attribute, e.g. ``'coef_'``.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If `est` is not fitted.
+
+    Examples
+    --------
+    >>> from ovk_nb.ridge import OVKRidge
+    >>> check_fitted(OVKRidge(), "n_features_in_")
+    Traceback (most recent call last):
+    ...
+    sklearn.exceptions.NotFittedError: This OVKRidge instance is not fitted yet; call fit first.
+    """
     if not hasattr(est, attr):
         raise NotFittedError(f"This {type(est).__name__} instance is not fitted yet; call fit first.")
 
 
 def feature_names(X):
-    "The column names of a pandas-like X whose names are all strings, as an object array; None otherwise (scikit-learn's rule)."
+    """The column names of a pandas-like X whose names are all strings (scikit-learn's rule).
+
+    Parameters
+    ----------
+    X : array-like or DataFrame
+        The inputs.
+
+    Returns
+    -------
+    ndarray of object or None
+        The names, or None (a NumPy array, or names that are not all strings).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> feature_names(np.zeros((2, 2))) is None
+    True
+    """
     cols = getattr(X, "columns", None)
     if cols is None or isinstance(X, np.ndarray):
         return None
@@ -258,8 +633,34 @@ def feature_names(X):
 
 
 def check_feature_names(est, X, reset: bool):
-    """scikit-learn's feature-name contract: at fit (`reset`) record `feature_names_in_` from a DataFrame X (or remove a stale
-    one); afterwards a DataFrame with other names is a ValueError naming X, and plain arrays after named ones warn."""
+    """scikit-learn's feature-name contract.
+
+    At fit (`reset`) record ``feature_names_in_`` from a DataFrame X (or remove a stale one); afterwards a DataFrame with
+    other names is a ValueError naming X, and a plain array after named columns (or the reverse) warns.
+
+    Parameters
+    ----------
+    est : BaseEstimator
+        The estimator.
+    X : array-like or DataFrame
+        The inputs.
+    reset : bool
+        True at fit (record), False at predict (compare).
+
+    Raises
+    ------
+    ValueError
+        If X's column names differ from those seen at fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.ridge import OVKRidge
+    >>> est = OVKRidge()
+    >>> check_feature_names(est, np.zeros((2, 2)), reset=True)
+    >>> hasattr(est, "feature_names_in_")
+    False
+    """
     names = feature_names(X)
     if reset:
         if names is not None:
@@ -279,7 +680,35 @@ def check_feature_names(est, X, reset: bool):
 
 
 def check_X(est, X):
-    "Test inputs of a fitted estimator: as scikit-learn checks them, with the training inputs' number of features (and names)."
+    """Check the test inputs of a fitted estimator as scikit-learn does, with the training inputs' number of features.
+
+    Parameters
+    ----------
+    est : BaseEstimator
+        The fitted estimator (with ``n_features_in_``).
+    X : array-like of shape (n_samples, n_features)
+        The test inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features)
+        The checked inputs.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If `est` is not fitted.
+    ValueError
+        If X has another number of features (or other column names) than at fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.ridge import OVKRidge
+    >>> est = OVKRidge().fit(np.zeros((3, 2)), np.arange(3.0))
+    >>> check_X(est, [[1.0, 2.0]]).shape
+    (1, 2)
+    """
     check_fitted(est, "n_features_in_")
     check_feature_names(est, X, reset=False)
     p = est.n_features_in_
@@ -290,8 +719,33 @@ def check_X(est, X):
 
 # %% ../nbs/1_shared/00_validation.ipynb #c19e26bd
 def fit_context(method):
-    """Decorator for `fit` / `partial_fit`: validate the declared parameters, run, and if the call raises put every
-    attribute back as it was before the call (compute, then commit)."""
+    """Decorator for ``fit`` and ``partial_fit``: validate the declared parameters, run, and restore the estimator on failure.
+
+    If the call raises, every attribute is put back as it was before the call (compute, then commit); on success the
+    feature names of a DataFrame X are recorded.
+
+    Parameters
+    ----------
+    method : callable
+        The method decorated, ``method(self, X, ...)``.
+
+    Returns
+    -------
+    callable
+        The wrapped method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.ridge import OVKRidge
+    >>> est = OVKRidge().fit(np.zeros((3, 1)), np.arange(3.0))
+    >>> try:
+    ...     est.fit(np.zeros((3, 1)), [0.0, np.nan, 1.0])
+    ... except ValueError:
+    ...     pass
+    >>> est.n_features_in_                                  # the first fit's state is kept
+    1
+    """
     import functools
 
     @functools.wraps(method)

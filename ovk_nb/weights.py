@@ -12,9 +12,38 @@ __all__ = ['lr_norm_weights', 'exp_weights']
 
 # %% ../nbs/1_shared/04_weights.ipynb #dd3688d1
 def lr_norm_weights(norms2, r, default=None) -> np.ndarray:
-    """delta_k = n_k^(1/(r+1)) / (sum_l n_l^(r/(r+1)))^(1/r) for squared norms n_k = ||f_k||^2 (MovKL eq. 15, MONORMA
-    step 2.2); r = inf gives ones. When every n_k is 0 (or the sum is not finite): `default`, or the uniform point
-    m^(-1/r) of the l_r sphere when `default` is None."""
+    """The closed-form kernel weights of an l_r-norm constraint, from the squared norms of the component functions.
+
+    delta_k = n_k^(1/(r+1)) / (sum_l n_l^(r/(r+1)))^(1/r) for n_k = ``||f_k||^2`` (MovKL eq. 15, MONORMA step 2.2).
+
+    Parameters
+    ----------
+    norms2 : array-like of shape (n_kernels,)
+        The squared norms n_k (negative values are clipped to 0).
+    r : float
+        The norm of the constraint, r >= 1; ``np.inf`` gives all ones.
+    default : array-like of shape (n_kernels,) or None, default=None
+        The weights returned when every n_k is 0 (or their sum is not finite); None: the uniform point m^(-1/r) of the
+        l_r sphere.
+
+    Returns
+    -------
+    ndarray of shape (n_kernels,)
+        The weights delta, of unit l_r norm.
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS, eq. (15).
+
+    Audiffren, J. and Kadri, H. (2013). Online learning with multiple operator-valued kernels. Algorithm 2.
+
+    Examples
+    --------
+    >>> lr_norm_weights([1.0, 1.0], r=1.0)
+    array([0.5, 0.5])
+    >>> lr_norm_weights([0.0, 0.0], r=2.0).round(4)
+    array([0.7071, 0.7071])
+    """
     nf = np.clip(np.asarray(norms2, dtype=float), 0, None)
     if np.isinf(r):
         return np.ones_like(nf)
@@ -25,7 +54,36 @@ def lr_norm_weights(norms2, r, default=None) -> np.ndarray:
 
 # %% ../nbs/1_shared/04_weights.ipynb #e1a4c875
 def exp_weights(cum_losses, eta: float, prior=None) -> np.ndarray:
-    "p_j = prior_j exp(-eta L_j) / sum_k prior_k exp(-eta L_k) for cumulative losses L_j (shifted by min L: no underflow)."
+    """Exponential weights p_j = prior_j exp(-eta L_j) / sum_k prior_k exp(-eta L_k) of cumulative losses L_j.
+
+    Computed from L - min L, so large losses do not underflow.
+
+    Parameters
+    ----------
+    cum_losses : array-like of shape (n_experts,)
+        The cumulative losses L.
+    eta : float
+        The learning rate, finite and > 0.
+    prior : array-like of shape (n_experts,) or None, default=None
+        Prior weights; None: uniform.
+
+    Returns
+    -------
+    ndarray of shape (n_experts,)
+        The weights, summing to 1 (empty for no experts).
+
+    Raises
+    ------
+    ValueError
+        If `eta` is not a finite number > 0.
+
+    Examples
+    --------
+    >>> exp_weights([0.0, 0.0], eta=1.0)
+    array([0.5, 0.5])
+    >>> bool(exp_weights([0.0, 1000.0], eta=1.0)[0] == 1.0)
+    True
+    """
     L = np.asarray(cum_losses, dtype=float)
     if not L.size:
         return L.copy()
