@@ -145,7 +145,26 @@ class _KDECore(BaseEstimator):
 
     @fit_context                                 # the declared constraints at every fit; a failed fit changes nothing
     def fit(self, X, Y):
-        "Learn the regression step from inputs X and outputs Y (anything the kernels accept)."
+        """Learn the regression step from inputs X to the feature space of the outputs Y.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or sequence
+            Training inputs (anything the input kernel accepts; at least 2 samples).
+        Y : array-like of shape (n_samples, n_outputs) or (n_samples,), or sequence
+            Training outputs (anything the output kernel accepts: vectors, strings, graphs, ...); they are the
+            candidates of `predict` by default.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If X or Y has fewer than 2 samples, they differ in length, or a kernel fails on them (the message names it).
+        """
         y1d = isinstance(Y, np.ndarray) and Y.ndim == 1 and Y.dtype.kind in "biuf"     # predictions come back 1-D too
         why = "the empirical covariance operators need two samples"
         X, Y = as_samples(X, "X", 2, why), as_samples(Y, "Y", 2, why, vectors=True)
@@ -202,15 +221,43 @@ class _KDECore(BaseEstimator):
         return blas_threads(_threads(self.n_samples_fit_ ** 2 * n_test, KDE_SCORES_THREADS_MIN_WORK))
 
     def decision_scores(self, X, candidates=None) -> np.ndarray:
-        "Criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4), shape (n_test, n_candidates); smaller is better."
+        """The pre-image criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4) of every input and candidate.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features) or sequence
+            Test inputs, as the training inputs (anything the input kernel accepts).
+        candidates : array-like or sequence or None, default=None
+            Candidate outputs (as the training outputs); None: the training outputs.
+
+        Returns
+        -------
+        ndarray of shape (n_test, n_candidates)
+            The criterion; smaller is better.
+        """
         X = self._inputs(X)                                # checks fitted first
         candidates = None if candidates is None else self._outputs(candidates, "candidates")
         with self._score_threads(n_items(X, "X")):
             return self._scores(X, self._candidate_terms(candidates))
 
     def predict(self, X, candidates=None, batch_size: int = 512):
-        """For each input, the candidate (default: the training outputs) minimising the criterion, `batch_size` inputs at a
-        time. A Dask array of candidates is scored blockwise on the Dask workers (`_predict_dask_candidates`)."""
+        """For each input, the candidate output minimising the criterion (the pre-image step).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features) or sequence
+            Test inputs, as the training inputs (anything the input kernel accepts).
+        candidates : array-like, sequence, Dask array or None, default=None
+            Candidate outputs (as the training outputs); None: the training outputs. A Dask array is scored blockwise on
+            the Dask workers.
+        batch_size : int, default=512
+            Test inputs scored at a time (memory: batch_size x n_candidates floats).
+
+        Returns
+        -------
+        ndarray or list
+            One candidate per input (1-D when the training Y was 1-D numeric).
+        """
         X = self._inputs(X)
         validate_params({"batch_size": batch_size}, {"batch_size": [Interval(numbers.Integral, 1, None)]},
                         f"{type(self).__name__}.predict")
@@ -253,8 +300,20 @@ class _KDEBase(_KDECore):
     "The KDE estimators' base: `_KDECore` plus explicit embeddings, the feature-space loss and `score`."
 
     def predict_embedding(self, X, output_features=None) -> np.ndarray:
-        """g(x) in explicit coordinates, shape (n_test, D), when l(y, y') = <phi(y), phi(y')> and row i of `output_features`
-        (default: the training outputs) is phi(y_i)."""
+        """The prediction g(x) in explicit coordinates, when l(y, y') = <phi(y), phi(y')>.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features) or sequence
+            Test inputs, as the training inputs (anything the input kernel accepts).
+        output_features : array-like of shape (n_samples, D) or None, default=None
+            Row i is phi(y_i) for training output i; None: the training outputs themselves (a linear output kernel).
+
+        Returns
+        -------
+        ndarray of shape (n_test, D)
+            g(x) for each test input.
+        """
         X = self._inputs(X)
         F = self.Y_fit_ if output_features is None else output_features
         F = check_matrix(F, "output_features", allow_1d=True)
@@ -267,8 +326,22 @@ class _KDEBase(_KDECore):
         return self.coef_
 
     def loss(self, Y, Y_pred) -> np.ndarray:
-        """Per-sample feature-space loss ||Phi_l(y) - Phi_l(y_pred)||^2 = l(y,y) + l(yp,yp) - 2 l(y,yp), with the fitted
-        output kernel (`output_kernel_`; before fit, `output_kernel` itself when it needs no data)."""
+        """Per-sample feature-space loss ``||Phi_l(y) - Phi_l(y_pred)||^2`` = l(y,y) + l(yp,yp) - 2 l(y,yp).
+
+        It uses the fitted output kernel (``output_kernel_``; before fit, `output_kernel` itself when it needs no data).
+
+        Parameters
+        ----------
+        Y : array-like or sequence
+            True outputs.
+        Y_pred : array-like or sequence
+            Predicted outputs, as many as `Y`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The loss of each pair.
+        """
         Y, Y_pred = as_samples(Y, "Y", vectors=True), as_samples(Y_pred, "Y_pred", vectors=True)
         if isinstance(Y, np.ndarray) and isinstance(Y_pred, np.ndarray) and Y.shape[1] != Y_pred.shape[1]:
             raise ValueError(f"Y_pred has {Y_pred.shape[1]} columns, but Y has {Y.shape[1]}")
@@ -282,7 +355,22 @@ class _KDEBase(_KDECore):
             return feature_space_loss(kernel, Y, Y_pred)
 
     def score(self, X, y, candidates=None) -> float:
-        "Minus the mean feature-space loss of the predictions (the paper's RBF loss for an RBF output kernel)."
+        """Minus the mean feature-space loss of the predictions (the paper's RBF loss for an RBF output kernel).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features) or sequence
+            Test inputs, as the training inputs (anything the input kernel accepts).
+        y : array-like or sequence
+            True outputs, one per input.
+        candidates : array-like or sequence or None, default=None
+            Candidate outputs of `predict`; None: the training outputs.
+
+        Returns
+        -------
+        float
+            Minus the mean of `loss` (0 is perfect; higher is better).
+        """
         X = self._inputs(X)
         y = self._outputs(y, "y")
         if n_items(y, "y") != n_items(X, "X"):
@@ -324,6 +412,16 @@ class OVKDE(_KDEBase):
         Number of training samples.
     n_features_in_ : int
         Number of input features (numeric inputs only).
+
+    See Also
+    --------
+    ovk_nb.kde.CortesKDE : The scalar-kernel special case (``operator='identity'``).
+    ovk_nb.kde.WestonKDE : Kernel PCA of the outputs instead of an output operator.
+
+    References
+    ----------
+    .. [1] H. Kadri, M. Ghavamzadeh and P. Preux, "A Generalized Kernel Approach to Structured Output Learning",
+       Proceedings of the International Conference on Machine Learning (ICML), 2013.
 
     Examples
     --------
@@ -383,6 +481,17 @@ class CortesKDE(_KDEBase):
     X_fit_, Y_fit_, L_fit_, n_samples_fit_, n_features_in_
         As in `OVKDE`.
 
+    See Also
+    --------
+    ovk_nb.kde.OVKDE : The operator-valued generalisation.
+
+    References
+    ----------
+    .. [1] H. Kadri, M. Ghavamzadeh and P. Preux, "A Generalized Kernel Approach to Structured Output Learning",
+       Proceedings of the International Conference on Machine Learning (ICML), 2013.
+    .. [2] C. Cortes, M. Mohri and J. Weston, "A general regression technique for learning transductions",
+       Proceedings of the 22nd International Conference on Machine Learning (ICML), 2005.
+
     Examples
     --------
     >>> import numpy as np
@@ -425,7 +534,7 @@ class WestonKDE(_KDEBase):
         Ridge of the regression of the component scores.
     n_components : int, default=50
         Kernel principal components of the outputs kept; more than the number of training samples keeps them all
-        (clipped, as scikit-learn's `KernelPCA` does: `n_components_` records the number used).
+        (clipped, as scikit-learn's `KernelPCA` does: ``n_components_`` records the number used).
     center : bool, default=True
         Centre the output Gram matrix (kernel PCA of the centred features) and add the mean back at the pre-image.
 
@@ -433,9 +542,9 @@ class WestonKDE(_KDEBase):
     ----------
     n_components_ : int
         Components used: min(n_components, n_samples), less any with a numerically zero eigenvalue (dropped).
-    components_ : ndarray of shape (n_samples, n_components_)
+    components_ : ndarray of shape (n_samples, ``n_components_``)
         Eigenvectors of the (centred) output Gram matrix.
-    eigenvalues_ : ndarray of shape (n_components_,)
+    eigenvalues_ : ndarray of shape (``n_components_``,)
         Their eigenvalues, descending.
     row_mean_ : ndarray of shape (n_samples,)
         Row means of the output Gram matrix used for centring (zeros when `center=False`).
@@ -443,6 +552,17 @@ class WestonKDE(_KDEBase):
         (k + lam I)^{-1}.
     input_kernel_, output_kernel_, coef_, X_fit_, Y_fit_, L_fit_, n_samples_fit_, n_features_in_
         As in `OVKDE`.
+
+    See Also
+    --------
+    ovk_nb.kde.OVKDE : The operator-valued generalisation.
+
+    References
+    ----------
+    .. [1] H. Kadri, M. Ghavamzadeh and P. Preux, "A Generalized Kernel Approach to Structured Output Learning",
+       Proceedings of the International Conference on Machine Learning (ICML), 2013.
+    .. [2] J. Weston, O. Chapelle, A. Elisseeff, B. Schoelkopf and V. Vapnik, "Kernel dependency estimation",
+       Advances in Neural Information Processing Systems 15, 2003.
 
     Examples
     --------
