@@ -26,7 +26,32 @@ __all__ = ['TRUNCATION', 'step_sizes', 'check_decay', 'check_truncation', 'budge
 
 # %% ../nbs/1_shared/03_streaming.ipynb #0b10a042
 def step_sizes(schedule, eta: float, t) -> np.ndarray:
-    "eta_t for the steps `t` (1-based): 'invsqrt' eta/sqrt(t), 'constant' eta, or a callable t -> eta_t."
+    """The step sizes eta_t of a schedule at the steps `t`.
+
+    Parameters
+    ----------
+    schedule : {'invsqrt', 'constant'} or callable
+        'invsqrt': eta / sqrt(t); 'constant': eta; a callable: t -> eta_t (called with each step as an int).
+    eta : float
+        The step size scale, > 0 (ignored by a callable schedule).
+    t : array-like of int
+        The steps, 1-based.
+
+    Returns
+    -------
+    ndarray of float, of t's shape
+        The step sizes, all finite and > 0.
+
+    Raises
+    ------
+    ValueError
+        If the schedule is unknown, or gives (or raises on) a step size that is not finite and > 0.
+
+    Examples
+    --------
+    >>> step_sizes("invsqrt", 1.0, [1, 4, 16])
+    array([1.  , 0.5 , 0.25])
+    """
     t = np.asarray(t, dtype=float)
     if callable(schedule):
         try:
@@ -47,7 +72,31 @@ def step_sizes(schedule, eta: float, t) -> np.ndarray:
 
 
 def check_decay(etas, lam: float, t_first: int):
-    "Raise unless eta_t * lam < 1 for every step (the decay 1 - eta_t lam must stay positive)."
+    """Raise unless eta_t lam < 1 at every step (the decay 1 - eta_t lam must stay positive).
+
+    Parameters
+    ----------
+    etas : ndarray of float
+        The step sizes of consecutive steps.
+    lam : float
+        The regularisation.
+    t_first : int
+        The step of ``etas[0]`` (1-based), named in the message.
+
+    Raises
+    ------
+    ValueError
+        At the first step with eta_t lam >= 1, naming it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_decay(np.array([0.5, 0.25]), 0.5, 1)
+    >>> check_decay(np.array([0.5, 2.0]), 0.6, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: eta_t * lam must stay below 1 (Theorem 1 needs eta * lam < 1); at t=2 eta_t=2 and lam=0.6 give eta_t * lam = 1.2: lower eta or lam
+    """
     prod = etas * lam
     if prod.size and prod.max() >= 1:
         k = int(np.argmax(prod >= 1))
@@ -66,7 +115,29 @@ TRUNCATION = [None, Interval(numbers.Integral, 1, None),
 
 
 def check_truncation(truncation):
-    "Validate `truncation` (None, an int budget s >= 1, or Theorem 2's (t0, eps)) and return it normalised."
+    """Validate a truncation and return it normalised.
+
+    Parameters
+    ----------
+    truncation : None, int or (t0, eps)
+        None (keep every coefficient), an int budget s >= 1 (the last s), or Theorem 2's pair (t0, eps) with an
+        integer t0 >= 1 and 0 < eps < 1/2 (budget t0 + (t - t0)^(1/2 + eps)).
+
+    Returns
+    -------
+    None, int or tuple of (int, float)
+        The truncation, a pair given as a list made a tuple.
+
+    Raises
+    ------
+    ValueError
+        If it is none of these.
+
+    Examples
+    --------
+    >>> check_truncation([4, 0.25]), check_truncation(3)
+    ((4, 0.25), 3)
+    """
     validate_params({"truncation": truncation}, {"truncation": TRUNCATION})
     if truncation is None or isinstance(truncation, numbers.Integral):
         return None if truncation is None else int(truncation)
@@ -74,7 +145,25 @@ def check_truncation(truncation):
 
 # %% ../nbs/1_shared/03_streaming.ipynb #c8eb3203
 def budget(truncation, t) -> np.ndarray:
-    "s_t, the number of coefficients kept after step t (t >= 0 array)."
+    """The number of coefficients s_t kept after step t.
+
+    Parameters
+    ----------
+    truncation : None, int or (t0, eps)
+        A truncation normalised by `check_truncation`.
+    t : array-like of int
+        The steps, >= 0.
+
+    Returns
+    -------
+    ndarray of int64, of t's shape
+        s_t: t (no truncation), min(t, s) (budget s), or min(t, t0) + floor((t - t0)^(1/2 + eps)) beyond t0.
+
+    Examples
+    --------
+    >>> budget(10, [5, 20]), budget((4, 0.25), [4, 20])
+    (array([ 5, 10]), array([ 4, 12]))
+    """
     t = np.asarray(t, dtype=np.int64)
     if truncation is None:
         return t.copy()
@@ -86,15 +175,62 @@ def budget(truncation, t) -> np.ndarray:
 
 
 def window_start(truncation, k) -> np.ndarray:
-    "lo(k) = k - s_k: 0-based index of the oldest coefficient alive after k steps (the window f_k uses)."
+    """The 0-based index lo(k) = k - s_k of the oldest coefficient alive after k steps (the window f_k uses).
+
+    Parameters
+    ----------
+    truncation : None, int or (t0, eps)
+        A truncation normalised by `check_truncation`.
+    k : array-like of int
+        The steps, >= 0.
+
+    Returns
+    -------
+    ndarray of int64, of k's shape
+        The window starts.
+
+    Examples
+    --------
+    >>> window_start(10, [5, 20])
+    array([ 0, 10])
+    """
     k = np.asarray(k, dtype=np.int64)
     return k - budget(truncation, k)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #5a7e1b02
 class StreamLearner(BaseEstimator):
-    """Base of every online learner: the `partial_fit` template (validate -> `_setup` and `_init_stream` at the first call
-    -> `_targets` -> `_learn`: `_run` with every buffer's rows undone if it fails), `fit`, river's learn_one / predict_one /
-    learn_many / predict_many (learn_one on a validated fast path) and per-step records."""
+    """Base of every online learner: scikit-learn's `fit` / `partial_fit` and river's `learn_one` / `predict_one` /
+    `learn_many` / `predict_many`.
+
+    The `partial_fit` template: validate, then ``_setup`` and ``_init_stream`` at the first call, ``_targets``, and
+    ``_learn`` (``_run`` with every buffer's rows undone if it fails); `learn_one` runs on a validated fast path;
+    per-step records kept as ``history`` says. Subclasses take the hyper-parameters: this class has none.
+
+    Attributes
+    ----------
+    n_seen_ : int
+        Steps (examples) learnt so far.
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str
+        The columns of the first DataFrame learnt from, if any.
+    output_names_ : list of str
+        The outputs' names, when the learner was given dicts or DataFrames of outputs.
+
+    See Also
+    --------
+    KernelStream : the base of the online kernel learners.
+    ovk_nb.oskaar.OSKAAR : a learner on this base.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.onorma import ONORMA
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> est = ONORMA().partial_fit(X[:30], X[:30, 0]).partial_fit(X[30:], X[30:, 0])
+    >>> est.n_seen_, isinstance(est, StreamLearner)
+    (50, True)
+    """
     _frozen = ()               # hyper-parameters fixed at the first call (they shape the stream)
     _step_records = ()         # arrays with one row per step from step `_rec0` on, grown geometrically, pickled
     _threads = 1               # BLAS threads inside a pass (None: leave BLAS alone): many small products, see below
@@ -151,7 +287,26 @@ def _kept_steps(self: StreamLearner, name):
 
 
 def step_record(name: str, doc: str) -> property:
-    "A fitted attribute of a learner on the core: the kept rows of its per-step record `name` (`_kept_steps`)."
+    """A fitted attribute of a learner on the core: the kept rows of its per-step record `name`.
+
+    Parameters
+    ----------
+    name : str
+        The private attribute that holds the record (e.g. ``'_errs'``).
+    doc : str
+        The property's docstring.
+
+    Returns
+    -------
+    property
+        A read-only property that returns a copy of the rows ``history`` keeps.
+
+    Examples
+    --------
+    >>> p = step_record("_errs", "Per-step errors.")
+    >>> isinstance(p, property), p.__doc__
+    (True, 'Per-step errors.')
+    """
     return property(lambda self: self._kept_steps(name), doc=doc)
 
 
@@ -170,7 +325,21 @@ class KernelStream(StreamLearner):
     """Base class of online kernel learners: f = D * sum_{lo <= j < n} K(., x_j) b_j kept in buffers grown geometrically
     (amortised O(1) per step), one lazy global scale factor D and a sliding window; `partial_fit` runs the learner's
     `_block` update over consecutive blocks of steps. scikit-learn: fit / partial_fit / predict / score;
-    river: learn_one / predict_one / learn_many / predict_many."""
+    river: learn_one / predict_one / learn_many / predict_many.
+
+    See Also
+    --------
+    ovk_nb.onorma.ONORMA, ovk_nb.monorma.MONORMA : the learners on this base.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.onorma import ONORMA
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> est = ONORMA(truncation=10).fit(X, X)
+    >>> isinstance(est, KernelStream), est.coef_.shape, est.support_.shape
+    (True, (10, 2), (10, 2))
+    """
     _parameter_constraints = {"lam": [Interval(numbers.Real, 0, None)], "eta": [Interval(numbers.Real, 0, None, "neither")],
                               "schedule": [Options(("invsqrt", "constant")), "callable"], "truncation": TRUNCATION,
                               "record_errors": ["boolean"], "n_passes": [Interval(numbers.Integral, 1, None)]}
@@ -287,12 +456,41 @@ def _run(self: KernelStream, X, Y):
             self._renormalise()
 
 def gram_rows(kernels, x, Y) -> list:
-    """The Gram rows k(x, Y) of one input x (shape (1, p)) against Y for each scalar kernel in `kernels` (validated
-    inputs, as `KernelParts.grams` gives them), for a one-row step: Gaussian kernels share one row of squared distances
+    """The Gram rows k(x, Y) of one input x against Y for each scalar kernel, for a one-row step.
+
+    Validated inputs, as `KernelParts.grams` gives them, for a one-row step: Gaussian kernels share one row of squared distances
     by `scipy.spatial.distance.cdist` (the differences summed in C, exact as the difference route of
     `ovk_nb.kernels.sq_distances` but without its (m, p) temporaries: 30 us against 130 us on a 2000 x 20 window, loaded
     machine); other kernels by their own Gram. Non-finite values are refused naming the kernel, as everywhere; a
-    Gaussian row with gamma > 0 needs no check (exp(-gamma E) lies in [0, 1] for any E in [0, inf])."""
+    Gaussian row with gamma > 0 needs no check (exp(-gamma E) lies in [0, 1] for any E in [0, inf]).
+
+    Parameters
+    ----------
+    kernels : list of ScalarKernel
+        The scalar kernels.
+    x : ndarray of shape (1, n_features)
+        The input.
+    Y : ndarray of shape (n, n_features)
+        The inputs it is compared with (e.g. the live window).
+
+    Returns
+    -------
+    list of ndarray of shape (1, n)
+        One Gram row per kernel.
+
+    Raises
+    ------
+    ValueError
+        If a row is not finite, naming the kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF
+    >>> X = np.random.default_rng(0).normal(size=(5, 2))
+    >>> [g.shape for g in gram_rows([RBF(0.5), RBF(2.0)], X[:1], X)]
+    [(1, 5), (1, 5)]
+    """
     if kernels and len(Y) and all(type(k) is RBF for k in kernels):
         from scipy.spatial.distance import cdist
         E = cdist(x, Y, "sqeuclidean")                      # C code: an overflowing difference is +inf, no warning
@@ -597,7 +795,40 @@ def _learn(self: StreamLearner, X, T):
 @patch
 @fit_context
 def partial_fit(self: StreamLearner, X, Y, **setup):
-    "Learn from the rows of (X, Y) in order, continuing from the current state (the first call sets the learner up)."
+    """Learn from the rows of (X, Y) in order, continuing from the current state.
+
+    The first call sets the learner up (its kernel resolved on this batch); one pass. A call that fails leaves the
+    learner as it was.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The inputs, visited in order.
+    Y : array-like of shape (n_samples, n_outputs) or (n_samples,), or a sequence of labels
+        The targets (or labels) of the rows.
+    **setup
+        Set-up arguments of the learner's first call (e.g. ``classes``, the list of all labels, for a classifier);
+        ignored afterwards.
+
+    Returns
+    -------
+    self : StreamLearner
+        The learner, updated.
+
+    Raises
+    ------
+    ValueError
+        If X or Y is invalid (not finite, lengths differ, a width other than the first call's) or a hyper-parameter
+        is invalid or a frozen one changed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.onorma import ONORMA
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> ONORMA().partial_fit(X[:30], X[:30]).partial_fit(X[30:], X[30:]).n_seen_
+    50
+    """
     first = not hasattr(self, "n_seen_")
     X = self._check_X(X, first)
     self._validate_params(first)
@@ -612,8 +843,33 @@ def partial_fit(self: StreamLearner, X, Y, **setup):
 @patch
 @fit_context
 def fit(self: StreamLearner, X, Y, **setup):
-    """Forget everything and make `n_passes` passes over (X, Y) (one by default; `partial_fit` always makes one): the
-    step schedule goes on counting across passes."""
+    """Forget everything and make ``n_passes`` passes over (X, Y).
+
+    One pass by default (`partial_fit` always makes one); the step schedule goes on counting across passes.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The inputs, visited in order.
+    Y : array-like of shape (n_samples, n_outputs) or (n_samples,), or a sequence of labels
+        The targets (or labels) of the rows.
+    **setup
+        Set-up arguments of the learner's first call (e.g. ``classes``, the list of all labels, for a classifier);
+        given to the first pass.
+
+    Returns
+    -------
+    self : StreamLearner
+        The fitted learner.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.onorma import ONORMA
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> ONORMA(n_passes=2).fit(X, X).n_seen_
+    100
+    """
     for a in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
         delattr(self, a)
     self.partial_fit(X, Y, **setup)
@@ -689,9 +945,30 @@ def _fast_target(self: StreamLearner, x1, y):
 
 @patch
 def learn_one(self: StreamLearner, x, y, **setup) -> None:
-    """Learn from one example (river's `learn_one`); `x` a 1-D array or a dict of features, `y` a target row (or a
-    number when d = 1), a dict of outputs, or a label. After the first call a fast path: the row checked cheaply, the
-    hyper-parameters only when one has changed, then the same step as `partial_fit` (and the same undo on failure)."""
+    """Learn from one example (river's ``learn_one``).
+
+    After the first call a fast path: the row checked cheaply, the hyper-parameters only when one has changed, then
+    the same step as `partial_fit` (and the same undo on failure).
+
+    Parameters
+    ----------
+    x : array-like of shape (n_features,) or dict
+        The features: a 1-D array, or a dict (feature name -> value; the names of the first call are kept).
+    y : float, array-like of shape (n_outputs,), dict or label
+        The target row (a number when the output dimension is 1), a dict of outputs (output name -> value), or a
+        label.
+    **setup
+        Set-up arguments of the learner's first call (e.g. ``classes``, the list of all labels, for a classifier);
+        ignored afterwards.
+
+    Examples
+    --------
+    >>> from ovk_nb.onorma import ONORMA
+    >>> est = ONORMA()
+    >>> est.learn_one({"a": 1.0, "b": 2.0}, 0.5)
+    >>> est.n_seen_
+    1
+    """
     x1 = None if setup or not hasattr(self, "n_seen_") or not self._params_unchanged() else self._fast_row(x)
     t1 = None if x1 is None else self._fast_target(x1, y)
     if t1 is None:                                   # the first call, a changed parameter or an input to explain
@@ -710,8 +987,27 @@ def learn_one(self: StreamLearner, x, y, **setup) -> None:
 
 @patch
 def predict_one(self: StreamLearner, x):
-    """The prediction for one example (river's `predict_one`): a number when d = 1, else a row (or a label); a dict of
-    outputs when the learner was given dicts (or a DataFrame) of outputs."""
+    """The prediction for one example (river's ``predict_one``), without learning.
+
+    Parameters
+    ----------
+    x : array-like of shape (n_features,) or dict
+        The features, as in `learn_one`.
+
+    Returns
+    -------
+    float, ndarray of shape (n_outputs,), dict or label
+        A number when the output dimension is 1, else a row (or a label); a dict of outputs when the learner was
+        given dicts (or a DataFrame) of outputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.onorma import ONORMA
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> ONORMA().fit(X, X).predict_one(X[0]).shape
+    (2,)
+    """
     check_fitted(self, "n_seen_")
     x1 = self._fast_row(x)
     x1 = self._one_row(x) if x1 is None else x1
@@ -743,8 +1039,28 @@ def _frame_X(self: StreamLearner, X):
 
 @patch
 def learn_many(self: StreamLearner, X, Y, **setup) -> None:
-    """river's `learn_many`: `partial_fit` on a mini-batch; X may be a pandas DataFrame (columns matched by name), Y a
-    DataFrame (its columns become `output_names_`) or a Series."""
+    """Learn from a mini-batch (river's ``learn_many``): `partial_fit` that also takes pandas objects.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features) or DataFrame
+        The inputs; a DataFrame's columns are matched by name to the first one's.
+    Y : array-like of shape (n_samples, n_outputs) or (n_samples,), DataFrame or Series
+        The targets; a DataFrame's columns become ``output_names_``.
+    **setup
+        Set-up arguments of the learner's first call (e.g. ``classes``, the list of all labels, for a classifier);
+        ignored afterwards.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from ovk_nb.onorma import ONORMA
+    >>> X = pd.DataFrame(np.random.default_rng(0).normal(size=(20, 2)), columns=["a", "b"])
+    >>> est = ONORMA()
+    >>> est.learn_many(X, X.rename(columns={"a": "u", "b": "v"}))
+    >>> est.n_seen_, est.output_names_
+    (20, ['u', 'v'])
+    """
     X = self._frame_X(X)
     if _is_frame(Y):
         names = self.__dict__.get("output_names_")
@@ -760,8 +1076,27 @@ def learn_many(self: StreamLearner, X, Y, **setup) -> None:
 
 @patch
 def predict_many(self: StreamLearner, X):
-    """river's `predict_many`: `predict` on a mini-batch; a DataFrame X gives a DataFrame (X's index, columns
-    `output_names_`, or 0..d-1)."""
+    """Predict a mini-batch (river's ``predict_many``): `predict` that also takes a DataFrame.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features) or DataFrame
+        The inputs; a DataFrame's columns are matched by name.
+
+    Returns
+    -------
+    ndarray or DataFrame
+        ``predict(X)``; for a DataFrame X a DataFrame with X's index and the columns ``output_names_`` (or 0..d-1).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from ovk_nb.onorma import ONORMA
+    >>> X = pd.DataFrame(np.random.default_rng(0).normal(size=(20, 2)), columns=["a", "b"])
+    >>> est = ONORMA().fit(X, X.to_numpy())
+    >>> est.predict_many(X.head(3)).shape
+    (3, 2)
+    """
     if not _is_frame(X):
         return self.predict(X)
     check_fitted(self, "n_seen_")
