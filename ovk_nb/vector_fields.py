@@ -39,20 +39,34 @@ def helmholtz_kernel(gamma="scale", weights=(1.0, 1.0)) -> SumKernel:
 
 
 def helmholtz_parts(model, X):
-    """(curl-free part, divergence-free part) of a fitted `OVKRidge` whose kernel_ is a SumKernel of CurlFreeRBF and
-    DivFreeRBF parts (e.g. `helmholtz_kernel`), at the rows of X: each part is w_k sum_j K_k(x, x_j) c_j (see the
-    derivation); the fitted mean (center_y=True) is added to the curl-free part. The two add up to model.predict(X).
+    """The curl-free and the divergence-free part of a fitted Helmholtz model at the rows of X.
+
+    `model` is an `OVKRidge` whose ``kernel_`` is a SumKernel of CurlFreeRBF and DivFreeRBF parts (e.g.
+    `helmholtz_kernel`): each part is w_k sum_j K_k(x, x_j) c_j (see the derivation); the fitted mean (center_y=True) is
+    added to the curl-free part. The two add up to ``model.predict(X)``.
 
     Parameters
     ----------
     model : OVKRidge
-        Fitted with an exact solver (coef_ set: 'dense', 'cg', ...).
+        Fitted with an exact solver (``coef_`` set: 'dense', 'cg', ...).
     X : array of shape (m, p)
         The points where the two parts are evaluated.
 
     Returns
     -------
-    curl_free, div_free : ndarrays of shape (m, p)
+    curl_free : ndarray of shape (m, p)
+        The curl-free (gradient) part, plus the fitted mean.
+    div_free : ndarray of shape (m, p)
+        The divergence-free part.
+
+    Raises
+    ------
+    ValueError
+        If the model's kernel is not a sum of CurlFreeRBF and DivFreeRBF parts, or it was not fitted by an exact solver.
+
+    See Also
+    --------
+    ovk_nb.vector_fields.helmholtz_kernel : The kernel to fit with.
 
     Examples
     --------
@@ -79,13 +93,36 @@ def helmholtz_parts(model, X):
 
 
 def synthetic_flow(n, noise: float = 0.0, seed=0, box: float = 2.0):
-    """A 2-D field with a known Helmholtz decomposition on n points uniform in [-box, box]^2: the potential
-    phi = 1.5 exp(-|x - (0.7, 0.3)|^2) and the stream function psi = 1.5 exp(-|x + (0.6, 0.4)|^2 / 0.8).
+    """A 2-D field with a known Helmholtz decomposition, on n points uniform in the square [-box, box]^2.
+
+    The potential is phi = 1.5 exp(``-|x - (0.7, 0.3)|^2``) and the stream function
+    psi = 1.5 exp(``-|x + (0.6, 0.4)|^2 / 0.8``).
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    noise : float, default=0.0
+        Standard deviation (>= 0) of the Gaussian noise added to Y.
+    seed : int, numpy Generator or None, default=0
+        Seed of the draw (``np.random.default_rng(seed)``).
+    box : float, default=2.0
+        Half-width of the square the points are drawn in.
 
     Returns
     -------
-    X : (n, 2) inputs; Y : (n, 2) grad phi + rot psi (+ Gaussian noise of sd `noise`); curl_free : (n, 2) grad phi;
-    div_free : (n, 2) rot psi = (d psi / d x2, -d psi / d x1).
+    X : ndarray of shape (n, 2)
+        The inputs.
+    Y : ndarray of shape (n, 2)
+        grad phi + rot psi, plus the noise.
+    curl_free : ndarray of shape (n, 2)
+        grad phi.
+    div_free : ndarray of shape (n, 2)
+        rot psi = (d psi / d x2, -d psi / d x1).
+
+    See Also
+    --------
+    ovk_nb.vector_fields.helmholtz_parts : Recovers the two parts from a fitted model.
 
     Examples
     --------
