@@ -74,13 +74,77 @@ def salami_literal(kernel, lam, X, Y, decoder, eta=None, lifetime=None, budget=N
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #69ea2576
 class SALAMI(OSKAAR):
-    """Structured prediction algorithm with aggregating mixture (paper 002, Algorithm 3): OSKAAR experts started at every
-    round, mixed by exponential weights on their surrogate losses (sleeping experts). kernel, lam, decoder as OSKAAR;
-    eta: learning rate (default 1/(8 B^2)); lifetime: expert s lives lifetime * 2**v(s) rounds (geometric covering,
-    O(lifetime log t) live experts; expert 0 never dies), None keeps every expert (the paper's schedule); budget: None
-    (exact experts) or m, every expert a budgeted OSKAAR on the dictionary of its first m inputs (our extension);
-    history: the rounds whose records (`losses_`, ..., `n_live_`, `mean_start_`: 8 (4 + D) bytes a round) are kept, as
-    OSKAAR's: None every round without a budget and the last `budget` rounds with one, 'all' every round, k the last k."""
+    """Structured prediction algorithm with aggregating mixture (paper 002, Algorithm 3).
+
+    OSKAAR experts started at every round, mixed by exponential weights on their surrogate losses (sleeping experts):
+    for non-stationary streams, where the best predictor changes over time.
+
+    Parameters
+    ----------
+    kernel : ScalarKernel or None, default=None
+        The scalar input kernel, as `OSKAAR` (None: ``RBF(gamma='scale')`` resolved on the first batch).
+    lam : float > 0, default=1.0
+        Every expert's KAAR regularisation.
+    decoder : Decoder or None, default=None
+        The loss and its decoder (`ovk_nb.decoding`); None: ``ZeroOne()``, the 0-1 loss over the labels seen.
+    eta : float > 0 or None, default=None
+        The learning rate of the exponential weights. None: the exp-concavity constant 1/(8 B^2) of the surrogate
+        loss, B^2 the decoder's bound on the squared norm of its feature map (an error if it has none: give eta).
+    lifetime : int >= 1 or None, default=4
+        Expert s (0-based start) lives lifetime 2^v(s) rounds, v the 2-adic valuation (a geometric covering:
+        O(lifetime log t) live experts; expert 0 never dies). None keeps every expert (the paper's schedule, O(t)
+        experts).
+    history : int >= 0, 'all' or None, default=None
+        The rounds whose records (``losses_``, ..., ``n_live_``, ``mean_start_``: 8 (4 + D) bytes a round) are kept,
+        as `OSKAAR`'s: None every round without a budget and the last `budget` rounds with one, 'all' every round,
+        k the last k.
+    budget : int >= 1 or None, default=None
+        None: exact experts. m: every expert a budgeted OSKAAR on the dictionary of its first m inputs (our
+        extension), O(m^2 + m D) memory per expert.
+
+    Attributes
+    ----------
+    kernel_ : ScalarKernel
+        The kernel used, with its data-driven arguments resolved on the first batch.
+    decoder_ : Decoder
+        The decoder used.
+    eta_ : float
+        The learning rate used.
+    n_seen_ : int
+        Rounds played.
+    n_features_in_ : int
+        Number of input features.
+    losses_, surrogate_losses_, decisions_ : ndarray
+        Per-round task loss, surrogate loss and decision of the mixture (the rounds ``history`` keeps).
+    n_live_, mean_start_ : ndarray of shape (n_kept,)
+        Per round: the number of live experts and the weighted mean start time of the mixture.
+    cumulative_loss_ : float
+        Sum of the task losses of every round.
+    weights_ : ndarray of shape (n_live,)
+        The experts' weights at the next round.
+    active_experts_ : ndarray of shape (n_live,)
+        Their start rounds, the newborn last.
+
+    See Also
+    --------
+    ovk_nb.oskaar.OSKAAR : one expert, started at the first round.
+
+    References
+    ----------
+    .. [1] P. Boudart, A. Rudi and P. Gaillard, "Structured Prediction in Online Learning", 2024 (paper 002 of the
+       reproduction), Algorithm 3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(100, 2))
+    >>> y = np.where(X[:, 0] > 0, "right", "left")
+    >>> est = SALAMI().fit(X, y)
+    >>> list(est.predict(X[:3])) == list(y[:3]), bool(est.score(X[50:], y[50:]) > 0.8)
+    (True, True)
+    >>> bool(np.isclose(est.weights_.sum(), 1.0))
+    True
+    """
     _parameter_constraints = {"kernel": [None, InstanceOf(ScalarKernel)], "lam": [Interval(numbers.Real, 0, None, "neither")],
                               "decoder": [None, InstanceOf(Decoder)], "eta": [None, Interval(numbers.Real, 0, None, "neither")],
                               "lifetime": [None, Interval(numbers.Integral, 1, None)],
@@ -245,7 +309,7 @@ def weights_(self: SALAMI):
 
 @patch(as_prop=True)
 def active_experts_(self: SALAMI):
-    "Start times (0-based rounds) of the experts live at the next round, the newborn n_seen_ last."
+    "Start times (0-based rounds) of the experts live at the next round, the newborn (started at ``n_seen_``) last."
     check_fitted(self, "n_seen_")
     return np.append(self._starts, self.n_seen_)
 
