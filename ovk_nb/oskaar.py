@@ -214,6 +214,17 @@ class OSKAAR(StreamLearner):
         Per-round task loss, surrogate loss and decision (the rounds `history` keeps).
     cumulative_loss_ : float
         Sum of the task losses of every round.
+    classes_ : ndarray
+        The labels (`ZeroOne` decoder only), sorted when comparable.
+
+    See Also
+    --------
+    ovk_nb.salami.SALAMI : experts started at every round, mixed (non-stationary streams).
+
+    References
+    ----------
+    .. [1] P. Boudart, A. Rudi and P. Gaillard, "Structured Prediction in Online Learning", 2024 (paper 002 of the
+       reproduction), Algorithm 2.
 
     Notes
     -----
@@ -228,7 +239,7 @@ class OSKAAR(StreamLearner):
     >>> X = np.random.default_rng(0).normal(size=(200, 2))
     >>> y = np.where(X[:, 0] > 0, "right", "left")
     >>> est = OSKAAR().fit(X, y)
-    >>> est.predict(X[:3]) == list(y[:3]), est.score(X[100:], y[100:]) > 0.9
+    >>> list(est.predict(X[:3])) == list(y[:3]), bool(est.score(X[100:], y[100:]) > 0.9)
     (True, True)
     """
     _parameter_constraints = {"kernel": [None, InstanceOf(ScalarKernel)], "lam": [Interval(numbers.Real, 0, None, "neither")],
@@ -531,8 +542,26 @@ def classes_(self: OSKAAR):
 
 @patch
 def predict(self: OSKAAR, X):
-    """Decisions z = argmin_z <psi(z), g(x)> for the rows of X (no learning), in chunks of 1024 rows: labels (a list for
-    `ZeroOne` and `CandidateSet`), arrays otherwise (1-D for `Squared` fitted on a 1-D y)."""
+    """The decisions z = argmin_z <psi(z), g(x)> for the rows of X (no learning), in chunks of 1024 rows.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs.
+
+    Returns
+    -------
+    ndarray or list
+        Labels (an array of scalar labels; a list for structured labels and for `CandidateSet`), or an array of
+        outputs (1-D for `Squared` fitted on a 1-D y).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> OSKAAR().fit(X, np.where(X[:, 0] > 0, 1, 0)).predict(X[:4]).shape
+    (4,)
+    """
     check_fitted(self, "n_seen_")
     X = self._check_X(X)
     out = []
@@ -563,15 +592,53 @@ def _scored(self: OSKAAR, X, y, sample_weight):
 
 @patch
 def loss(self: OSKAAR, X, y, sample_weight=None) -> float:
-    "The mean task loss Delta(z(x), y) of the predictions on (X, y) (lower is better; `score` is higher-is-better)."
+    """The mean task loss Delta(z(x), y) of the predictions on (X, y): lower is better.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Test inputs.
+    y : sequence of labels or array-like of shape (n_queries,) or (n_queries, n_outputs)
+        The true outputs, in the form the learner was fitted with (labels known to the decoder).
+    sample_weight : array-like of shape (n_queries,) or None, default=None
+        Weights of the rows (None: equal).
+
+    Returns
+    -------
+    float
+        The (weighted) mean task loss of the decoder.
+
+    See Also
+    --------
+    OSKAAR.score : scikit-learn's higher-is-better score.
+    """
     Z, codes, reg, w = self._scored(X, y, sample_weight)
     return float(np.average(self.decoder_.task_loss(Z, codes, reg), weights=w))
 
 
 @patch
 def score(self: OSKAAR, X, y, sample_weight=None) -> float:
-    """scikit-learn's score (higher is better), by decoder: accuracy (`ZeroOne`), label-wise accuracy 1 - Hamming loss
-    (`Hamming`), R^2 (`Squared`), Spearman's rank correlation 1 - 2 loss (`Spearman`), minus the mean loss otherwise."""
+    """scikit-learn's score on (X, y), higher is better; what it measures depends on the decoder.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Test inputs.
+    y : sequence of labels or array-like of shape (n_queries,) or (n_queries, n_outputs)
+        The true outputs, in the form the learner was fitted with (labels known to the decoder).
+    sample_weight : array-like of shape (n_queries,) or None, default=None
+        Weights of the rows (None: equal).
+
+    Returns
+    -------
+    float
+        Accuracy (`ZeroOne`), label-wise accuracy 1 - Hamming loss (`Hamming`), R^2 (`Squared`), Spearman's rank
+        correlation 1 - 2 loss (`Spearman`), minus the mean loss otherwise (`CandidateSet`).
+
+    See Also
+    --------
+    OSKAAR.loss : the task loss itself.
+    """
     Z, codes, reg, w = self._scored(X, y, sample_weight)
     dec = self.decoder_
     if isinstance(dec, Squared):

@@ -268,7 +268,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_outputs_ : int
         Number of outputs d.
     landmarks_, n_components_ : ndarray, list of int
-        Nystrom only: the landmark rows and the numerical rank kept per scalar kernel (rff: n_components_ is D).
+        Nystrom only: the landmark rows and the numerical rank kept per scalar kernel (rff: ``n_components_`` is D).
 
     See Also
     --------
