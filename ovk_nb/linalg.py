@@ -68,9 +68,45 @@ def _joint_eig(T, w):
 
 # %% ../nbs/1_shared/02_linalg.ipynb #1b8dc4f7
 class KernelParts:
-    """An operator-valued kernel seen as sum_c k_c(x, x') T_c (its separable parts, found inside `Separable`
-    and nested `SumKernel`s) plus generic parts used through `apply`/`gram`. Precomputes a joint
-    eigenbasis of the T_c when they commute (then the d outputs decouple)."""
+    """An operator-valued kernel seen as sum_c k_c(x, x') T_c plus generic parts: the form the solvers work with.
+
+    The separable parts are found inside `ovk_nb.kernels.Separable` and nested `ovk_nb.kernels.SumKernel`; other kernels
+    are generic parts used through their ``apply`` and ``gram``. A joint eigenbasis of the T_c is precomputed when they
+    commute (then the d outputs decouple).
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        A resolved operator-valued kernel.
+
+    Attributes
+    ----------
+    d : int
+        The output dimension.
+    T : list of ndarray of shape (d, d)
+        The output matrices of the separable parts.
+    separable : bool
+        True when the kernel is a sum of separable parts only.
+    s : ndarray of shape (d,)
+        The square roots of the quadrature weights (ones without weights).
+
+    See Also
+    --------
+    grouped_cholesky, kernel_matvec, masked_solve, nystrom_fit
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> parts.separable, parts.d
+    (True, 2)
+    >>> bool(np.allclose(parts.apply(X, X, C_dense) + 0.1 * C_dense, Y))
+    True
+    """
     def __init__(self, kernel: OVKernel):
         if not isinstance(kernel, OVKernel):
             raise ValueError(f"kernel must be an OVKernel (e.g. Separable, SumKernel), got {type(kernel).__name__}")
@@ -95,15 +131,47 @@ class KernelParts:
         return np.ones(self.d) if self.w is None else np.sqrt(self.w)
 
     def apply(self, X, Y, C):
+        """The kernel applied to coefficients: row i is sum_j K(x_i, y_j) c_j.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The evaluation points.
+        Y : ndarray of shape (m_samples, n_features)
+            The points carrying the coefficients.
+        C : ndarray of shape (m_samples, d)
+            The coefficients.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, d)
+            The products.
+        """
         return self.apply_grams(self.grams(X, Y), X, Y, C)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #752c35ec
 @patch
 @np.errstate(over="ignore", invalid="ignore")       # overflow is reported below, by name, not as a warning
 def grams(self: KernelParts, X, Y, cache=None):
-    """The scalar Gram matrices k_c(X, Y), one per distinct scalar kernel. Fast paths: Gaussian kernels share one
-    squared-distance matrix (`ovk_nb.kernels.sq_distances`), linear and polynomial kernels one X Y^T; `cache`
-    (a dict) shares these between several kernels on the same (X, Y)."""
+    """The scalar Gram matrices k_c(X, Y), one per distinct scalar kernel.
+
+    Gaussian kernels share one squared-distance matrix (`ovk_nb.kernels.sq_distances`), linear and polynomial kernels one
+    X Y^T.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The first inputs.
+    Y : ndarray of shape (m_samples, n_features)
+        The second inputs.
+    cache : dict or None, default=None
+        Shares the distance and product matrices between several kernels on the same (X, Y).
+
+    Returns
+    -------
+    list of ndarray of shape (n_samples, m_samples)
+        The Gram matrices.
+    """
     single = cache is None and sum(type(k) is RBF for k in self.scalars) == 1
     own = cache is None and sum(type(k) in (Linear, Polynomial) for k in self.scalars) == 1
     cache = {} if cache is None else cache
@@ -137,7 +205,24 @@ def grams(self: KernelParts, X, Y, cache=None):
 # %% ../nbs/1_shared/02_linalg.ipynb #d2b41bce
 @patch
 def apply_grams(self: KernelParts, G, X, Y, C):
-    "sum_c G_c @ C @ T_c^T (+ generic parts), cheapest order: rows sum_j K(x_i, y_j) c_j."
+    """sum_c G_c C T_c^T (plus the generic parts), in the cheapest order: rows sum_j K(x_i, y_j) c_j.
+
+    Parameters
+    ----------
+    G : list of ndarray of shape (n_samples, m_samples)
+        The scalar Grams of `grams`.
+    X : ndarray of shape (n_samples, n_features)
+        The evaluation points (for the generic parts).
+    Y : ndarray of shape (m_samples, n_features)
+        The points carrying the coefficients.
+    C : ndarray of shape (m_samples, d)
+        The coefficients.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, d)
+        The products.
+    """
     out = np.zeros((G[0].shape[0] if G else len(X), self.d))
     for c, j in enumerate(self.sidx):
         if len(X) <= len(Y):
@@ -151,7 +236,20 @@ def apply_grams(self: KernelParts, G, X, Y, C):
 
 @patch
 def quad_diag(self: KernelParts, X, A):
-    "<K(x_i, x_i) a_i, a_i>_Y for each row."
+    """The quadratic forms <K(x_i, x_i) a_i, a_i>_Y, one per row.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The points.
+    A : ndarray of shape (n_samples, d)
+        The vectors a_i.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The forms.
+    """
     WA = A if self.w is None else A * self.w
     out = np.zeros(len(X))
     diags = [k._diag(X) for k in self.scalars]
@@ -164,12 +262,42 @@ def quad_diag(self: KernelParts, X, A):
 
 @patch
 def inner(self: KernelParts, U, V):
-    "<u, v>_Y row-wise (quadrature-weighted when the kernel has weights)."
+    """The inner products <u_i, v_i>_Y row by row (quadrature-weighted when the kernel has weights).
+
+    Parameters
+    ----------
+    U, V : ndarray of shape (n_samples, d)
+        The vectors.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The inner products.
+    """
     return np.einsum("...d,...d->...", U, V if self.w is None else V * self.w)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #f7bd77b2
 def group_columns(E, rtol: float = 1e-10):
-    "Group the columns of E (parts x d) that are equal up to rtol * max|E|: list of (column of E, index array)."
+    """Group the columns of E that are equal up to ``rtol * max|E|``.
+
+    Parameters
+    ----------
+    E : ndarray of shape (n_parts, d)
+        The eigenvalues of the output matrices in their joint eigenbasis, one row per part.
+    rtol : float, default=1e-10
+        The relative tolerance.
+
+    Returns
+    -------
+    list of (ndarray of shape (n_parts,), ndarray of int)
+        Each distinct column and the indices of the columns equal to it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> group_columns(np.array([[1.0, 1.0, 2.0]]))
+    [(array([1.]), array([0, 1])), (array([2.]), array([2]))]
+    """
     E = np.asarray(E, dtype=float)
     scale = max(np.abs(E).max(initial=0), 1e-300)
     groups = []
@@ -183,9 +311,39 @@ def group_columns(E, rtol: float = 1e-10):
 
 # %% ../nbs/1_shared/02_linalg.ipynb #99068943
 def eigh_psd(A, rcond: float | None = None, overwrite: bool = False, name: str | None = None):
-    """(s, U) with A = U diag(s) U^T for a symmetric PSD matrix A, s ascending.
-    rcond=None: eigenvalues clipped at 0. rcond=r: eigenpairs with s <= r * max(s) dropped.
-    name: the matrix is a user's kernel Gram; an eigenvalue below -1e-8 max|s| raises a ValueError naming it."""
+    """The eigendecomposition A = U diag(s) U^T of a symmetric PSD matrix, s ascending.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, n)
+        The matrix.
+    rcond : float or None, default=None
+        None: eigenvalues clipped at 0; r: the eigenpairs with s <= r * max(s) dropped.
+    overwrite : bool, default=False
+        Let LAPACK overwrite `A`.
+    name : str or None, default=None
+        The matrix is a user's kernel Gram of that name: an eigenvalue below -1e-8 max ``|s|`` raises a ValueError naming
+        it.
+
+    Returns
+    -------
+    s : ndarray of shape (r,)
+        The eigenvalues.
+    U : ndarray of shape (n, r)
+        The orthonormal eigenvectors.
+
+    Raises
+    ------
+    ValueError
+        If `name` is given and `A` is not PSD.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s, U = eigh_psd(np.array([[2.0, 0.0], [0.0, 1.0]]))
+    >>> s
+    array([1., 2.])
+    """
     A = np.asarray(A, dtype=float)
     s, U = sla.eigh(A.T, overwrite_a=overwrite, driver="evd", check_finite=False)   # A.T: Fortran view, no copy
     if name is not None and s.size and s[0] < -1e-8 * max(np.abs(s).max(), 1e-300):
@@ -199,8 +357,48 @@ def eigh_psd(A, rcond: float | None = None, overwrite: bool = False, name: str |
 # %% ../nbs/1_shared/02_linalg.ipynb #2aae5d09
 @dataclass
 class EigenFactor:
-    """The lam-independent part of G C T^T + lam C = Y (2)-(3): G = scale * U diag(s) U^T (PSD), T = V diag(e) V^{-1},
-    Yt = U^T Y V^{-T}. Each lam then costs O(n^2 d): coef, smoothed, predict_path, loo_residuals, solve."""
+    """The lam-independent factorisation of the separable ridge system G C T^T + lam C = Y.
+
+    G = scale * U diag(s) U^T (PSD), T = V diag(e) V^{-1}, Yt = U^T Y V^{-T}; each lam then costs O(n^2 d): `coef`,
+    `smoothed`, `coef_path`, `predict_path`, `loo_residuals`, `solve`. Build it with `EigenFactor.of`.
+
+    Parameters
+    ----------
+    s : ndarray of shape (r,)
+        The eigenvalues of G, >= 0.
+    U : ndarray of shape (n, r)
+        The orthonormal eigenvectors of G (r < n for a low-rank G).
+    e : ndarray of shape (d,)
+        The eigenvalues of T, >= 0.
+    V : ndarray of shape (d, d)
+        The eigenvectors of T.
+    Vinv : ndarray of shape (d, d)
+        The inverse of V.
+    Yt : ndarray of shape (r, d) or None, default=None
+        The rotated right-hand side.
+    scale : float, default=1.0
+        The factor tau of G (a Kronecker preconditioner).
+    _U2 : ndarray or None, default=None
+        Internal cache.
+
+    See Also
+    --------
+    eigh_psd
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> ef = EigenFactor.of(parts.grams(X, X)[0], K.T_eig(), Y)
+    >>> bool(np.allclose(ef.coef(0.1), C_dense))
+    True
+    >>> ef.coef_path([0.1, 1.0]).shape
+    (2, 20, 2)
+    """
     s: np.ndarray                   # (r,) eigenvalues of G, >= 0
     U: np.ndarray                   # (n, r) orthonormal eigenvectors of G (r < n: G of low rank)
     e: np.ndarray                   # (d,) eigenvalues of T, >= 0
@@ -212,40 +410,125 @@ class EigenFactor:
 
     @classmethod
     def of(cls, G, T_eig, Y=None, overwrite: bool = False):
-        "Factor the scalar Gram G (eigh_psd; overwritten if asked) with T_eig = (e, V, Vinv) and rotate Y (n, d)."
+        """Factor the scalar Gram G and rotate Y.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n, n)
+            The scalar Gram matrix (factored by `eigh_psd`).
+        T_eig : tuple of ndarray
+            (e, V, Vinv), the eigendecomposition of T (`ovk_nb.kernels.Separable.T_eig`).
+        Y : ndarray of shape (n, d) or None, default=None
+            The right-hand side.
+        overwrite : bool, default=False
+            Let LAPACK overwrite `G`.
+
+        Returns
+        -------
+        EigenFactor
+            The factor.
+        """
         s, U = eigh_psd(G, overwrite=overwrite)
         e, V, Vinv = T_eig
         return cls(s, U, e, V, Vinv, None if Y is None else U.T @ (Y @ Vinv.T))
 
     def den(self, lam):
-        "s_a e_l scale + lam, (r, d)."
+        """The denominators s_a e_l scale + lam.
+
+        Parameters
+        ----------
+        lam : float
+            The regularisation.
+
+        Returns
+        -------
+        ndarray of shape (r, d)
+            The denominators.
+        """
         return self.scale * np.outer(self.s, self.e) + lam
 
     def coef(self, lam):
-        "(3): C = U (Yt / (s e^T + lam)) V^T."
+        """The coefficients C = U (Yt / (s e^T + lam)) V^T for one lam.
+
+        Parameters
+        ----------
+        lam : float
+            The regularisation, > 0.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            C.
+        """
         return self.U @ (self.Yt / self.den(lam)) @ self.V.T
 
     def smoothed(self, lam):
-        "C T^T = U ((Yt / (s e^T + lam)) diag(e)) V^T: what predictions k(X', X) C T^T need."
+        """C T^T = U ((Yt / (s e^T + lam)) diag(e)) V^T: what the predictions k(X', X) C T^T need.
+
+        Parameters
+        ----------
+        lam : float
+            The regularisation, > 0.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            C T^T.
+        """
         return self.U @ ((self.Yt / self.den(lam)) * self.e) @ self.V.T
 
 # %% ../nbs/1_shared/02_linalg.ipynb #241be049
 @patch
 def coef_path(self: EigenFactor, lams):
-    "C for each lam: (len(lams), n, d)."
+    """The coefficients C for each lam.
+
+    Parameters
+    ----------
+    lams : array-like of shape (n_lams,)
+        The regularisations.
+
+    Returns
+    -------
+    ndarray of shape (n_lams, n, d)
+        C for each lam.
+    """
     return np.stack([self.coef(l) for l in lams])
 
 
 @patch
 def predict_path(self: EigenFactor, Kx, lams):
-    "k(X', X) C T^T for each lam, Kx = k(X', X) (m, n): (len(lams), m, d); O(m n^2) once, then O(m n d) per lam."
+    """The predictions k(X', X) C T^T for each lam; O(m n^2) once, then O(m n d) per lam.
+
+    Parameters
+    ----------
+    Kx : ndarray of shape (m, n)
+        k(X', X).
+    lams : array-like of shape (n_lams,)
+        The regularisations.
+
+    Returns
+    -------
+    ndarray of shape (n_lams, m, d)
+        The predictions.
+    """
     A = Kx @ self.U
     return np.stack([A @ ((self.Yt / self.den(l)) * self.e) @ self.V.T for l in lams])
 
 
 @patch
 def loo_residuals(self: EigenFactor, lam):
-    "(8): exact leave-one-out residuals y_i - f^{-i}(x_i), (n, d), for one lam."
+    """The exact leave-one-out residuals y_i - f^{-i}(x_i) for one lam.
+
+    Parameters
+    ----------
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The residuals.
+    """
     den = self.den(lam)
     if self._U2 is None:
         self._U2 = self.U ** 2                     # kept for the next lam of a path
@@ -255,7 +538,18 @@ def loo_residuals(self: EigenFactor, lam):
 # %% ../nbs/1_shared/02_linalg.ipynb #332682c6
 @patch
 def truncate(self: EigenFactor, p):
-    "The factor of T_p: all but the p largest eigenvalues e_l set to 0 (p=None: unchanged)."
+    """The factor of T_p: all but the p largest eigenvalues e_l set to 0.
+
+    Parameters
+    ----------
+    p : int or None
+        The number of eigenvalues kept; None: unchanged.
+
+    Returns
+    -------
+    EigenFactor
+        The truncated factor.
+    """
     if p is None:
         return self
     e = self.e.copy()
@@ -265,7 +559,20 @@ def truncate(self: EigenFactor, p):
 
 @patch
 def solve(self: EigenFactor, R, lam):
-    "(scale G kron T + lam I)^{-1} applied to R (n, d); the complement of span(U) (low-rank G) sees lam alone."
+    """(scale G kron T + lam I)^{-1} applied to R; the complement of span(U) (a low-rank G) sees lam alone.
+
+    Parameters
+    ----------
+    R : ndarray of shape (n, d)
+        The right-hand side.
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The solution.
+    """
     UR = self.U.T @ R
     out = self.U @ (((UR @ self.Vinv.T) / self.den(lam)) @ self.V.T)
     if self.U.shape[1] < self.U.shape[0]:
@@ -274,7 +581,39 @@ def solve(self: EigenFactor, R, lam):
 
 # %% ../nbs/1_shared/02_linalg.ipynb #e3e1bdb2
 def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
-    "Solve (5) for a KernelParts with a joint eigenbasis: one Cholesky per distinct column of E. Returns C (n, d)."
+    """Solve the ridge system (K + lam I) C = Y for a kernel whose output matrices share an eigenbasis.
+
+    One Cholesky factorisation per distinct column of eigenvalues (`group_columns`).
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel, with a joint eigenbasis.
+    X : ndarray of shape (n, p)
+        The inputs.
+    Y : ndarray of shape (n, d)
+        The targets.
+    lam : float
+        The regularisation, > 0.
+    grams : list of ndarray or None, default=None
+        ``parts.grams(X, X)`` when already computed.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The coefficients C.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> bool(np.allclose(grouped_cholesky(parts, X, Y, 0.1), C_dense))
+    True
+    """
     E, V, Vinv = parts.eig
     grams = parts.grams(X, X) if grams is None else grams
     Yh = Y @ Vinv.T
@@ -301,8 +640,42 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b53d9353
 def pcg(matvec, B, precond=None, tol: float = 1e-10, max_iter: int | None = None, X0=None):
-    """Preconditioned CG on matvec(Z) = B (an SPD operator on matrices). Returns (Z, info) with info =
-    {'iterations', 'residual' (relative, recursive), 'history', 'converged'}."""
+    """Preconditioned conjugate gradients for matvec(Z) = B, an SPD operator on matrices.
+
+    Parameters
+    ----------
+    matvec : callable
+        Z -> A Z for Z of B's shape.
+    B : ndarray of shape (n, d)
+        The right-hand side.
+    precond : callable or None, default=None
+        R -> approximately A^{-1} R; None: none.
+    tol : float, default=1e-10
+        The relative residual at which to stop.
+    max_iter : int or None, default=None
+        The iteration cap; None: 10 * B.size.
+    X0 : ndarray of shape (n, d) or None, default=None
+        A warm start; None: zeros.
+
+    Returns
+    -------
+    Z : ndarray of shape (n, d)
+        The solution.
+    info : dict
+        'iterations', 'residual' (relative, recursive), 'history' and 'converged'.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> Z, info = pcg(kernel_matvec(parts, X, 0.1), Y, precond=separable_preconditioner(parts, parts.grams(X, X), 0.1))
+    >>> bool(np.allclose(Z, C_dense)), bool(info["converged"])
+    (True, True)
+    """
     max_iter = 10 * B.size if max_iter is None else max_iter
     bnorm = np.linalg.norm(B)
     if bnorm == 0:
@@ -325,7 +698,27 @@ def pcg(matvec, B, precond=None, tol: float = 1e-10, max_iter: int | None = None
 
 # %% ../nbs/1_shared/02_linalg.ipynb #3b334c1c
 def symmetric_operator(T, weights=None):
-    "T^s = S T S^{-1} with S = W^{1/2} (T itself without weights), symmetrised against round-off."
+    """T^s = S T S^{-1} with S = W^{1/2}, symmetrised against round-off (T itself without weights).
+
+    Parameters
+    ----------
+    T : ndarray of shape (d, d)
+        An output matrix, self-adjoint for the weights.
+    weights : ndarray of shape (d,) or None, default=None
+        The quadrature weights.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        The symmetric matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> symmetric_operator(np.array([[1.0, 4.0], [1.0, 1.0]]), np.array([1.0, 4.0]))
+    array([[1., 2.],
+           [2., 1.]])
+    """
     if weights is None:
         Ts = np.array(T, dtype=float)
     else:
@@ -335,7 +728,35 @@ def symmetric_operator(T, weights=None):
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b2e45e25
 def kernel_matvec(parts: KernelParts, X, lam, grams=None):
-    "Z -> (D K D^{-1} + lam I) Z on (n, d) matrices, D = I kron diag(parts.s); never an nd x nd matrix."
+    """The product Z -> (D K D^{-1} + lam I) Z on (n, d) matrices, D = I kron diag(parts.s); never an nd x nd matrix.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    X : ndarray of shape (n, p)
+        The training inputs.
+    lam : float
+        The regularisation.
+    grams : list of ndarray or None, default=None
+        ``parts.grams(X, X)`` when already computed.
+
+    Returns
+    -------
+    callable
+        The product, for `pcg`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> bool(np.allclose(kernel_matvec(parts, X, 0.1)(C_dense), Y))
+    True
+    """
     grams = parts.grams(X, X) if grams is None else grams
     s = None if parts.w is None else parts.s
 
@@ -346,7 +767,33 @@ def kernel_matvec(parts: KernelParts, X, lam, grams=None):
 
 # %% ../nbs/1_shared/02_linalg.ipynb #43037ac9
 def separable_preconditioner(parts: KernelParts, grams, lam):
-    "R -> (k_c kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c of `parts`."
+    """R -> (k_c kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c of `parts`.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    grams : list of ndarray
+        ``parts.grams(X, X)``.
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    callable
+        The preconditioner, for `pcg` (exact for a single separable kernel).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> bool(np.allclose(separable_preconditioner(parts, parts.grams(X, X), 0.1)(Y), C_dense))
+    True
+    """
     c = int(np.argmax([np.trace(grams[j]) * np.trace(T) for j, T in zip(parts.sidx, parts.T)]))
     e, Q = eigh_psd(symmetric_operator(parts.T[c], parts.w))
     g, U = eigh_psd(grams[parts.sidx[c]])
@@ -355,7 +802,33 @@ def separable_preconditioner(parts: KernelParts, grams, lam):
 
 
 def jacobi_preconditioner(parts: KernelParts, X, lam):
-    "R -> blockdiag(K(x_i, x_i) + lam I)^{-1} R (symmetric frame)."
+    """R -> blockdiag(K(x_i, x_i) + lam I)^{-1} R (symmetric frame): the block-Jacobi preconditioner.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    X : ndarray of shape (n, p)
+        The training inputs.
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    callable
+        The preconditioner, for `pcg`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> jacobi_preconditioner(parts, X, 0.1)(Y).shape
+    (20, 2)
+    """
     s, d = parts.s, parts.d
     D = parts.kernel.diag(X) * s[None, :, None] / s[None, None, :]
     D[:, np.arange(d), np.arange(d)] += lam
@@ -367,7 +840,25 @@ from .kernels import _GaussianField, field_apply
 
 
 def is_field_kernel(parts: KernelParts) -> bool:
-    "True when the generic parts of `parts` are all vector-field Gaussians (CurlFreeRBF, DivFreeRBF) and there is one."
+    """Whether the generic parts of `parts` are all vector-field Gaussians (`ovk_nb.kernels.CurlFreeRBF`,
+    `ovk_nb.kernels.DivFreeRBF`), and there is one.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+
+    Returns
+    -------
+    bool
+        True for a kernel with vector-field parts.
+
+    Examples
+    --------
+    >>> from ovk_nb.kernels import CurlFreeRBF
+    >>> is_field_kernel(KernelParts(CurlFreeRBF(gamma=0.5, dim=2)))
+    True
+    """
     return bool(parts.gen) and all(isinstance(k, _GaussianField) for k, _ in parts.gen) and parts.w is None
 
 
@@ -382,7 +873,34 @@ def _field_ab(parts: KernelParts, X, Y):
 
 
 def field_matvec(parts: KernelParts, X, lam, grams=None):
-    "Z -> (K + lam I) Z on (n, p) matrices for a kernel with vector-field parts (`is_field_kernel`): A, B built once."
+    """The product Z -> (K + lam I) Z on (n, p) matrices for a kernel with vector-field parts (`is_field_kernel`).
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    X : ndarray of shape (n, p)
+        The training inputs.
+    lam : float
+        The regularisation.
+    grams : list of ndarray or None, default=None
+        ``parts.grams(X, X)`` when already computed.
+
+    Returns
+    -------
+    callable
+        The product, for `pcg`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import CurlFreeRBF
+    >>> K = CurlFreeRBF(gamma=0.5, dim=2)
+    >>> X, C = np.random.default_rng(0).normal(size=(5, 2)), np.ones((5, 2))
+    >>> mv = field_matvec(KernelParts(K), X, 0.1)
+    >>> bool(np.allclose(mv(C), K.apply(X, X, C) + 0.1 * C))
+    True
+    """
     if not is_field_kernel(parts):
         raise ValueError("field_matvec needs CurlFreeRBF / DivFreeRBF parts (and no other generic part)")
     for k, _ in parts.gen:
@@ -401,9 +919,40 @@ def field_matvec(parts: KernelParts, X, lam, grams=None):
 
 
 def ov_nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float = 1e-10):
-    """R -> (K~ + lam I)^{-1} R with K~ = K(X, L) K(L, L)^+ K(L, X) the operator-valued Nystrom approximation on the
-    landmark rows L (any OVKernel; its block Grams on (X, L) and (L, L) only): K~ = Phi Phi^T with
-    Phi = K(X, L) U diag(s)^{-1/2}, and by Woodbury (Phi Phi^T + lam I)^{-1} = (I - Phi (lam I + Phi^T Phi)^{-1} Phi^T) / lam."""
+    """R -> (K~ + lam I)^{-1} R with K~ = K(X, L) K(L, L)^+ K(L, X), the operator-valued Nystrom approximation on landmarks.
+
+    Any operator-valued kernel (its block Grams on (X, L) and (L, L) only): K~ = Phi Phi^T with
+    Phi = K(X, L) U diag(s)^{-1/2}, inverted by Woodbury.
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        The kernel.
+    X : ndarray of shape (n, p)
+        The training inputs.
+    lam : float
+        The regularisation, > 0.
+    landmarks : ndarray of shape (m, p)
+        The landmark points L.
+    rcond : float, default=1e-10
+        Eigenvalues of K(L, L) below ``rcond`` times the largest are dropped.
+
+    Returns
+    -------
+    callable
+        The preconditioner, for `pcg`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> bool(np.allclose(ov_nystrom_preconditioner(K, X, 0.1, X)(Y), C_dense, atol=1e-6))
+    True
+    """
     s, U = eigh_psd(kernel.gram(landmarks), rcond=rcond)
     Phi = kernel.gram(X, landmarks) @ (U / np.sqrt(s))
     M = Phi.T @ Phi
@@ -417,7 +966,31 @@ def ov_nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float 
 
 # %% ../nbs/1_shared/02_linalg.ipynb #2652b3a1
 class NystromFeatures:
-    "z(x) = diag(g)^{-1/2} Q^T k(L, x) for the landmarks L (eigenpairs below rcond * max g dropped); k(x, x') ~ z(x)^T z(x')."
+    """Nystrom features z(x) = diag(g)^{-1/2} Q^T k(L, x) on landmarks L, so that k(x, x') ~ z(x)^T z(x').
+
+    Parameters
+    ----------
+    scalar_kernel : ScalarKernel
+        The kernel.
+    landmarks : ndarray of shape (m, p)
+        The landmark points L.
+    rcond : float, default=1e-12
+        Eigenpairs (g, Q) of k(L, L) with g below ``rcond * max(g)`` are dropped.
+
+    Attributes
+    ----------
+    rank : int
+        The number of features r.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> Z = NystromFeatures(RBF(1.0), X)(X)
+    >>> Z.shape, bool(np.allclose(Z @ Z.T, RBF(1.0)(X)))
+    ((20, 20), True)
+    """
     def __init__(self, scalar_kernel, landmarks, rcond: float = 1e-12):
         g, Q = eigh_psd(scalar_kernel(landmarks), rcond=rcond)
         self.scalar_kernel, self.landmarks = scalar_kernel, landmarks
@@ -427,6 +1000,18 @@ class NystromFeatures:
     def rank(self): return self.proj.shape[1]
 
     def __call__(self, X):
+        """The features z(x) of each row.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            The points.
+
+        Returns
+        -------
+        ndarray of shape (n, rank)
+            The features.
+        """
         return self.scalar_kernel(X, self.landmarks) @ self.proj
 
 
@@ -436,12 +1021,52 @@ def _chunks(n, size):
 
 @dataclass
 class NystromModel:
-    "Predictions sum over blocks (j, B, S) of z_j(x) B S (S None: identity), divided by s (the symmetric frame) if given."
+    """A fitted Nystrom ridge model: f(x) = sum over blocks (j, B, S) of z_j(x) B S, divided by s if given.
+
+    Parameters
+    ----------
+    feats : list of NystromFeatures
+        The feature maps, on one landmark set.
+    blocks : list of tuple
+        (feature index j, B of shape (r_j, d), S of shape (d, d) or None for the identity).
+    s : ndarray of shape (d,) or None, default=None
+        The square roots of the quadrature weights (the symmetric frame); None: none.
+
+    See Also
+    --------
+    nystrom_fit, NystromSystem
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> model = nystrom_fit(parts, X, Y, 0.1, X)
+    >>> bool(np.allclose(model.predict(X), parts.apply(X, X, C_dense), atol=1e-6))
+    True
+    """
     feats: list                     # NystromFeatures on one landmark set
     blocks: list                    # (feature index j, B (r_j, d), S (d, d) or None)
     s: np.ndarray | None = None
 
     def predict(self, X, chunk: int = 4096):
+        """The predictions f(x).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            The points.
+        chunk : int, default=4096
+            Rows per block (memory O(chunk r)).
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            The predictions.
+        """
         d = self.blocks[0][1].shape[1]
         outs = []
         for sl in _chunks(len(X), chunk):
@@ -452,8 +1077,35 @@ class NystromModel:
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b2628940
 class NystromSystem:
-    """Normal equations of the Nystrom ridge fit on `landmarks` as a sum over rows: `terms(X, Y)` one chunk's (A, b),
-    `solve(A, b, lam)` the NystromModel. (6) for one separable part with its eigenbasis, (7) otherwise."""
+    """The normal equations of the Nystrom ridge fit, as a sum over row chunks.
+
+    ``terms(X, Y)`` gives one chunk's (A, b), ``solve(A, b, lam)`` the `NystromModel` from their sums: one separable part
+    is solved in its eigenbasis, other kernels by Cholesky.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    landmarks : ndarray of shape (m, p)
+        The landmark points.
+
+    See Also
+    --------
+    nystrom_fit
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> system = NystromSystem(parts, X[:5])
+    >>> A, b = system.terms(X, Y)
+    >>> system.solve(A, b, 0.1).predict(X).shape
+    (20, 2)
+    """
     def __init__(self, parts: KernelParts, landmarks):
         self.parts, self.d = parts, parts.d
         self.separable = parts.nc == 1 and parts.eig is not None
@@ -470,7 +1122,22 @@ class NystromSystem:
         self.size = int(self.offs[-1])
 
     def terms(self, X, Y):
-        "One chunk's share of the normal equations: (Z^T Z, Z^T Y V^{-T}) for (6), (Phi^T Phi, Phi^T y) for (7)."
+        """One chunk's share of the normal equations, (Z^T Z, Z^T Y V^{-T}) or (Phi^T Phi, Phi^T y).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            A chunk of the inputs.
+        Y : ndarray of shape (n, d)
+            The same chunk of the targets.
+
+        Returns
+        -------
+        A : ndarray
+            The Gram of the features.
+        b : ndarray
+            The features times the targets.
+        """
         if self.separable:
             Z = self.feats[0](X)
             return Z.T @ Z, Z.T @ (Y @ self.parts.eig[2].T)
@@ -487,7 +1154,22 @@ class NystromSystem:
         return A, b
 
     def solve(self, A, b, lam) -> NystromModel:
-        "The model from the summed normal equations (A is overwritten): (6) by an EigenFactor of Z^T Z, (7) by Cholesky."
+        """The model from the summed normal equations.
+
+        Parameters
+        ----------
+        A : ndarray
+            The summed ``A`` of `terms` (overwritten).
+        b : ndarray
+            The summed ``b``.
+        lam : float
+            The regularisation, > 0.
+
+        Returns
+        -------
+        NystromModel
+            The fitted model.
+        """
         if self.separable:
             E, V, Vinv = self.parts.eig
             gG, QG = eigh_psd(A)
@@ -500,7 +1182,40 @@ class NystromSystem:
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
 def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> NystromModel:
-    "Ridge (1) with every scalar Gram replaced by its Nystrom approximation on `landmarks`: (6) or (7), summed over chunks."
+    """Kernel ridge with every scalar Gram replaced by its Nystrom approximation on landmarks, summed over row chunks.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    X : ndarray of shape (n, p)
+        The inputs.
+    Y : ndarray of shape (n, d)
+        The targets.
+    lam : float
+        The regularisation, > 0.
+    landmarks : ndarray of shape (m, p)
+        The landmark points.
+    chunk : int, default=4096
+        Rows per chunk (memory O(chunk m)).
+
+    Returns
+    -------
+    NystromModel
+        The fitted model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> model = nystrom_fit(parts, X, Y, 0.1, X)          # all points as landmarks: the exact ridge
+    >>> bool(np.allclose(model.predict(X), parts.apply(X, X, C_dense), atol=1e-6))
+    True
+    """
     system = NystromSystem(parts, landmarks)
     A = b = None
     for sl in _chunks(len(X), chunk):
@@ -593,7 +1308,18 @@ class RandomFourierFeatures:
     def output_dim(self): return self.kernel.output_dim
 
     def z(self, X):
-        "z(x) = D^{-1/2} [cos(Omega (x - c)), sin(Omega (x - c))]: (n, 2D)."
+        """The scalar features z(x) = D^{-1/2} [cos(Omega (x - c)), sin(Omega (x - c))].
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            The points.
+
+        Returns
+        -------
+        ndarray of shape (n, 2 D)
+            The features.
+        """
         P = (X - self.center) @ self.omega.T
         return np.hstack([np.cos(P), np.sin(P)]) / np.sqrt(self.D)
 
@@ -609,18 +1335,59 @@ class RandomFourierFeatures:
         return t, np.tile(self.dirs.reshape(-1, self.p), (2, 1))
 
     def __call__(self, X):
-        "The feature map Phi(x): (n, d, M), K~(x, x') = Phi(x) Phi(x')^T. For references and tests (M = 2 D r)."
+        """The feature map Phi(x), with K~(x, x') = Phi(x) Phi(x')^T; for references and tests.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            The points.
+
+        Returns
+        -------
+        ndarray of shape (n, d, M)
+            Phi, M = 2 D r.
+        """
         t, Vf = self._vflat()
         return self.z(X)[:, None, t] * Vf.T[None]
 
     def terms(self, X, Y):
-        "One chunk's (G, R) = (Z^T Z, Z^T Y') with Y' = Y V (separable: T's eigenbasis) or Y (fields)."
+        """One chunk's normal equations (G, R) = (Z^T Z, Z^T Y'), Y' = Y V (separable: T's eigenbasis) or Y (fields).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            A chunk of the inputs.
+        Y : ndarray of shape (n, d)
+            The same chunk of the targets.
+
+        Returns
+        -------
+        G : ndarray
+            Z^T Z.
+        R : ndarray
+            Z^T Y'.
+        """
         Z = self.z(X)
         Yr = Y @ self.T_eig[1] if self.kind == "separable" else Y
         return Z.T @ Z, Z.T @ Yr
 
     def solve(self, G, R, lam) -> "RFFModel":
-        "The primal ridge on the summed (G, R): W (2D, d) with f(x) = z(x)^T W."
+        """The primal ridge on the summed normal equations: W (2D, d) with f(x) = z(x)^T W.
+
+        Parameters
+        ----------
+        G : ndarray
+            The summed Z^T Z.
+        R : ndarray
+            The summed Z^T Y'.
+        lam : float
+            The regularisation, > 0.
+
+        Returns
+        -------
+        RFFModel
+            The fitted model.
+        """
         if self.kind == "separable":                 # W = sum_l e_l (e_l G + lam I)^{-1} R_l V_l^T: one Cholesky per
             e, V = self.T_eig                           # distinct e_l (few for most T), else one eigh of G for all of them
             groups = group_columns(e[None, :])
@@ -647,17 +1414,90 @@ class RandomFourierFeatures:
 
 @dataclass
 class RFFModel:
-    "f(x) = z(x)^T W for random Fourier features `feats` (RandomFourierFeatures) and output weights W (2D, d)."
+    """A fitted random-Fourier-feature ridge model, f(x) = z(x)^T W.
+
+    Parameters
+    ----------
+    feats : RandomFourierFeatures
+        The feature map.
+    W : ndarray of shape (2 D, d)
+        The output weights.
+
+    See Also
+    --------
+    rff_fit
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> rff_fit(K, X, Y, 0.1, n_components=50, random_state=0).predict(X).shape
+    (20, 2)
+    """
     feats: RandomFourierFeatures
     W: np.ndarray
 
     def predict(self, X, chunk: int = 4096):
+        """The predictions f(x).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            The points.
+        chunk : int, default=4096
+            Rows per block.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            The predictions.
+        """
         outs = [self.feats.z(X[sl]) @ self.W for sl in _chunks(len(X), chunk)]
         return np.concatenate(outs) if outs else np.zeros((0, self.W.shape[1]))
 
 
 def rff_fit(kernel, X, Y, lam, n_components=100, random_state=None, chunk: int = 4096) -> RFFModel:
-    "Ridge with the kernel replaced by its random Fourier features: (G, R) summed over row chunks, then the primal solve."
+    """Kernel ridge with the kernel replaced by its random Fourier features: normal equations summed over row chunks, then
+    the primal solve.
+
+    Parameters
+    ----------
+    kernel : Separable of RBF, CurlFreeRBF or DivFreeRBF
+        The resolved kernel.
+    X : ndarray of shape (n, p)
+        The inputs.
+    Y : ndarray of shape (n, d)
+        The targets.
+    lam : float
+        The regularisation, > 0.
+    n_components : int, default=100
+        The number D of frequencies.
+    random_state : int, Generator or None, default=None
+        Seed of the frequencies.
+    chunk : int, default=4096
+        Rows per chunk.
+
+    Returns
+    -------
+    RFFModel
+        The fitted model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> model = rff_fit(K, X, Y, 0.1, n_components=50, random_state=0)
+    >>> model.W.shape
+    (100, 2)
+    """
     feats = RandomFourierFeatures(kernel, X.shape[1], n_components, random_state, center=X.mean(0))
     G = R = None
     for sl in _chunks(len(X), chunk):
@@ -667,9 +1507,43 @@ def rff_fit(kernel, X, Y, lam, n_components=100, random_state=None, chunk: int =
 
 # %% ../nbs/1_shared/02_linalg.ipynb #7c19dd3d
 def masked_solve_dense(kernel, X, Y, lam):
-    """The literal masked solve, for tests: K = kernel.gram(X) ((n d) x (n d), row i*d + l), the rows and columns of the
-    observed (non-NaN) entries of Y kept, (P (K + lam I) P^T) a = P y solved by np.linalg. Returns C (n, d), zeros at the
-    missing entries."""
+    """The literal masked ridge solve, for tests: the rows and columns of the observed entries of the dense block Gram kept.
+
+    Solves (P (K + lam I) P^T) a = P y by `numpy.linalg.solve`, K = ``kernel.gram(X)`` (row i*d + l).
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        The kernel.
+    X : ndarray of shape (n, p)
+        The inputs.
+    Y : ndarray of shape (n, d)
+        The targets, NaN marking a missing entry.
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The coefficients C, zero at the missing entries.
+
+    See Also
+    --------
+    masked_solve
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> Y_missing = Y.copy(); Y_missing[0, 0] = np.nan
+    >>> C, info = masked_solve(parts, X, Y_missing, 0.1)
+    >>> bool(np.allclose(C, masked_solve_dense(K, X, Y_missing, 0.1)))
+    True
+    """
     Y = np.asarray(Y, dtype=float)
     obs = ~np.isnan(Y).ravel()
     K = kernel.gram(X)[np.ix_(obs, obs)]
@@ -680,9 +1554,43 @@ def masked_solve_dense(kernel, X, Y, lam):
 
 
 def nystrom_preconditioner(parts: KernelParts, X, lam, n_landmarks: int = 500, random_state=0, rcond: float = 1e-10):
-    """R -> (Z Z^T kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c, its scalar Gram replaced
-    by the Nystrom approximation Z Z^T on `n_landmarks` samples drawn without replacement (the complement of Z's span sees
-    lam alone). O(n r^2 + r^3) to build, O(n r d) a call; never an n x n matrix."""
+    """R -> (Z Z^T kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c, its Gram replaced by a
+    Nystrom approximation.
+
+    Z Z^T is the Nystrom approximation on `n_landmarks` samples drawn without replacement; the complement of Z's span sees
+    lam alone. O(n r^2 + r^3) to build, O(n r d) a call; never an n x n matrix.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    X : ndarray of shape (n, p)
+        The training inputs.
+    lam : float
+        The regularisation, > 0.
+    n_landmarks : int, default=500
+        The number of landmarks (all rows when n is smaller).
+    random_state : int, Generator or None, default=0
+        Seed of the landmark draw.
+    rcond : float, default=1e-10
+        Relative cut-off of the landmark Gram's eigenvalues.
+
+    Returns
+    -------
+    callable
+        The preconditioner, for `pcg`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> bool(np.allclose(nystrom_preconditioner(parts, X, 0.1, n_landmarks=20)(Y), C_dense, atol=1e-6))
+    True
+    """
     diags = [k.diag(X) for k in parts.scalars]
     c = int(np.argmax([diags[j].sum() * np.trace(T) for j, T in zip(parts.sidx, parts.T)]))
     rng = np.random.default_rng(random_state)
@@ -696,36 +1604,64 @@ def nystrom_preconditioner(parts: KernelParts, X, lam, n_landmarks: int = 500, r
 
 def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, grams=None,
                  precond="separable", n_landmarks: int = 500, X0=None):
-    """Solve the ridge / GP system on the observed entries of Y only: (P (K + lam I) P^T) a = P y, P selecting the
-    non-NaN entries of Y (whole rows may be missing), by `pcg` with the masked separable preconditioner (see the
+    """Solve the ridge / GP system on the observed entries of Y only, (P (K + lam I) P^T) a = P y, by `pcg`.
+
+    P selects the non-NaN entries of Y (whole rows may be missing); the preconditioner is the masked separable one (see the
     decision above). Never forms the (n d) x (n d) matrix.
 
     Parameters
     ----------
     parts : KernelParts
-        The kernel (any sum of separable parts, quadrature weights included; generic parts through `apply`).
+        The kernel (any sum of separable parts, quadrature weights included; generic parts through ``apply``).
     X : ndarray of shape (n, p)
+        The inputs.
     Y : ndarray of shape (n, d)
-        NaN marks a missing entry; other entries must be finite.
+        The targets; NaN marks a missing entry, other entries must be finite.
     lam : float
         The ridge / noise variance added to the diagonal, > 0.
-    tol, max_iter : float, int or None
-        `pcg`'s relative residual tolerance and iteration cap (None: 10 * the number of observed entries).
-    grams : list of ndarray or None
-        The scalar Grams `parts.grams(X, X)` when already computed.
-    precond : 'separable', 'nystrom', None or callable
+    tol : float, default=1e-10
+        `pcg`'s relative residual tolerance.
+    max_iter : int or None, default=None
+        `pcg`'s iteration cap; None: 10 * the number of observed entries.
+    grams : list of ndarray or None, default=None
+        The scalar Grams ``parts.grams(X, X)`` when already computed.
+    precond : {'separable', 'nystrom'}, callable or None, default='separable'
         'separable': the unmasked system's eigen-solve (`separable_preconditioner`, one eigh of the n x n Gram);
         'nystrom': the same with a rank-`n_landmarks` Nystrom Gram (`nystrom_preconditioner`, large n); None: plain CG;
-        a callable R -> approx (K + lam I)^{-1} R on (n, d) matrices in the symmetric frame.
-    X0 : ndarray of shape (n, d) or None
+        a callable R -> approximately (K + lam I)^{-1} R on (n, d) matrices in the symmetric frame.
+    n_landmarks : int, default=500
+        The rank of the 'nystrom' preconditioner.
+    X0 : ndarray of shape (n, d) or None, default=None
         A warm start (its missing entries ignored).
 
     Returns
     -------
     C : ndarray of shape (n, d)
-        The coefficients, zero at the missing entries: predictions are `parts.apply(X', X, C)`.
+        The coefficients, zero at the missing entries: predictions are ``parts.apply(X_new, X, C)``.
     info : dict
-        `pcg`'s: iterations, residual, history, converged; plus n_observed.
+        `pcg`'s 'iterations', 'residual', 'history', 'converged', plus 'n_observed'.
+
+    Raises
+    ------
+    ValueError
+        If Y has the wrong shape or an infinite entry, or `lam` is not a finite number > 0.
+
+    See Also
+    --------
+    masked_solve_dense
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> Y_missing = Y.copy(); Y_missing[0, 0] = np.nan
+    >>> C, info = masked_solve(parts, X, Y_missing, 0.1)
+    >>> float(C[0, 0]), bool(info["converged"])
+    (0.0, True)
     """
     Y = np.asarray(Y, dtype=float)
     if Y.ndim != 2 or Y.shape != (len(X), parts.d):
@@ -756,8 +1692,49 @@ def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: in
 # %% ../nbs/1_shared/02_linalg.ipynb #8545aa1d
 def masked_logdet_slq(parts: KernelParts, X, mask, lam, n_probes: int = 30, n_steps: int = 40, grams=None,
                       random_state=0):
-    """Stochastic Lanczos quadrature estimate of log det(P (K + lam I) P^T), P selecting the entries where `mask` (n, d)
-    is True (APPROXIMATE, see above). Returns (estimate, standard error over the probes)."""
+    """Stochastic Lanczos quadrature estimate of log det(P (K + lam I) P^T), P selecting the entries where `mask` is True.
+
+    APPROXIMATE (see above): the estimate carries a standard error over the probes.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel.
+    X : ndarray of shape (n, p)
+        The inputs.
+    mask : ndarray of bool of shape (n, d)
+        True at the observed entries.
+    lam : float
+        The noise variance added to the diagonal, > 0.
+    n_probes : int, default=30
+        The number of Rademacher probe vectors.
+    n_steps : int, default=40
+        The number of Lanczos steps per probe.
+    grams : list of ndarray or None, default=None
+        ``parts.grams(X, X)`` when already computed.
+    random_state : int, Generator or None, default=0
+        Seed of the probes.
+
+    Returns
+    -------
+    estimate : float
+        The estimated log-determinant.
+    stderr : float
+        Its standard error over the probes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> est, err = masked_logdet_slq(parts, X, np.ones((20, 2), bool), 0.1)
+    >>> exact = np.linalg.slogdet(K.gram(X) + 0.1 * np.eye(40))[1]
+    >>> bool(abs(est - exact) < 4 * err + 1e-6)
+    True
+    """
     M = np.asarray(mask, dtype=bool)
     n_obs = int(M.sum())
     if n_obs == 0:
@@ -787,8 +1764,40 @@ def masked_logdet_slq(parts: KernelParts, X, mask, lam, n_probes: int = 30, n_st
 
 # %% ../nbs/1_shared/02_linalg.ipynb #420a3f4a
 class BlockNystrom:
-    """Block-wise Nystrom (paper 003, section 3.5): one landmark set shared by all views. View l has the features
-    z_l(x) = diag(s_l)^{-1/2} Q_l^T k_l(L, x) (NystromFeatures), so K_l ~ Z_l Z_l^T; the views are stacked side by side."""
+    """Block-wise Nystrom features for multi-view kernels: one landmark set shared by all views (paper 003, section 3.5).
+
+    View l has the features z_l(x) = diag(s_l)^{-1/2} Q_l^T k_l(L, x) (`NystromFeatures`), so K_l ~ Z_l Z_l^T; the views
+    are stacked side by side.
+
+    Parameters
+    ----------
+    kernels : list of ScalarKernel
+        One kernel per view.
+    landmarks : ndarray of shape (m, p)
+        The landmark points L.
+    rcond : float, default=1e-12
+        Relative eigenvalue cut-off of each view's landmark Gram.
+
+    Attributes
+    ----------
+    ranks : list of int
+        The number of features of each view.
+    offsets : list of int
+        The start of each view's columns, and the total r at the end.
+
+    References
+    ----------
+    Huusari, R., Kadri, H. and Capponi, C. (2018). Multi-view metric learning in vector-valued kernel spaces. AISTATS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Linear
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> bn = BlockNystrom([RBF(1.0), Linear()], X[:5])
+    >>> bn(X).shape
+    (20, 7)
+    """
     def __init__(self, kernels, landmarks, rcond: float = 1e-12):
         self.kernels, self.landmarks = list(kernels), landmarks
         self.feats = [NystromFeatures(k, landmarks, rcond) for k in self.kernels]
@@ -802,11 +1811,39 @@ class BlockNystrom:
         return np.concatenate([[0], np.cumsum(self.ranks)]).astype(int)
 
     def __call__(self, X):
-        "[z_1(X), ..., z_v(X)]: (len(X), r)."
+        """The stacked features [z_1(X), ..., z_v(X)].
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            The points.
+
+        Returns
+        -------
+        ndarray of shape (n, r)
+            The features, r = sum of the ranks.
+        """
         return np.hstack([f(X) for f in self.feats])
 
     def normal_equations(self, X, Y, chunk: int = 4096):
-        "(Z^T Z, Z^T Y) over row chunks: O(n r^2) time, O(chunk r + r^2) memory; Y (n,) or (n, t)."
+        """The normal equations (Z^T Z, Z^T Y) over row chunks: O(n r^2) time, O(chunk r + r^2) memory.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p)
+            The inputs.
+        Y : ndarray of shape (n,) or (n, t)
+            The targets.
+        chunk : int, default=4096
+            Rows per chunk.
+
+        Returns
+        -------
+        ZtZ : ndarray of shape (r, r)
+            Z^T Z.
+        ZtY : ndarray of shape (r,) or (r, t)
+            Z^T Y.
+        """
         r = int(self.offsets[-1])
         Y = np.asarray(Y, dtype=float).reshape(len(X), -1)
         G, B = np.zeros((r, r)), np.zeros((r, Y.shape[1]))
@@ -821,7 +1858,25 @@ _CONTROLLER = []
 
 
 def blas_threads(limit: int | None):
-    "Context manager: at most `limit` BLAS threads inside (None: leave BLAS alone). One cached ThreadpoolController."
+    """Context manager: at most `limit` BLAS threads inside (one cached threadpoolctl controller).
+
+    Parameters
+    ----------
+    limit : int or None
+        The thread limit; None: leave BLAS alone.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        The context.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with blas_threads(1):
+    ...     float(np.ones(3) @ np.ones(3))
+    3.0
+    """
     if limit is None:
         return contextlib.nullcontext()
     if not _CONTROLLER:
@@ -830,8 +1885,21 @@ def blas_threads(limit: int | None):
 
 
 def idle_cores() -> float:
-    """Cores this process may use that nothing else is running on now: the CPUs it may run on (its affinity) minus the
-    1-minute load average, which counts this process too (POSIX); all of them where the load is not known."""
+    """The cores this process may use that nothing else is running on now.
+
+    The CPUs it may run on (its affinity) minus the 1-minute load average, which counts this process too (POSIX); all of
+    them where the load is not known.
+
+    Returns
+    -------
+    float
+        The number of idle cores (may be negative on an overloaded machine).
+
+    Examples
+    --------
+    >>> isinstance(idle_cores(), float)
+    True
+    """
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -843,7 +1911,27 @@ def idle_cores() -> float:
 
 
 def factor_threads(size: int, min_size: int):
-    """BLAS thread limit for one large factorisation or product of `size` (n d, a rank, ...): None (the threads BLAS has)
-    when size >= min_size and at least one core besides this one is idle; 1 otherwise, because threaded OpenBLAS on a busy
-    machine loses to one thread by several times (measured: load 9.7 on 2 cores, eigh n = 2500 117 s vs 25 s)."""
+    """The BLAS thread limit for one large factorisation or product.
+
+    None (the threads BLAS has) when ``size >= min_size`` and at least one core besides this one is idle; 1 otherwise,
+    because threaded OpenBLAS on a busy machine loses to one thread by several times (measured: load 9.7 on 2 cores,
+    eigh n = 2500 117 s vs 25 s).
+
+    Parameters
+    ----------
+    size : int
+        The size of the problem (n d, a rank, ...).
+    min_size : int
+        The size from which threads pay.
+
+    Returns
+    -------
+    int or None
+        The limit for `blas_threads`.
+
+    Examples
+    --------
+    >>> factor_threads(10, min_size=1000)
+    1
+    """
     return None if size >= min_size and idle_cores() >= 1.5 else 1
