@@ -22,7 +22,45 @@ __all__ = ['DEFAULT_BANDWIDTHS', 'monorma_reference', 'MONORMA', 'default_kernel
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #d99155dc
 def monorma_reference(kernels, X, Y, lam, etas, r, s=None):
-    "Algorithm 2 step by step with direct norms: returns (inputs, alpha_{i,n}, errors, deltas, gammas), one row per step."
+    """MONORMA's Algorithm 2 step by step with direct norms (a reference for tests).
+
+    Parameters
+    ----------
+    kernels : list of OVKernel
+        The m kernels, arguments resolved.
+    X : ndarray of shape (n, n_features)
+        Inputs, in order.
+    Y : ndarray of shape (n, n_outputs)
+        Targets.
+    lam : float
+        Regularisation.
+    etas : ndarray of shape (n,)
+        Step sizes.
+    r : float
+        The l_r norm of the kernel weights.
+    s : ndarray of int of shape (n,) or None, default=None
+        Coefficients kept after each step (None: all).
+
+    Returns
+    -------
+    xs : ndarray of shape (n, n_features)
+        The inputs.
+    alphas : ndarray of shape (n, n_outputs)
+        The coefficients alpha_{i,n} after the last step.
+    errors : ndarray of shape (n,)
+        The online error of each step.
+    deltas, gammas : ndarray of shape (n, m)
+        The kernel weights and the squared norms of the components after each step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> ks = [Separable(RBF(g), np.eye(1)) for g in (0.1, 1.0)]
+    >>> [a.shape for a in monorma_reference(ks, X, X[:, :1], 0.01, np.full(10, 0.5), 2)]
+    [(10, 2), (10, 1), (10,), (10, 2), (10, 2)]
+    """
     m, d = len(kernels), kernels[0].output_dim
     delta, xs, alphas, errs, deltas, gams = np.full(m, 1 / m), [], [], [], [], []
     for t in range(1, len(X) + 1):
@@ -134,7 +172,25 @@ def _stacked_parts(parts, d):
 
 
 def default_kernels(X):
-    "MONORMA's default dictionary on the inputs X: Separable(RBF(c * gamma), T=None), gamma = 'scale', c in (0.1, 1, 10)."
+    """MONORMA's default dictionary of kernels on the inputs X.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The inputs that set the bandwidth.
+
+    Returns
+    -------
+    list of Separable
+        ``Separable(RBF(c gamma), T=None)`` for c in `DEFAULT_BANDWIDTHS` (0.1, 1, 10), gamma SVC's 'scale'
+        bandwidth 1 / (n_features X.var()); T=None is resolved to the identity of Y's width at fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> len(default_kernels(np.random.default_rng(0).normal(size=(10, 2))))
+    3
+    """
     g = data_gamma("scale", X)
     return [Separable(RBF(c * g), None) for c in DEFAULT_BANDWIDTHS]
 

@@ -25,8 +25,28 @@ __all__ = ['margin_grad', 'onorma_reference', 'ONORMA', 'decision_function']
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #f2979644
 def margin_grad(Z, labels):
-    """Crammer-Singer multi-class hinge l(z, y) = max(0, 1 + max_{k != y} z_k - z_y): returns (loss, subgradient)
-    for a batch of score rows Z and integer labels."""
+    """The Crammer-Singer multi-class hinge l(z, y) = max(0, 1 + max_{k != y} z_k - z_y) and a subgradient.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, n_classes)
+        Score rows.
+    labels : ndarray of int of shape (n,)
+        The true class index of each row.
+
+    Returns
+    -------
+    loss : ndarray of shape (n,)
+        The hinge losses.
+    G : ndarray of shape (n, n_classes)
+        A subgradient in z: +1 at the strongest wrong class and -1 at the true one where the loss is > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> margin_grad(np.array([[2.0, 1.5, -1.0]]), np.array([0]))
+    (array([0.5]), array([[-1.,  1.,  0.]]))
+    """
     Z = np.atleast_2d(Z)
     n = len(Z)
     idx = np.arange(n)
@@ -41,7 +61,44 @@ def margin_grad(Z, labels):
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #952ea269
 def onorma_reference(kernel, X, Y, lam, etas, s=None, loss="squared", w=None):
-    "Algorithm 1 step by step: returns (inputs, alpha_{i,n}, per-step online errors)."
+    """ONORMA's Algorithm 1 step by step, literally (a reference for tests).
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        A kernel with its arguments resolved.
+    X : ndarray of shape (n, n_features)
+        Inputs, in order.
+    Y : ndarray of shape (n, n_outputs), or of int labels (n,) with the margin loss
+        Targets.
+    lam : float or ndarray of shape (n,)
+        Regularisation (one per step, or one for all).
+    etas : ndarray of shape (n,)
+        Step sizes.
+    s : ndarray of int of shape (n,) or None, default=None
+        Coefficients kept after each step (None: all).
+    loss : {'squared', 'margin'}, default='squared'
+        The loss.
+    w : ndarray of shape (n_outputs,) or None, default=None
+        Output weights of the squared error (None: ones).
+
+    Returns
+    -------
+    xs : ndarray of shape (n, n_features)
+        The inputs.
+    alphas : ndarray of shape (n, n_outputs)
+        The coefficients alpha_{i,n} after the last step.
+    errors : ndarray of shape (n,)
+        The online error of each step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> [a.shape for a in onorma_reference(Separable(RBF(0.5), np.eye(2)), X, X, 0.01, np.full(10, 0.5))]
+    [(10, 2), (10, 2), (10,)]
+    """
     d = kernel.output_dim
     w = np.ones(d) if w is None else np.asarray(w, dtype=float)
     lams = np.broadcast_to(np.asarray(lam, dtype=float), (len(X),))

@@ -38,7 +38,32 @@ __all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_ND', 'DASK_RESOLVE_RO
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
-    "The literal solution of (K + lam I) vec(C) = vec(Y) with the dense nd x nd Gram; returns C of shape (n, d)."
+    """The literal solution of (K + lam I) vec(C) = vec(Y) with the dense nd x nd Gram (a reference for tests).
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        A kernel with its arguments resolved (e.g. an explicit T).
+    X : array-like of shape (n_samples, n_features)
+        Training inputs.
+    Y : array-like of shape (n_samples, n_outputs)
+        Training outputs.
+    lam : float
+        Regularisation, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_outputs)
+        The coefficients C.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> ridge_dense_reference(Separable(RBF(0.5), np.eye(2)), X, X, 0.1).shape
+    (10, 2)
+    """
     X = check_matrix(X, "X", allow_1d=True)
     Y = check_matrix(Y, "Y", allow_1d=True)
     lam = check_positive(lam, "lam")
@@ -546,7 +571,31 @@ def _predict_dask(est, X):
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #9805cca4
 def knn_laplacian(X, n_neighbors: int = 10):
-    "L = D - W of the symmetrised k-nearest-neighbour graph on the rows of X (0/1 weights), as a scipy sparse matrix."
+    """The Laplacian L = D - W of the symmetrised k-nearest-neighbour graph on the rows of X (0/1 weights).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The rows.
+    n_neighbors : int, default=10
+        Neighbours per row (capped at n_samples - 1).
+
+    Returns
+    -------
+    scipy.sparse matrix of shape (n_samples, n_samples)
+        The graph Laplacian.
+
+    Raises
+    ------
+    ValueError
+        If X has fewer than 2 rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> knn_laplacian(np.random.default_rng(0).normal(size=(10, 2)), 3).shape
+    (10, 10)
+    """
     from scipy.sparse import csgraph
     from sklearn.neighbors import kneighbors_graph
     k = min(int(n_neighbors), len(X) - 1)
@@ -558,8 +607,39 @@ def knn_laplacian(X, n_neighbors: int = 10):
 
 
 def semisupervised_dense_reference(kernel, X, Y, lam: float, lam_manifold: float = 0.0, n_neighbors: int = 10):
-    """The literal solve of (B K + lam I) vec(C) = vec(M * Y), B = diag(vec M) + lam_manifold (L kron I_d), M the observed
-    (non-NaN) entries of Y, L the k-NN graph Laplacian of all rows of X. For tests: forms the (n d) x (n d) matrix."""
+    """The literal solve of the semi-supervised ridge with missing outputs (a reference for tests).
+
+    Solves (B K + lam I) vec(C) = vec(M Y), B = diag(vec M) + lam_manifold (L kron I_d), M the observed (non-NaN)
+    entries of Y, L the k-NN graph Laplacian of all rows of X; forms the (n d) x (n d) matrix.
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        A kernel with its arguments resolved.
+    X : array-like of shape (n_samples, n_features)
+        Training inputs, labelled or not.
+    Y : array-like of shape (n_samples, n_outputs)
+        Training outputs, NaN where missing.
+    lam : float
+        Regularisation, > 0.
+    lam_manifold : float, default=0.0
+        Weight of the graph smoothness term, >= 0.
+    n_neighbors : int, default=10
+        Neighbours per row of the graph.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_outputs)
+        The coefficients C.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.random.default_rng(0).normal(size=(10, 2)); Y = X.copy(); Y[:5] = np.nan
+    >>> semisupervised_dense_reference(Separable(RBF(0.5), np.eye(2)), X, Y, 0.1, 0.5, 3).shape
+    (10, 2)
+    """
     X = check_matrix(X, "X", allow_1d=True)
     Y = np.asarray(Y, dtype=float)
     n, d = Y.shape

@@ -23,15 +23,58 @@ __all__ = ['lifespan', 'default_eta', 'salami_literal', 'SALAMI']
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #3be8a497
 def lifespan(s: int, lifetime) -> float:
-    "Rounds expert s (0-based start) lives: lifetime * 2**v(s), v the 2-adic valuation; inf for s = 0 or lifetime None."
+    """The number of rounds expert s lives: lifetime 2^v(s), v the 2-adic valuation.
+
+    Parameters
+    ----------
+    s : int
+        The expert's start round, 0-based.
+    lifetime : int or None
+        SALAMI's ``lifetime``.
+
+    Returns
+    -------
+    float
+        The lifespan; inf for s = 0 or lifetime None.
+
+    Examples
+    --------
+    >>> [lifespan(s, 4) for s in range(6)]
+    [inf, 4.0, 8.0, 4.0, 16.0, 4.0]
+    """
     if lifetime is None or s == 0:
         return np.inf
     return float(lifetime * (s & -s))
 
 
 def default_eta(decoder, eta=None, d=None) -> float:
-    """eta, or the exp-concavity constant 1/(8 B^2) of the surrogate loss with B^2 = sup ||phi(y)||^2
-    (`decoder.bound2(d)`). d: the labels' width, when known (a `Squared` decoder's scalar bounds bound each column)."""
+    """SALAMI's learning rate: eta, or the exp-concavity constant 1/(8 B^2) of the surrogate loss.
+
+    Parameters
+    ----------
+    decoder : Decoder
+        The decoder; B^2 = ``decoder.bound2(d)`` bounds the squared norm of its feature map.
+    eta : float or None, default=None
+        A given learning rate (returned as it is).
+    d : int or None, default=None
+        The labels' width, when known (a `Squared` decoder's scalar bounds bound each column).
+
+    Returns
+    -------
+    float
+        The learning rate.
+
+    Raises
+    ------
+    ValueError
+        If eta is None and the decoder's feature map is unbounded.
+
+    Examples
+    --------
+    >>> from ovk_nb.decoding import ZeroOne
+    >>> default_eta(ZeroOne()), default_eta(ZeroOne(), 0.3)
+    (0.125, 0.3)
+    """
     if eta is not None:
         return float(eta)
     B2 = float(decoder.bound2(d))
