@@ -18,6 +18,35 @@ __all__ = ['n_items', 'take_items', 'check_kernel', 'as_samples', 'finite_labels
 
 # %% ../nbs/1_shared/05_decoding.ipynb #1c0fa2c0
 def n_items(Z, name):
+    """The number of samples in Z, or a ValueError naming `name`.
+
+    Parameters
+    ----------
+    Z : sequence or ndarray
+        The samples.
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    int
+        ``len(Z)``.
+
+    Raises
+    ------
+    ValueError
+        If Z has no length (None, a scalar, ...).
+
+    Examples
+    --------
+    >>> from ovk_nb.decoding import n_items
+    >>> n_items(["a", "bb"], "Y")
+    2
+    >>> n_items(None, "Y")
+    Traceback (most recent call last):
+    ...
+    ValueError: Y must be a sequence or an array of samples, got NoneType
+    """
     try:
         return len(Z)
     except TypeError:
@@ -25,20 +54,106 @@ def n_items(Z, name):
 
 
 def take_items(Z, idx):
-    "Z[idx] for arrays, a list for other sequences."
+    """Z[idx] for arrays, a list for other sequences.
+
+    Parameters
+    ----------
+    Z : sequence or ndarray
+        The samples.
+    idx : array-like of int
+        The indices to take, in order.
+
+    Returns
+    -------
+    ndarray or list
+        The selected samples: an array if Z is one, else a list.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import take_items
+    >>> take_items(["a", "b", "c"], [2, 0])
+    ['c', 'a']
+    >>> take_items(np.arange(3), [2, 0])
+    array([2, 0])
+    """
     return Z[np.asarray(idx)] if isinstance(Z, np.ndarray) else [Z[i] for i in idx]
 
 
 def check_kernel(kernel, name):
+    """The kernel, if it is callable; a ValueError naming `name` otherwise.
+
+    Parameters
+    ----------
+    kernel : callable
+        A kernel ``kernel(A, B) -> Gram matrix``.
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    callable
+        `kernel`, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If `kernel` is not callable.
+
+    Examples
+    --------
+    >>> from ovk_nb.decoding import check_kernel
+    >>> from ovk_nb.kernels import RBF
+    >>> check_kernel(RBF(1.0), "output_kernel")
+    RBF(gamma=1.0)
+    >>> check_kernel(3, "output_kernel")
+    Traceback (most recent call last):
+    ...
+    ValueError: output_kernel must be a callable kernel(A, B) -> Gram matrix (e.g. ovk_nb.kernels.RBF), got 3
+    """
     if not callable(kernel):
         raise ValueError(f"{name} must be a callable kernel(A, B) -> Gram matrix (e.g. ovk_nb.kernels.RBF), got {kernel!r}")
     return kernel
 
 
 def as_samples(Z, name, min_samples: int = 1, why: str = "", vectors: bool = False):
-    """Numeric samples become checked float arrays, as scikit-learn checks them (`validation.check_input`: dense,
-    finite, real, 2-D; a 1-D vector is one column when `vectors` (outputs), refused otherwise); sequences of other
-    objects (words, graphs, ...) pass through untouched, only their number is checked."""
+    """Numeric samples as checked float arrays; sequences of other objects untouched.
+
+    Numeric samples are checked as scikit-learn checks them (`ovk_nb.validation.check_input`: dense, finite, real, 2-D);
+    a 1-D vector is one column when `vectors` (outputs), refused otherwise. Sequences of other objects (words, graphs, ...)
+    pass through untouched; only their number is checked.
+
+    Parameters
+    ----------
+    Z : array-like or sequence
+        The samples.
+    name : str
+        The argument's name, for error messages.
+    min_samples : int, default=1
+        The least number of samples accepted.
+    why : str, default=""
+        Why `min_samples` are needed (added to the error message).
+    vectors : bool, default=False
+        Whether a 1-D array is one column of samples (outputs) rather than refused.
+
+    Returns
+    -------
+    ndarray or sequence
+        The checked array, or Z itself for non-numeric samples.
+
+    Raises
+    ------
+    ValueError
+        If numeric Z is sparse, not finite or of the wrong dimension, or if Z has fewer than `min_samples` samples.
+
+    Examples
+    --------
+    >>> from ovk_nb.decoding import as_samples
+    >>> as_samples([1, 2, 3], "Y", vectors=True).shape
+    (3, 1)
+    >>> as_samples(["ab", "c"], "Y")
+    ['ab', 'c']
+    """
     if hasattr(Z, "toarray") or hasattr(Z, "tocsr"):                 # sparse: refused by name
         return check_input(Z, name)
     try:
@@ -56,9 +171,38 @@ def as_samples(Z, name, min_samples: int = 1, why: str = "", vectors: bool = Fal
 
 
 def finite_labels(Y, name: str = "Y"):
-    """Y untouched if its entries are not numbers (words, graphs, ...); numeric labels (an array, or lists of numbers)
-    must be finite, else a ValueError naming `name` (a NaN label would be a new class at every round); Y must be a
-    sequence (None or a scalar is refused naming `name`)."""
+    """Y untouched, after checking that numeric labels are finite.
+
+    Y's entries that are not numbers (words, graphs, ...) are not checked; numeric labels (an array, or lists of numbers)
+    must be finite, since a NaN label would be a new class at every round.
+
+    Parameters
+    ----------
+    Y : sequence or ndarray
+        The labels.
+    name : str, default="Y"
+        The argument's name, for error messages.
+
+    Returns
+    -------
+    sequence or ndarray
+        Y, unchanged (a sparse Y is checked and converted as `ovk_nb.validation.check_input` does).
+
+    Raises
+    ------
+    ValueError
+        If Y is not a sequence (None, a scalar) or holds NaN or infinity.
+
+    Examples
+    --------
+    >>> from ovk_nb.decoding import finite_labels
+    >>> finite_labels(["a", "b"])
+    ['a', 'b']
+    >>> finite_labels([1.0, float("nan")])
+    Traceback (most recent call last):
+    ...
+    ValueError: Y contains NaN or infinity (1 entries): labels must be finite
+    """
     n_items(Y, name)
     if hasattr(Y, "toarray") or hasattr(Y, "tocsr"):
         return check_input(Y, name)
@@ -76,12 +220,71 @@ def finite_labels(Y, name: str = "Y"):
 
 
 def check_centre(centre) -> bool:
+    """The `centre` argument as a bool, a ValueError if it is not True or False.
+
+    Parameters
+    ----------
+    centre : bool
+        The value to check.
+
+    Returns
+    -------
+    bool
+        `centre`.
+
+    Raises
+    ------
+    ValueError
+        If `centre` is not a bool.
+
+    Examples
+    --------
+    >>> from ovk_nb.decoding import check_centre
+    >>> check_centre(True)
+    True
+    >>> check_centre(1)
+    Traceback (most recent call last):
+    ...
+    ValueError: centre must be True or False, got 1
+    """
     if not isinstance(centre, (bool, np.bool_)):
         raise ValueError(f"centre must be True or False, got {centre!r}")
     return bool(centre)
 
 # %% ../nbs/1_shared/05_decoding.ipynb #fd0bef26
 def checked_gram(kernel, A, B, name, shape):
+    """kernel(A, B) checked to be a finite matrix of the expected shape.
+
+    Parameters
+    ----------
+    kernel : callable
+        The kernel ``kernel(A, B) -> Gram matrix``.
+    A, B : array-like or sequence
+        The two sample sets.
+    name : str
+        The kernel's name, for error messages.
+    shape : tuple of int
+        The expected shape, ``(len(A), len(B))``.
+
+    Returns
+    -------
+    ndarray of shape `shape`
+        The Gram matrix.
+
+    Raises
+    ------
+    ValueError
+        If the result is not a finite matrix of shape `shape`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import checked_gram
+    >>> from ovk_nb.kernels import RBF
+    >>> checked_gram(RBF(1.0), np.zeros((2, 1)), np.zeros((3, 1)), "output_kernel", (2, 3))
+    array([[1., 1., 1.],
+           [1., 1., 1.]])
+    """
     G = check_matrix(kernel(A, B), f"{name}(...) result")
     if G.shape != shape:
         raise ValueError(f"{name} must return a Gram matrix of shape {shape}, got {G.shape}")
@@ -89,6 +292,32 @@ def checked_gram(kernel, A, B, name, shape):
 
 
 def kernel_diag(kernel, Z, name):
+    """The diagonal k(z_i, z_i) of a kernel over the samples Z.
+
+    Uses ``kernel.diag`` when the kernel has one, else one kernel evaluation per sample.
+
+    Parameters
+    ----------
+    kernel : callable
+        The kernel ``kernel(A, B) -> Gram matrix``.
+    Z : array-like or sequence
+        The samples.
+    name : str
+        The kernel's name, for error messages.
+
+    Returns
+    -------
+    ndarray of shape (len(Z),)
+        The diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import kernel_diag
+    >>> from ovk_nb.kernels import Linear
+    >>> kernel_diag(Linear(), np.array([[1.0, 2.0], [3.0, 0.0]]), "output_kernel")
+    array([5., 9.])
+    """
     n = n_items(Z, name)
     if hasattr(kernel, "diag"):
         return check_matrix(kernel.diag(Z), f"{name}.diag(...)", ndim=1)
@@ -96,7 +325,44 @@ def kernel_diag(kernel, Z, name):
 
 # %% ../nbs/1_shared/05_decoding.ipynb #f1979670
 def fit_grams(input_kernel, output_kernel, X, Y):
-    "Checked (X, Y, n) and the symmetrised Gram matrices k = input_kernel(X, X), L = output_kernel(Y, Y)."
+    """The checked training data and the symmetrised Gram matrices of the input and output kernels.
+
+    Parameters
+    ----------
+    input_kernel : callable
+        The input kernel ``k(A, B) -> Gram matrix``.
+    output_kernel : callable
+        The output kernel ``l(A, B) -> Gram matrix``.
+    X : array-like or sequence of length n
+        The inputs (at least two).
+    Y : array-like or sequence of length n
+        The outputs (at least two; a 1-D array is one column).
+
+    Returns
+    -------
+    X, Y : ndarray or sequence
+        The checked inputs and outputs (see `as_samples`).
+    n : int
+        The number of samples.
+    k : ndarray of shape (n, n)
+        ``(K + K.T) / 2`` for K = input_kernel(X, X).
+    L : ndarray of shape (n, n)
+        ``(L + L.T) / 2`` for L = output_kernel(Y, Y).
+
+    Raises
+    ------
+    ValueError
+        If a kernel is not callable, X and Y differ in length, or there are fewer than two samples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import fit_grams
+    >>> from ovk_nb.kernels import RBF
+    >>> X, Y, n, k, L = fit_grams(RBF(1.0), RBF(1.0), np.zeros((3, 2)), np.arange(3.0))
+    >>> n, k.shape, L.shape, Y.shape
+    (3, (3, 3), (3, 3), (3, 1))
+    """
     check_kernel(input_kernel, "input_kernel"); check_kernel(output_kernel, "output_kernel")
     why = "the empirical covariance operators need two samples"
     X, Y = as_samples(X, "X", 2, why), as_samples(Y, "Y", 2, why, vectors=True)
@@ -109,7 +375,43 @@ def fit_grams(input_kernel, output_kernel, X, Y):
 
 # %% ../nbs/1_shared/05_decoding.ipynb #4802b907
 def candidate_grams(output_kernel, candidates, Y_fit, n_fit):
-    "(Lc, l(y, y)) for the candidates: Lc[c, i] = l(y_c, y_i) against the n_fit training outputs."
+    """The output Gram between candidates and training outputs, and the candidates' diagonal.
+
+    Parameters
+    ----------
+    output_kernel : callable
+        The output kernel ``l(A, B) -> Gram matrix``.
+    candidates : array-like or sequence of length m
+        The candidate outputs (at least one).
+    Y_fit : array-like or sequence of length n_fit
+        The training outputs.
+    n_fit : int
+        The number of training outputs.
+
+    Returns
+    -------
+    Lc : ndarray of shape (m, n_fit)
+        ``Lc[c, i] = l(y_c, y_i)``.
+    diag : ndarray of shape (m,)
+        ``l(y_c, y_c)``.
+
+    Raises
+    ------
+    ValueError
+        If `candidates` is empty or the kernel returns a matrix of the wrong shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import candidate_grams
+    >>> from ovk_nb.kernels import Linear
+    >>> Lc, diag = candidate_grams(Linear(), np.array([1.0, 2.0]), np.array([[1.0], [3.0], [0.0]]), 3)
+    >>> Lc
+    array([[1., 3., 0.],
+           [2., 6., 0.]])
+    >>> diag
+    array([1., 4.])
+    """
     candidates = as_samples(candidates, "candidates", vectors=True)
     m = n_items(candidates, "candidates")
     if m < 1:
@@ -119,7 +421,30 @@ def candidate_grams(output_kernel, candidates, Y_fit, n_fit):
 
 
 def argmin_in_batches(scores, X, batch_size):
-    "argmin over candidates of scores(X_batch) -> (batch, n_candidates), `batch_size` inputs at a time (bounded memory)."
+    """The argmin over candidates of scores(X_batch), `batch_size` inputs at a time (bounded memory).
+
+    Parameters
+    ----------
+    scores : callable
+        ``scores(X_batch) -> ndarray of shape (len(X_batch), n_candidates)``.
+    X : array-like or sequence
+        The inputs.
+    batch_size : int
+        The number of inputs scored at a time.
+
+    Returns
+    -------
+    ndarray of shape (len(X),) of int
+        The index of the best candidate for each input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import argmin_in_batches
+    >>> cands = np.array([0.0, 1.0, 2.0])
+    >>> argmin_in_batches(lambda x: (x - cands) ** 2, np.array([[0.1], [1.9], [1.2]]), batch_size=2)
+    array([0, 2, 1])
+    """
     nt = n_items(X, "X")
     if not nt:
         return np.zeros(0, int)
@@ -128,7 +453,37 @@ def argmin_in_batches(scores, X, batch_size):
 
 # %% ../nbs/1_shared/05_decoding.ipynb #7111bb27
 def feature_space_loss(kernel, Y, Y_pred) -> np.ndarray:
-    "Per-sample ||Phi_l(y) - Phi_l(y_pred)||^2 = l(y,y) + l(yp,yp) - 2 l(y,yp) for the output kernel `kernel`."
+    """The per-sample feature-space loss ``||Phi_l(y) - Phi_l(y_pred)||^2`` of an output kernel l.
+
+    It is ``l(y, y) + l(yp, yp) - 2 l(y, yp)``.
+
+    Parameters
+    ----------
+    kernel : callable
+        The output kernel ``l(A, B) -> Gram matrix``.
+    Y : array-like or sequence of length n
+        The true outputs.
+    Y_pred : array-like or sequence of length n
+        The predicted outputs.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The losses.
+
+    Raises
+    ------
+    ValueError
+        If Y and Y_pred differ in length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import feature_space_loss
+    >>> from ovk_nb.kernels import Linear
+    >>> feature_space_loss(Linear(), np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    array([0., 4.])
+    """
     Y, Y_pred = as_samples(Y, "Y", vectors=True), as_samples(Y_pred, "Y_pred", vectors=True)
     n = n_items(Y, "Y")
     if n_items(Y_pred, "Y_pred") != n:
@@ -138,28 +493,132 @@ def feature_space_loss(kernel, Y, Y_pred) -> np.ndarray:
 
 # %% ../nbs/1_shared/05_decoding.ipynb #fcdb318d
 class Decoder:
-    """Delta(z, y) = <psi(z), phi(y)>: `encode` labels into codes, `stats` g = W phi(codes), `decode` argmin_z <psi(z), g>,
-    `task_loss` Delta(z, y), `surrogate` ||g - phi(y)||^2, `output` the decisions as the user's objects."""
+    """A loss Delta(z, y) = <psi(z), phi(y)> with its label embedding and decoding rule (paper 002).
+
+    A decoder turns labels into numeric codes (`encode`), computes the statistics g = W phi(codes) (`stats`), decodes
+    argmin_z <psi(z), g> (`decode`), and gives the task loss Delta(z, y) (`task_loss`), the surrogate loss
+    ``||g - phi(y)||^2`` (`surrogate`) and the decisions as the user's objects (`output`). Subclasses define `features`,
+    `encode`, `decode` and `task_loss`.
+
+    Attributes
+    ----------
+    B2 : float
+        ``sup_y ||phi(y)||^2`` (for SALAMI's default learning rate).
+
+    See Also
+    --------
+    Hamming, ZeroOne, CandidateSet, Squared, Spearman : The decoders.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import Hamming
+    >>> dec = Hamming()
+    >>> codes, reg = dec.encode(np.array([[0, 1], [1, 1]]), dec.start())
+    >>> G = dec.stats(np.array([[1.0, 0.0]]), codes, reg)
+    >>> dec.decode(G, reg)
+    array([[0, 1]])
+    >>> dec.task_loss(dec.decode(G, reg), codes, reg)
+    array([0. , 0.5])
+    """
     B2 = 1.0                                   # sup_y ||phi(y)||^2 (for SALAMI's default learning rate)
 
     def bound2(self, width=None) -> float:
-        "sup ||phi(y)||^2 over the labels, for labels of `width` columns when it depends on it (here it does not)."
+        """``sup ||phi(y)||^2`` over the labels.
+
+        Parameters
+        ----------
+        width : int or None, default=None
+            The number of columns of the labels, when the bound depends on it (here it does not).
+
+        Returns
+        -------
+        float
+            The bound.
+        """
         return float(self.B2)
 
     def start(self) -> dict:
+        """A new, empty registry (the state `encode` updates).
+
+        Returns
+        -------
+        dict
+            The registry.
+        """
         return {}
 
     def stats(self, W, codes, reg) -> np.ndarray:
+        """The statistics g = W phi(codes): one weighted sum of label embeddings per row of W.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_queries, n)
+            The weights, one row per query.
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_features)
+            The statistics.
+        """
         return W @ self.features(codes, reg)
 
     def surrogate(self, G, codes, reg) -> np.ndarray:
+        """The surrogate loss ``||g - phi(y)||^2`` per sample.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n_queries, n_features)
+            The weighted statistics g = W phi(codes), one row per query (from `stats`).
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The losses (>= 0).
+        """
         F = self.features(codes, reg)
         return np.maximum(((G - F) ** 2).sum(1), 0.0)
 
     def output_kernel(self, codes_a, codes_b, reg) -> np.ndarray:
+        """The output kernel <phi(a), phi(b)> between two sets of codes.
+
+        Parameters
+        ----------
+        codes_a, codes_b : ndarray
+            Encoded labels.
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (len(codes_a), len(codes_b))
+            The Gram matrix.
+        """
         return self.features(codes_a, reg) @ self.features(codes_b, reg).T
 
     def output(self, Z, reg):
+        """The decisions Z as the user's objects (here Z itself).
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray or list
+            The decisions.
+        """
         return Z
 
     def __repr__(self):
@@ -173,14 +632,64 @@ class Decoder:
 
 # %% ../nbs/1_shared/05_decoding.ipynb #43d09460
 class Hamming(Decoder):
-    """Hamming loss on rows of q symbols in {0..alphabet-1} (multi-label 0/1 vectors: alphabet=2); per-position weighted vote.
-    centre: one-hot features centred at the uniform law's mean (default; centre=False: the plain one-hot embedding)."""
+    """Hamming loss on rows of q symbols in {0, ..., alphabet - 1}, decoded by a per-position weighted vote.
+
+    Multi-label 0/1 vectors are the case alphabet=2.
+
+    Parameters
+    ----------
+    alphabet : int, default=2
+        The number of symbols (>= 2).
+    centre : bool, default=True
+        Centre the one-hot features at the uniform law's mean (rescaled to norm 1); False: the plain one-hot embedding.
+
+    Attributes
+    ----------
+    B2 : float
+        ``sup_y ||phi(y)||^2`` (1).
+
+    See Also
+    --------
+    ZeroOne : The 0-1 loss on whole labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import Hamming
+    >>> dec = Hamming(alphabet=3)
+    >>> codes, reg = dec.encode(np.array([[0, 2], [1, 2], [1, 0]]), dec.start())
+    >>> dec.decode(dec.stats(np.array([[0.2, 0.5, 0.4]]), codes, reg), reg)
+    array([[1, 2]])
+    """
     def __init__(self, alphabet: int = 2, centre: bool = True):
         if isinstance(alphabet, bool) or not isinstance(alphabet, numbers.Integral) or alphabet < 2:
             raise ValueError(f"alphabet must be an integer >= 2, got {alphabet!r}")
         self.alphabet, self.centre = int(alphabet), check_centre(centre)
 
     def encode(self, Y, reg, step=0):
+        """Check the labels Y and encode them as codes.
+
+        Parameters
+        ----------
+        Y : array-like
+            Rows of q integer symbols in [0, alphabet), shape (n, q); q as in earlier calls.
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        step : int, default=0
+            The index of Y's first sample in the stream (records when a label was first seen).
+
+        Returns
+        -------
+        codes : ndarray
+            The codes, one per sample.
+        reg : dict
+            The updated registry.
+
+        Raises
+        ------
+        ValueError
+            If Y does not hold valid labels for this decoder.
+        """
         Y = np.asarray(Y)
         if Y.ndim != 2 or Y.shape[1] == 0 or Y.dtype.kind not in "biuf":
             raise ValueError(f"Y must be a 2-D array of symbols (one row of q labels per sample), got shape {Y.shape}")
@@ -192,6 +701,20 @@ class Hamming(Decoder):
         return Y.astype(np.int64), {"q": q}
 
     def features(self, codes, reg):
+        """The label embedding phi(codes), one row per code.
+
+        Parameters
+        ----------
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n, n_features)
+            The (centred) one-hot features, n_features = q * alphabet.
+        """
         n, q = codes.shape
         a, on, off = self.alphabet, 1.0 / np.sqrt(q), 0.0
         if self.centre:                       # minus the uniform law's mean, rescaled to norm 1 (see "Centred embeddings")
@@ -202,9 +725,42 @@ class Hamming(Decoder):
         return F
 
     def decode(self, G, reg, n_past=None):
+        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n_queries, n_features)
+            The weighted statistics g = W phi(codes), one row per query (from `stats`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        n_past : array-like of shape (n_queries,) or None, default=None
+            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+            ignored by decoders whose candidates do not grow.
+
+        Returns
+        -------
+        ndarray
+            The decisions, shape (n_queries, q): the symbol with the largest weight at each position.
+        """
         return G.reshape(len(G), reg["q"], self.alphabet).argmax(-1)
 
     def task_loss(self, Z, codes, reg):
+        """The task loss Delta(z, y) of decisions Z against encoded labels.
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The fraction of positions where z and y differ.
+        """
         return (Z != codes).mean(1)
 
 # %% ../nbs/1_shared/05_decoding.ipynb #46de1f1d
@@ -268,7 +824,36 @@ class _LabelIds(Decoder):
 
 # %% ../nbs/1_shared/05_decoding.ipynb #e2441a3d
 class ZeroOne(_LabelIds):
-    "0-1 loss over `classes` (or the labels seen so far): weighted vote argmax_c sum_{s: y_s = c} alpha_s."
+    """0-1 loss over `classes` (or the labels seen so far), decoded by a weighted vote.
+
+    The decision is argmax_c of the summed weights of the samples labelled c. Labels may be any hashable objects (or arrays
+    and lists, compared by their entries).
+
+    Parameters
+    ----------
+    classes : sequence or None, default=None
+        The classes; None: the labels seen so far (a label first seen later is not a candidate before then).
+
+    Attributes
+    ----------
+    B2 : float
+        ``sup_y ||phi(y)||^2`` (1).
+
+    See Also
+    --------
+    CandidateSet : Any loss on a finite candidate set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import ZeroOne
+    >>> dec = ZeroOne()
+    >>> codes, reg = dec.encode(["a", "b", "a"], dec.start())
+    >>> codes
+    array([0, 1, 0])
+    >>> dec.output(dec.decode(dec.stats(np.array([[0.2, 0.5, 0.1]]), codes, reg), reg), reg)
+    ['b']
+    """
     def __init__(self, classes=None):
         if classes is not None and n_items(classes, "classes") < 1:
             raise ValueError("classes must contain at least one class")
@@ -278,6 +863,23 @@ class ZeroOne(_LabelIds):
         return None if self.classes is None else list(self.classes)
 
     def decode(self, G, reg, n_past=None):
+        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n_queries, n_features)
+            The weighted statistics g = W phi(codes), one row per query (from `stats`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        n_past : array-like of shape (n_queries,) or None, default=None
+            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+            ignored by decoders whose candidates do not grow.
+
+        Returns
+        -------
+        ndarray
+            The class ids, shape (n_queries,); -1 where no class is a candidate yet.
+        """
         if not G.shape[1]:
             return np.full(len(G), -1)
         S = G.copy()
@@ -287,14 +889,72 @@ class ZeroOne(_LabelIds):
         return np.where(np.isfinite(S[np.arange(len(S)), out]), out, -1)
 
     def task_loss(self, Z, codes, reg):
+        """The task loss Delta(z, y) of decisions Z against encoded labels.
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            1.0 where z differs from y, else 0.0.
+        """
         return (Z != codes).astype(float)
 
     def output(self, Z, reg):
+        """The decisions as the labels themselves.
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        list
+            The labels, None where the decision is -1 (no candidate).
+        """
         return [reg["labels"][z] if z >= 0 else None for z in Z]
 
 # %% ../nbs/1_shared/05_decoding.ipynb #32a15e25
 class CandidateSet(_LabelIds):
-    "Any loss on a finite candidate set: loss matrix M[c, id] = loss(candidates, labels) grown by one column per new label."
+    """Any loss on a finite candidate set: the decision is the candidate of least expected loss.
+
+    The loss matrix ``M[c, id] = loss(candidates[c], label id)`` grows by one column per new label, never recomputed.
+
+    Parameters
+    ----------
+    candidates : array-like or sequence or None, default=None
+        The candidate outputs (at least one; required before `start`).
+    loss : callable or None, default=None
+        ``loss(Z, Y) -> ndarray of shape (len(Z), len(Y))`` (required before `start`).
+
+    Attributes
+    ----------
+    B2 : float
+        ``sup_y ||phi(y)||^2`` (1).
+
+    See Also
+    --------
+    CandidateSet.from_output_kernel : The feature-space loss of an output kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import CandidateSet
+    >>> dec = CandidateSet(np.array([0.0, 1.0, 2.0]), lambda Z, Y: np.abs(Z - Y.T))
+    >>> codes, reg = dec.encode(np.array([0.0, 2.0]), dec.start())
+    >>> dec.output(dec.decode(dec.stats(np.array([[0.5, 0.5]]), codes, reg), reg), reg)
+    array([[0.]])
+    """
     def __init__(self, candidates=None, loss=None):
         self.candidates, self.loss = candidates, loss
 
@@ -305,10 +965,47 @@ class CandidateSet(_LabelIds):
             raise ValueError(f"loss must be a callable loss(Z, Y) -> (len(Z), len(Y)) matrix, got {self.loss!r}")
 
     def start(self):
+        """A new registry with an empty loss matrix.
+
+        Returns
+        -------
+        dict
+            The registry.
+
+        Raises
+        ------
+        ValueError
+            If `candidates` is empty or `loss` is not callable.
+        """
         self._check()
         return {**super().start(), "M": np.zeros((n_items(self.candidates, "candidates"), 0))}
 
     def encode(self, Y, reg, step=0, add=None):
+        """Check the labels Y and encode them as codes.
+
+        Parameters
+        ----------
+        Y : array-like
+            The labels (any objects the loss accepts).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        step : int, default=0
+            The index of Y's first sample in the stream (records when a label was first seen).
+        add : bool or None, default=None
+            Whether new labels are added to the registry (None: yes).
+
+        Returns
+        -------
+        codes : ndarray
+            The codes, one per sample.
+        reg : dict
+            The updated registry.
+
+        Raises
+        ------
+        ValueError
+            If Y does not hold valid labels for this decoder.
+        """
         codes, new = super().encode(Y, reg, step, add)
         k = reg["M"].shape[1]
         if len(new["labels"]) > k:                               # one column per new label, never recomputed
@@ -320,17 +1017,94 @@ class CandidateSet(_LabelIds):
         return codes, new
 
     def decode(self, G, reg, n_past=None):
+        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n_queries, n_features)
+            The weighted statistics g = W phi(codes), one row per query (from `stats`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        n_past : array-like of shape (n_queries,) or None, default=None
+            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+            ignored by decoders whose candidates do not grow.
+
+        Returns
+        -------
+        ndarray
+            The candidate indices, shape (n_queries,).
+        """
         return np.argmin(G @ reg["M"].T, axis=1)
 
     def task_loss(self, Z, codes, reg):
+        """The task loss Delta(z, y) of decisions Z against encoded labels.
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``loss(candidates[z], y)``.
+        """
         return reg["M"][Z, codes]
 
     def output(self, Z, reg):
+        """The decisions as the candidates themselves.
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray or list
+            The chosen candidates.
+        """
         return take_items(as_samples(self.candidates, "candidates", vectors=True), Z)
 
     @classmethod
     def from_output_kernel(cls, kernel, candidates):
-        "The feature-space loss ||phi(z) - phi(y)||^2 = l(z,z) + l(y,y) - 2 l(z,y) of an output kernel l."
+        """A CandidateSet with the feature-space loss ``||phi(z) - phi(y)||^2`` of an output kernel l.
+
+        The loss is ``l(z, z) + l(y, y) - 2 l(z, y)``.
+
+        Parameters
+        ----------
+        kernel : callable
+            The output kernel ``l(A, B) -> Gram matrix``.
+        candidates : array-like or sequence
+            The candidate outputs.
+
+        Returns
+        -------
+        CandidateSet
+            The decoder.
+
+        Raises
+        ------
+        ValueError
+            If `kernel` is not callable.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ovk_nb.decoding import CandidateSet
+        >>> from ovk_nb.kernels import Linear
+        >>> dec = CandidateSet.from_output_kernel(Linear(), np.array([0.0, 1.0]))
+        >>> dec.loss(np.array([[0.0], [1.0]]), np.array([[3.0]]))
+        array([[9.],
+               [4.]])
+        """
         check_kernel(kernel, "output_kernel")
 
         def loss(Z, Y):
@@ -340,7 +1114,33 @@ class CandidateSet(_LabelIds):
 
 # %% ../nbs/1_shared/05_decoding.ipynb #99e9fe43
 class Squared(Decoder):
-    "Squared loss on R^d (weighted mean m/A, fall-back m when A = sum alpha <= 0) or on a box `bounds` = (lo, hi) (exact)."
+    """Squared loss on R^d, or on a box `bounds` = (lo, hi), decoded exactly.
+
+    Unbounded, the decision is the weighted mean m / A (m when A = sum alpha <= 0); on a box, the minimiser of
+    ``A z^2 - 2 m z`` over each coordinate's interval.
+
+    Parameters
+    ----------
+    bounds : tuple of (array-like, array-like) or None, default=None
+        (lo, hi): finite lower and upper bounds, lo < hi, scalars or one per column; None: unbounded.
+
+    Attributes
+    ----------
+    B2 : float
+        ``sup_y ||phi(y)||^2`` for labels as wide as the bounds (inf without bounds; see `bound2`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import Squared
+    >>> dec = Squared(bounds=(0.0, 1.0))
+    >>> codes, reg = dec.encode(np.array([0.0, 1.0]), dec.start())
+    >>> dec.decode(dec.stats(np.array([[0.25, 0.75], [1.0, 3.0]]), codes, reg), reg)
+    array([[0.75],
+           [0.75]])
+    >>> dec.bound2()
+    3.0
+    """
     def __init__(self, bounds=None):
         if bounds is not None:
             lo, hi = (np.atleast_1d(np.asarray(b, dtype=float)) for b in bounds)
@@ -349,8 +1149,24 @@ class Squared(Decoder):
         self.bounds = bounds
 
     def bound2(self, width=None) -> float:
-        """B^2 = sup ||phi(y)||^2 = 1 + r^2 + r^4, r^2 = sum_j max(|lo_j|, |hi_j|)^2 over the d columns of y: scalar bounds
-        bound each of the `width` columns (None: one column), bounds of width w need width w (or None)."""
+        """``B^2 = sup ||phi(y)||^2 = 1 + r^2 + r^4``, r^2 = sum_j max(``|lo_j|``, ``|hi_j|``)^2 over the columns of y.
+
+        Parameters
+        ----------
+        width : int or None, default=None
+            The number of columns of Y: scalar bounds bound each of them (None: one column); bounds of width w need width w
+            (or None).
+
+        Returns
+        -------
+        float
+            The bound (inf without bounds).
+
+        Raises
+        ------
+        ValueError
+            If `width` differs from the width of non-scalar bounds.
+        """
         if self.bounds is None:
             return np.inf
         lo, hi = (np.atleast_1d(np.asarray(b, float)) for b in self.bounds)
@@ -368,6 +1184,29 @@ class Squared(Decoder):
         return self.bound2()
 
     def encode(self, Y, reg, step=0):
+        """Check the labels Y and encode them as codes.
+
+        Parameters
+        ----------
+        Y : array-like
+            Real labels, shape (n, d) or (n,); d as in earlier calls.
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        step : int, default=0
+            The index of Y's first sample in the stream (records when a label was first seen).
+
+        Returns
+        -------
+        codes : ndarray
+            The codes, one per sample.
+        reg : dict
+            The updated registry.
+
+        Raises
+        ------
+        ValueError
+            If Y does not hold valid labels for this decoder.
+        """
         Y = check_matrix(Y, "Y", allow_1d=True)
         d = reg.get("d", Y.shape[1])
         if Y.shape[1] != d:
@@ -375,9 +1214,40 @@ class Squared(Decoder):
         return Y, {**reg, "d": d}
 
     def features(self, codes, reg):
+        """The label embedding phi(codes), one row per code.
+
+        Parameters
+        ----------
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n, n_features)
+            ``(1, y, ||y||^2)``, n_features = d + 2.
+        """
         return np.column_stack([np.ones(len(codes)), codes, (codes ** 2).sum(1)])
 
     def decode(self, G, reg, n_past=None):
+        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n_queries, n_features)
+            The weighted statistics g = W phi(codes), one row per query (from `stats`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        n_past : array-like of shape (n_queries,) or None, default=None
+            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+            ignored by decoders whose candidates do not grow.
+
+        Returns
+        -------
+        ndarray
+            The decisions, shape (n_queries, d).
+        """
         d = reg["d"]
         A, m = G[:, :1], G[:, 1:d + 1]
         if self.bounds is None:
@@ -390,12 +1260,52 @@ class Squared(Decoder):
         return np.where(A > 0, inner, ends)
 
     def task_loss(self, Z, codes, reg):
+        """The task loss Delta(z, y) of decisions Z against encoded labels.
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``||z - y||^2``.
+        """
         return ((Z - codes) ** 2).sum(1)
 
 # %% ../nbs/1_shared/05_decoding.ipynb #df74b72b
 class Spearman(Decoder):
-    """Spearman's distance ||r_z - r_y||^2 / N between rankings of k items (rank vectors); decoded by sorting the weighted rank
-    sums. centre: rank vectors centred at the uniform law's mean (default; centre=False: the embedding (1, r) / sqrt(1 + c))."""
+    """Spearman's distance ``||r_z - r_y||^2 / N`` between rankings of `n_items` items, decoded by sorting weighted rank sums.
+
+    Labels are rank vectors: row i is a permutation of 0, ..., n_items - 1.
+
+    Parameters
+    ----------
+    n_items : int, default=3
+        The number of ranked items (>= 2).
+    centre : bool, default=True
+        Centre the rank vectors at the uniform law's mean (rescaled to norm 1); False: the embedding
+        ``(1, r) / sqrt(1 + c)``.
+
+    Attributes
+    ----------
+    B2 : float
+        ``sup_y ||phi(y)||^2`` (1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import Spearman
+    >>> dec = Spearman(n_items=3)
+    >>> codes, reg = dec.encode(np.array([[0, 1, 2], [2, 1, 0]]), dec.start())
+    >>> dec.decode(dec.stats(np.array([[0.8, 0.2]]), codes, reg), reg)
+    array([[0, 1, 2]])
+    """
     def __init__(self, n_items: int = 3, centre: bool = True):
         if isinstance(n_items, bool) or not isinstance(n_items, numbers.Integral) or n_items < 2:
             raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
@@ -406,6 +1316,29 @@ class Spearman(Decoder):
         return k * (k * k - 1) / 3.0, (k - 1) * k * (2 * k - 1) / 6.0
 
     def encode(self, Y, reg, step=0):
+        """Check the labels Y and encode them as codes.
+
+        Parameters
+        ----------
+        Y : array-like
+            Rank vectors, shape (n, n_items), each row a permutation of 0..n_items-1.
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        step : int, default=0
+            The index of Y's first sample in the stream (records when a label was first seen).
+
+        Returns
+        -------
+        codes : ndarray
+            The codes, one per sample.
+        reg : dict
+            The updated registry.
+
+        Raises
+        ------
+        ValueError
+            If Y does not hold valid labels for this decoder.
+        """
         Y = np.asarray(Y)
         k = self.n_items
         if Y.ndim != 2 or Y.shape[1] != k or Y.dtype.kind not in "iuf":
@@ -415,13 +1348,60 @@ class Spearman(Decoder):
         return Y.astype(np.int64), reg
 
     def features(self, codes, reg):
+        """The label embedding phi(codes), one row per code.
+
+        Parameters
+        ----------
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n, n_features)
+            The (centred) rank vectors, scaled to norm 1.
+        """
         k = self.n_items
         if self.centre:                       # (r - (k-1)/2) / sqrt(k (k^2 - 1) / 12): centred, norm 1
             return (codes - (k - 1) / 2.0) / np.sqrt(k * (k * k - 1) / 12.0)
         return np.column_stack([np.ones(len(codes)), codes]) / np.sqrt(1.0 + self._consts()[1])
 
     def decode(self, G, reg, n_past=None):
+        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n_queries, n_features)
+            The weighted statistics g = W phi(codes), one row per query (from `stats`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+        n_past : array-like of shape (n_queries,) or None, default=None
+            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+            ignored by decoders whose candidates do not grow.
+
+        Returns
+        -------
+        ndarray
+            The rank vectors, shape (n_queries, n_items).
+        """
         return np.argsort(np.argsort(G[:, -self.n_items:], axis=1, kind="stable"), axis=1, kind="stable")
 
     def task_loss(self, Z, codes, reg):
+        """The task loss Delta(z, y) of decisions Z against encoded labels.
+
+        Parameters
+        ----------
+        Z : ndarray
+            Decisions, as returned by `decode`.
+        codes : ndarray
+            Encoded labels, one per sample (from `encode`).
+        reg : dict
+            The decoder's registry: from `start`, as returned by the last `encode`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Spearman's distance, in [0, 1].
+        """
         return ((Z - codes) ** 2).sum(1) / self._consts()[0]
