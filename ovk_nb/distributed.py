@@ -16,7 +16,26 @@ __all__ = ['CACHE_GRAMS_FRACTION', 'is_dask_array', 'as_row_blocks', 'check_dask
 
 # %% ../nbs/1_shared/08_distributed.ipynb #389c83cb
 def is_dask_array(X) -> bool:
-    "True for a dask.array.Array (checked without importing dask)."
+    """Whether X is a dask.array.Array (checked without importing dask).
+
+    Parameters
+    ----------
+    X : object
+        Anything.
+
+    Returns
+    -------
+    bool
+        True for a Dask array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.distributed import is_dask_array
+    >>> is_dask_array(da.zeros((4, 2), chunks=2)), is_dask_array(np.zeros((4, 2)))
+    (True, False)
+    """
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks") and hasattr(X, "ndim")
 
 
@@ -30,7 +49,36 @@ def _dask():
 
 # %% ../nbs/1_shared/08_distributed.ipynb #f944d6a9
 def as_row_blocks(X, Y=None):
-    "(X, Y) as Dask arrays split by rows only, Y 2-D with X's row chunks (Y may be numpy or None)."
+    """(X, Y) as float Dask arrays split by rows only, Y 2-D with X's row chunks.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, p)
+        The inputs.
+    Y : dask.array.Array or array-like of shape (n,) or (n, d), or None, default=None
+        The targets (numpy is converted with X's row chunks; 1-D is one column).
+
+    Returns
+    -------
+    X : dask.array.Array of shape (n, p)
+        One chunk across the columns.
+    Y : dask.array.Array of shape (n, d) or None
+        With X's row chunks.
+
+    Raises
+    ------
+    ValueError
+        If X is not 2-D or Y does not have one row per row of X.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.distributed import as_row_blocks
+    >>> Xb, Yb = as_row_blocks(da.ones((6, 3), chunks=(2, 1)), np.arange(6.0))
+    >>> Xb.chunks, Yb.chunks
+    (((2, 2, 2), (3,)), ((2, 2, 2), (1,)))
+    """
     _, da = _dask()
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions")
@@ -45,8 +93,36 @@ def as_row_blocks(X, Y=None):
 
 
 def check_dask_X(X, why: str, p: int | None = None, min_samples: int = 1):
-    """The checks of `validation.check_input` that need no pass over a Dask X (finiteness is checked blockwise on the
-    workers, naming X); `p`: the number of features expected, `why`: what needs `min_samples` rows."""
+    """The checks of `ovk_nb.validation.check_input` that need no pass over a Dask X.
+
+    Finiteness is checked blockwise on the workers, where the data is read (naming X).
+
+    Parameters
+    ----------
+    X : dask.array.Array
+        The inputs.
+    why : str
+        What needs `min_samples` rows (for the error message).
+    p : int or None, default=None
+        The number of features expected (None: any).
+    min_samples : int, default=1
+        The least number of rows.
+
+    Raises
+    ------
+    ValueError
+        If X is not 2-D, has unknown chunk sizes, is not real, has fewer than `min_samples` rows or not `p` columns.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from ovk_nb.distributed import check_dask_X
+    >>> check_dask_X(da.ones((4, 2)), "fit", p=2)
+    >>> check_dask_X(da.ones((4, 2)), "fit", p=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: X has 2 features, but the estimator is expecting 3 features as input.
+    """
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions")
     if any(np.isnan(s) for s in X.shape):
@@ -75,9 +151,42 @@ def _terms(system, x, y, chunk=4096):
 
 
 def tree_sum(terms, obj, X, Y, shapes, split_every: int = 8):
-    """sum over the row blocks (x, y) of the Dask arrays X, Y of terms(obj, x, y) -> (A, b): each block's pair computed on
-    its worker, the sums by a tree of `split_every`-way additions (no block's terms travel to the driver); `shapes`: those
-    of A and b. Returns (A, b) as numpy arrays on the driver. The one reduction behind every normal equation on Dask."""
+    """The sum over the row blocks (x, y) of X, Y of terms(obj, x, y) -> (A, b), by a tree of additions.
+
+    Each block's pair is computed on its worker, the sums by a tree of `split_every`-way additions: no block's terms travel
+    to the driver. The one reduction behind every normal equation on Dask.
+
+    Parameters
+    ----------
+    terms : callable
+        ``terms(obj, x, y) -> (A, b)`` for one row block, of the shapes `shapes`.
+    obj : object
+        Sent once to the workers (the system or feature map).
+    X : dask.array.Array of shape (n, p)
+        The inputs, split by rows only.
+    Y : dask.array.Array of shape (n, d)
+        The targets, with X's row chunks.
+    shapes : tuple of two tuples
+        The shapes of A and b.
+    split_every : int, default=8
+        The fan-in of the tree of additions.
+
+    Returns
+    -------
+    A, b : ndarray
+        The sums, as numpy arrays on the driver.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.distributed import as_row_blocks, tree_sum
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 3)), np.ones((20, 1))
+    >>> Xd, Yd = as_row_blocks(da.from_array(X, chunks=(5, 3)), Y)
+    >>> A, b = tree_sum(lambda o, x, y: (x.T @ x, x.T @ y), None, Xd, Yd, ((3, 3), (3, 1)))
+    >>> bool(np.allclose(A, X.T @ X)), bool(np.allclose(b, X.T @ Y))
+    (True, True)
+    """
     dask, da = _dask()
     o = dask.delayed(obj, pure=True)
     As, bs = [], []
@@ -91,7 +200,50 @@ def tree_sum(terms, obj, X, Y, shapes, split_every: int = 8):
 
 
 def dask_nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, split_every: int = 8) -> NystromModel:
-    "`ovk_nb.linalg.nystrom_fit` on Dask arrays X (n, p) and Y (n, d): terms per row block, tree sum, solve here."
+    """`ovk_nb.linalg.nystrom_fit` on Dask arrays: normal equations per row block, tree sum, solve on the driver.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel, as `ovk_nb.linalg.KernelParts`.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+    Y : dask.array.Array or array-like of shape (n, d)
+        The targets.
+    lam : float
+        The regularisation.
+    landmarks : array-like of shape (m, p)
+        The Nystrom landmarks (on the driver).
+    split_every : int, default=8
+        The fan-in of the tree of additions.
+
+    Returns
+    -------
+    NystromModel
+        The fitted model (`ovk_nb.linalg.NystromModel`).
+
+    See Also
+    --------
+    ovk_nb.linalg.nystrom_fit : The same fit on one machine.
+    dask_predict : Its predictions on a Dask array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> from ovk_nb.linalg import KernelParts
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> Xd = da.from_array(X, chunks=(5, 2))
+    >>> from ovk_nb.distributed import dask_nystrom_fit
+    >>> from ovk_nb.linalg import nystrom_fit
+    >>> model = dask_nystrom_fit(parts, Xd, Y, 0.1, X[:8])
+    >>> bool(np.allclose(model.predict(X), nystrom_fit(parts, X, Y, 0.1, X[:8]).predict(X)))
+    True
+    """
     X, Y = as_row_blocks(X, Y)
     system = NystromSystem(parts, np.asarray(landmarks, dtype=float))
     size, k = system.size, (system.d if system.separable else None)
@@ -100,7 +252,37 @@ def dask_nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, split_every: int 
 
 
 def dask_predict(model: NystromModel, X):
-    "model.predict blockwise over the row blocks of a Dask array X: a Dask array (n, d)."
+    """A Nystrom model's predictions, blockwise over the row blocks of a Dask array X.
+
+    Parameters
+    ----------
+    model : NystromModel
+        The fitted model.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+
+    Returns
+    -------
+    dask.array.Array of shape (n, d)
+        The predictions (lazy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> from ovk_nb.linalg import KernelParts
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> Xd = da.from_array(X, chunks=(5, 2))
+    >>> from ovk_nb.distributed import dask_nystrom_fit, dask_predict
+    >>> model = dask_nystrom_fit(parts, Xd, Y, 0.1, X[:8])
+    >>> P = dask_predict(model, Xd)
+    >>> P.shape, bool(np.allclose(P.compute(), model.predict(X)))
+    ((20, 2), True)
+    """
     _, da = _dask()
     X, _ = as_row_blocks(X)
     d = model.blocks[0][1].shape[1]
@@ -146,12 +328,67 @@ def _cache_grams(cache_grams, n, n_scalars):
 
 
 class DaskKernelOperator:
-    """Z -> (D K D^{-1} + lam I) Z (`ovk_nb.linalg.kernel_matvec`) with the rows of K on the Dask workers, never the nd x nd
-    matrix. Row block X_i (on its worker) computes its scalar Gram rows k_c(X_i, X) against all of X and applies
-    sum_c k_c(X_i, X) Z T_c^T; the driver concatenates the (n_i, d) blocks. cache_grams: keep the Gram rows on the workers
-    between products (n^2 numbers per distinct scalar kernel, spread over the workers; one kernel evaluation in all), or
-    recompute them at every product (memory: one block's rows at a time per worker thread); 'auto': cache them if they fit in
-    CACHE_GRAMS_FRACTION of the workers' summed memory limit (of 2 GiB without a distributed client)."""
+    """The product Z -> (D K D^{-1} + lam I) Z with the rows of K on the Dask workers, never the nd x nd matrix.
+
+    The distributed `ovk_nb.linalg.kernel_matvec`. Row block X_i (on its worker) computes its scalar Gram rows
+    k_c(X_i, X) against all of X and applies sum_c k_c(X_i, X) Z T_c^T; the driver concatenates the (n_i, d) blocks.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel, as `ovk_nb.linalg.KernelParts`.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+    lam : float
+        The regularisation.
+    cache_grams : bool or 'auto', default='auto'
+        True: keep the Gram rows on the workers between products (n^2 numbers per distinct scalar kernel, spread over the
+        workers; one kernel evaluation in all); False: recompute them at every product (memory: one block's rows at a time
+        per worker thread); 'auto': cache them if they fit in `CACHE_GRAMS_FRACTION` of the workers' summed memory limit
+        (of 2 GiB without a distributed client).
+
+    Attributes
+    ----------
+    parts : KernelParts
+        The kernel.
+    lam : float
+        The regularisation.
+    n : int
+        The number of samples.
+    chunks : tuple of int
+        X's row chunks.
+    s : ndarray of shape (d,) or None
+        The diagonal scaling D (None without one).
+    cache_grams : bool
+        Whether the Gram rows are cached on the workers.
+
+    Raises
+    ------
+    ValueError
+        If X contains NaN or infinity.
+
+    See Also
+    --------
+    ovk_nb.linalg.kernel_matvec : The same product on one machine.
+    dask_cg_fit : The ridge solve that uses it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> from ovk_nb.linalg import KernelParts
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> Xd = da.from_array(X, chunks=(5, 2))
+    >>> from ovk_nb.distributed import DaskKernelOperator
+    >>> from ovk_nb.linalg import kernel_matvec
+    >>> op = DaskKernelOperator(parts, Xd, 0.1)
+    >>> bool(np.allclose(op(Y), kernel_matvec(parts, X, 0.1)(Y)))
+    True
+    """
     def __init__(self, parts: KernelParts, X, lam, cache_grams="auto"):
         dask, _ = _dask()
         X, _ = as_row_blocks(X)
@@ -169,11 +406,28 @@ class DaskKernelOperator:
             self._G = list(_persist(*[dask.delayed(_block_grams, pure=True)(self._parts, x, self._xall) for x in self._xs]))
 
     def gather_X(self):
-        "X as one numpy array on the driver (n, p): what predictions need."
+        """X as one numpy array on the driver: what predictions need.
+
+        Returns
+        -------
+        ndarray of shape (n, p)
+            The inputs.
+        """
         return np.asarray(self._xall.compute())
 
     def apply_K(self, Z):
-        "K Z for Z (n, d) on the driver: one task per row block."
+        """The product K Z, one task per row block.
+
+        Parameters
+        ----------
+        Z : array-like of shape (n, d)
+            The matrix, on the driver.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            K Z, on the driver.
+        """
         dask, _ = _dask()
         z = dask.delayed(np.asarray(Z, dtype=float), pure=True)
         rows = dask.compute(*[dask.delayed(_block_apply, pure=True)(self._parts, G, x, self._xall, z)
@@ -181,16 +435,79 @@ class DaskKernelOperator:
         return np.concatenate(rows)
 
     def __call__(self, Z):
+        """The product (D K D^{-1} + lam I) Z.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n, d)
+            The matrix, on the driver.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            The product, on the driver.
+        """
         KZ = self.apply_K(Z) if self.s is None else self.apply_K(Z / self.s) * self.s
         return KZ + self.lam * Z
 
 
 def dask_cg_fit(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, preconditioner="auto",
                 cache_grams="auto"):
-    """Exact ridge (1) by the one preconditioned CG (`ovk_nb.linalg.pcg`) on the driver, its matvec on the Dask workers
-    (`DaskKernelOperator`). preconditioner: 'auto' or 'jacobi' (block diagonal K(x_i, x_i) + lam I, n d x d blocks on the
-    driver) or None; 'separable' needs the eigendecomposition of the n x n Gram on one machine and is refused.
-    Returns (C (n, d), info of pcg, X as numpy (n, p))."""
+    """Exact ridge by one preconditioned CG on the driver, its matvec on the Dask workers.
+
+    The CG is `ovk_nb.linalg.pcg`, its matvec a `DaskKernelOperator`.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel, as `ovk_nb.linalg.KernelParts`.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+    Y : dask.array.Array or array-like of shape (n, d)
+        The targets (gathered on the driver).
+    lam : float
+        The regularisation.
+    tol : float, default=1e-10
+        The relative residual at which CG stops.
+    max_iter : int or None, default=None
+        The most CG iterations (None: pcg's default).
+    preconditioner : {'auto', 'jacobi'} or None, default='auto'
+        'auto' or 'jacobi': the block diagonal K(x_i, x_i) + lam I (n blocks d x d, on the driver); None: none.
+        'separable' needs the eigendecomposition of the n x n Gram on one machine and is refused.
+    cache_grams : bool or 'auto', default='auto'
+        See `DaskKernelOperator`.
+
+    Returns
+    -------
+    C : ndarray of shape (n, d)
+        The dual coefficients.
+    info : dict
+        pcg's information (iterations, residual, ...), and 'cache_grams'.
+    X : ndarray of shape (n, p)
+        The inputs, gathered on the driver.
+
+    Raises
+    ------
+    ValueError
+        If `preconditioner` is 'separable', or X or Y is not finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> from ovk_nb.linalg import KernelParts
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> Xd = da.from_array(X, chunks=(5, 2))
+    >>> from ovk_nb.distributed import dask_cg_fit
+    >>> C, info, Xn = dask_cg_fit(parts, Xd, Y, 0.1)
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> bool(np.allclose(C, C_dense, atol=1e-6)), Xn.shape
+    (True, (20, 2))
+    """
     if preconditioner == "separable":
         raise ValueError("preconditioner='separable' needs the n x n Gram's eigendecomposition on one machine; on a Dask array "
                          "use preconditioner='jacobi' (or 'auto') or None")
@@ -211,7 +528,43 @@ def _apply_block(kernel, x, X_fit, C):
 
 
 def dask_kernel_predict(kernel, X, X_fit, C):
-    "Rows sum_j K(x_i, x_fit_j) c_j blockwise over the row blocks of a Dask array X (X_fit, C sent once): a Dask array (n, d)."
+    """Rows sum_j K(x_i, x_fit_j) c_j, blockwise over the row blocks of a Dask array X.
+
+    X_fit and C are sent to the workers once.
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        The kernel, with ``apply(X, X_fit, C)``.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+    X_fit : ndarray of shape (n_fit, p)
+        The training inputs.
+    C : ndarray of shape (n_fit, d)
+        The dual coefficients.
+
+    Returns
+    -------
+    dask.array.Array of shape (n, d)
+        The predictions (lazy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> from ovk_nb.linalg import KernelParts
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> parts = KernelParts(K)
+    >>> Xd = da.from_array(X, chunks=(5, 2))
+    >>> from ovk_nb.distributed import dask_cg_fit, dask_kernel_predict
+    >>> C, info, Xn = dask_cg_fit(parts, Xd, Y, 0.1)
+    >>> P = dask_kernel_predict(K, Xd, Xn, C)
+    >>> bool(np.allclose(P.compute(), K.apply(X, X, C)))
+    True
+    """
     dask, da = _dask()
     X, _ = as_row_blocks(X)
     k, xf, c = _persist(dask.delayed(kernel, pure=True), dask.delayed(np.asarray(X_fit), pure=True),
@@ -233,9 +586,41 @@ def _block_argmin(score, block, Q, batch_size):
 
 
 def dask_argmin(score, candidates, Q, batch_size: int = 512):
-    """argmin over the rows of a Dask array `candidates` of score(block, Q_batch) -> (len(Q_batch), len(block)) for each query
-    row of Q: each candidate block (on its worker) keeps its minimum and where it is, `batch_size` queries at a time; the driver
-    takes the first block holding the smallest value, so ties go to the lowest index as with np.argmin. Returns (len(Q),) ints."""
+    """For each query row of Q, the argmin over the rows of a Dask array `candidates` of a score.
+
+    Each candidate block (on its worker) keeps its minimum and where it is, `batch_size` queries at a time; the driver takes
+    the first block holding the smallest value, so ties go to the lowest index as with ``np.argmin``.
+
+    Parameters
+    ----------
+    score : callable
+        ``score(block, Q_batch) -> ndarray of shape (len(Q_batch), len(block))``.
+    candidates : dask.array.Array of shape (m,) or (m, q)
+        The candidates (at least one; 1-D is one column).
+    Q : array-like of shape (n_queries, ...)
+        The queries, on the driver.
+    batch_size : int, default=512
+        The number of queries scored at a time.
+
+    Returns
+    -------
+    ndarray of shape (n_queries,) of int
+        The index of the best candidate for each query.
+
+    Raises
+    ------
+    ValueError
+        If `candidates` is empty or not 1-D or 2-D.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.distributed import dask_argmin
+    >>> cands = da.from_array(np.array([0.0, 1.0, 2.0, 3.0]), chunks=2)
+    >>> dask_argmin(lambda c, q: (q - c.T) ** 2, cands, np.array([[2.9], [0.2], [1.6]]))
+    array([3, 0, 2])
+    """
     dask, _ = _dask()
     if candidates.ndim not in (1, 2):
         raise ValueError(f"candidates must be a 1-D or 2-D Dask array, got {candidates.ndim} dimensions")
@@ -252,7 +637,33 @@ def dask_argmin(score, candidates, Q, batch_size: int = 512):
 
 # %% ../nbs/1_shared/08_distributed.ipynb #257e6205
 def dask_block_nystrom(features: BlockNystrom, X):
-    "The stacked block-Nystrom features [z_1(X), ..., z_v(X)] blockwise over the row blocks of a Dask array X: a Dask array (n, r)."
+    """The stacked block-Nystrom features [z_1(X), ..., z_v(X)], blockwise over the row blocks of a Dask array X.
+
+    Parameters
+    ----------
+    features : BlockNystrom
+        The block-Nystrom feature map (`ovk_nb.linalg.BlockNystrom`), r features in all.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+
+    Returns
+    -------
+    dask.array.Array of shape (n, r)
+        The features (lazy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Linear
+    >>> from ovk_nb.linalg import BlockNystrom
+    >>> from ovk_nb.distributed import dask_block_nystrom
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> bn = BlockNystrom([RBF(1.0), Linear()], X[:5])
+    >>> Z = dask_block_nystrom(bn, da.from_array(X, chunks=(5, 2)))
+    >>> Z.shape, bool(np.allclose(Z.compute(), bn(X)))
+    ((20, 7), True)
+    """
     X, _ = as_row_blocks(X)
     r = int(features.offsets[-1])
     return X.map_blocks(lambda x: features(_finite(x, "X")), chunks=(X.chunks[0], (r,)), dtype=float)
@@ -264,7 +675,40 @@ def _ne_terms(features, x, y):
 
 
 def dask_block_nystrom_normal_equations(features: BlockNystrom, X, Y, split_every: int = 8):
-    "`BlockNystrom.normal_equations` on Dask arrays: (Z^T Z, Z^T Y) of each row block on its worker, summed by a tree."
+    """`ovk_nb.linalg.BlockNystrom.normal_equations` on Dask arrays: (Z^T Z, Z^T Y) per row block, summed by a tree.
+
+    Parameters
+    ----------
+    features : BlockNystrom
+        The block-Nystrom feature map (`ovk_nb.linalg.BlockNystrom`), r features in all.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+    Y : dask.array.Array or array-like of shape (n, t)
+        The targets.
+    split_every : int, default=8
+        The fan-in of the tree of additions.
+
+    Returns
+    -------
+    G : ndarray of shape (r, r)
+        Z^T Z, symmetrised.
+    B : ndarray of shape (r, t)
+        Z^T Y.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Linear
+    >>> from ovk_nb.linalg import BlockNystrom
+    >>> from ovk_nb.distributed import dask_block_nystrom_normal_equations
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 1))
+    >>> bn = BlockNystrom([RBF(1.0), Linear()], X[:5])
+    >>> G, B = dask_block_nystrom_normal_equations(bn, da.from_array(X, chunks=(5, 2)), Y)
+    >>> bool(np.allclose(G, bn(X).T @ bn(X))), bool(np.allclose(B, bn(X).T @ Y))
+    (True, True)
+    """
     X, Y = as_row_blocks(X, Y)
     r, t = int(features.offsets[-1]), Y.shape[1]
     G, B = tree_sum(_ne_terms, features, X, Y, ((r, r), (r, t)), split_every)
@@ -272,8 +716,37 @@ def dask_block_nystrom_normal_equations(features: BlockNystrom, X, Y, split_ever
 
 
 def dask_rows(X, idx, name: str = "X"):
-    """X[idx] (rows in idx's order, repeats allowed) as numpy on the driver: only these rows travel (each once);
-    ValueError naming `name` if one of them is not finite."""
+    """The rows X[idx] as numpy on the driver: only these rows travel, each once.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, p)
+        The array.
+    idx : array-like of int
+        The row indices, in order (repeats allowed).
+    name : str, default="X"
+        The array's name, for the error message.
+
+    Returns
+    -------
+    ndarray of shape (len(idx), p)
+        The rows.
+
+    Raises
+    ------
+    ValueError
+        If one of the rows is not finite (naming `name`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.distributed import dask_rows
+    >>> dask_rows(da.from_array(np.arange(8.0).reshape(4, 2), chunks=(2, 2)), [3, 0, 3])
+    array([[6., 7.],
+           [0., 1.],
+           [6., 7.]])
+    """
     X, _ = as_row_blocks(X)
     idx = np.asarray(idx, dtype=np.int64).reshape(-1)
     u, inv = np.unique(idx, return_inverse=True)
@@ -289,7 +762,36 @@ def _features_times(features, x, C, chunk=4096):
 
 
 def dask_block_nystrom_predict(features: BlockNystrom, X, C):
-    "Z(X) C blockwise over the row blocks of a Dask array X, C (r, t): a Dask array (n, t); the features never leave a worker."
+    """Z(X) C, blockwise over the row blocks of a Dask array X: the features never leave a worker.
+
+    Parameters
+    ----------
+    features : BlockNystrom
+        The block-Nystrom feature map (`ovk_nb.linalg.BlockNystrom`), r features in all.
+    X : dask.array.Array of shape (n, p)
+        The inputs, any row chunks (rechunked to whole rows).
+    C : array-like of shape (r, t) or (r,)
+        The coefficients.
+
+    Returns
+    -------
+    dask.array.Array of shape (n, t)
+        The predictions (lazy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from ovk_nb.kernels import RBF, Linear
+    >>> from ovk_nb.linalg import BlockNystrom
+    >>> from ovk_nb.distributed import dask_block_nystrom_predict
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> bn = BlockNystrom([RBF(1.0), Linear()], X[:5])
+    >>> C = np.ones((7, 1))
+    >>> P = dask_block_nystrom_predict(bn, da.from_array(X, chunks=(5, 2)), C)
+    >>> P.shape, bool(np.allclose(P.compute(), bn(X) @ C))
+    ((20, 1), True)
+    """
     X, _ = as_row_blocks(X)
     C = np.asarray(C, dtype=float)
     C = C.reshape(len(C), -1)
