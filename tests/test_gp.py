@@ -128,8 +128,9 @@ def test_known_icm_recovered_covered_and_better_than_independent_outputs():
     assert np.mean(ours) < np.mean(theirs)
 
 
-def test_check_estimator():
-    check_estimator(OVKGaussianProcess())
+@pytest.mark.parametrize("params", [{}, {"missing": "ignore"}, {"objective": "loo"}])
+def test_check_estimator(params):
+    check_estimator(OVKGaussianProcess(**params))
 
 
 @pytest.mark.parametrize("params, match", [
