@@ -21,7 +21,7 @@ from .streaming import KernelStream, StreamLearner, gram_rows
 from .validation import Options, check_fitted, check_input
 
 # %% auto #0
-__all__ = ['margin_grad', 'onorma_reference', 'ONORMA', 'decision_function']
+__all__ = ['margin_grad', 'onorma_reference', 'ONORMA']
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #f2979644
 def margin_grad(Z, labels):
@@ -472,8 +472,7 @@ def _margin_loss(est) -> bool:
     return est.loss == "margin"
 
 
-@available_if(_margin_loss)
-def decision_function(self, X):
+def _decision_function(self, X):
     """The class scores f_n(X) (margin loss only).
 
     Parameters
@@ -490,7 +489,10 @@ def decision_function(self, X):
     return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
 
 
-ONORMA.decision_function = decision_function      # a descriptor: present on the classifier only
+# private at module level (not exported: Sphinx would document the descriptor as a function); the method keeps
+# its public name, which scikit-learn's `available_if` shows in its AttributeError
+_decision_function.__name__, _decision_function.__qualname__ = "decision_function", "ONORMA.decision_function"
+ONORMA.decision_function = available_if(_margin_loss)(_decision_function)   # a descriptor: present on the classifier only
 
 
 @patch
