@@ -23,8 +23,52 @@ __all__ = ['oskaar_literal', 'KAARFactor', 'OSKAAR', 'primal_start', 'primal_blo
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #500a33c1
 def oskaar_literal(kernel, lam, X, Y, decoder):
-    """Dense O(t^3)-per-round reference: at round t solve (K_t + lam I) alpha = k_t(x_t) from scratch over x_1..x_t,
-    g_t = sum_{s<t} alpha_s phi(y_s), z_t = decode(g_t). Returns (decisions, task losses, surrogate losses, G, alphas)."""
+    """Dense O(t^3)-per-round reference of OSKAAR: every round's KAAR solved from scratch.
+
+    At round t it solves (K_t + lam I) alpha = k_t(x_t) over x_1..x_t, forms g_t = sum_(s<t) alpha_s phi(y_s) and decodes
+    z_t = decode(g_t). The test reference for `OSKAAR`.
+
+    Parameters
+    ----------
+    kernel : ScalarKernel
+        The scalar input kernel: ``kernel(X)`` is the (n_rounds, n_rounds) Gram matrix.
+    lam : float
+        The regularisation (> 0).
+    X : ndarray of shape (n_rounds, n_features)
+        The inputs, in the order they arrive.
+    Y : array-like of length n_rounds
+        The labels, as `decoder` encodes them.
+    decoder : Decoder
+        The loss and its decoding (`ovk_nb.decoding`).
+
+    Returns
+    -------
+    decisions : ndarray or list of length n_rounds
+        z_t, decided before y_t is seen.
+    task_losses : ndarray of shape (n_rounds,)
+        Delta(z_t, y_t).
+    surrogate_losses : ndarray of shape (n_rounds,)
+        ``||g_t - phi(y_t)||^2``.
+    G : ndarray of shape (n_rounds, n_label_features)
+        The estimates g_t.
+    alphas : list of ndarray
+        The KAAR coefficients of each round.
+
+    See Also
+    --------
+    OSKAAR : The incremental algorithm.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF
+    >>> from ovk_nb.decoding import Squared
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> from ovk_nb.oskaar import oskaar_literal
+    >>> Z, task, surr, G, alphas = oskaar_literal(RBF(1.0), 0.1, X, X[:, :1], Squared())
+    >>> Z.shape, task.shape, G.shape
+    ((10, 1), (10,), (10, 3))
+    """
     codes, reg = decoder.encode(Y, decoder.start())
     K = kernel(X)
     dec, G, alphas = [], [], []

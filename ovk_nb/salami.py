@@ -85,11 +85,60 @@ def default_eta(decoder, eta=None, d=None) -> float:
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #ec034c84
 def salami_literal(kernel, lam, X, Y, decoder, eta=None, lifetime=None, budget=None):
-    """Dense reference of Algorithm 3: at round t every live expert s <= t (all of them when lifetime is None) solves its
-    KAAR over x_s..x_t from scratch; weights exp_weights of the auxiliary cumulative surrogate losses (an expert born at t
-    carries the aggregate's); g_t = sum_s p_s g^s_t, z_t = decode(g_t). budget m: from its round m on, expert s solves
-    with the Nystrom kernel of its dictionary x_s..x_{s+m-1} (the budgeted OSKAAR started at s).
-    Returns (decisions, task losses, surrogate losses, G, weights: one dict start -> p per round)."""
+    """Dense reference of SALAMI (Algorithm 3): every live expert's KAAR solved from scratch at every round.
+
+    At round t every live expert s <= t (all of them when `lifetime` is None) solves its KAAR over x_s..x_t from scratch;
+    the experts are weighted by exponential weights of their auxiliary cumulative surrogate losses (an expert born at t
+    carries the aggregate's); g_t = sum_s p_s g^s_t and z_t = decode(g_t). With a budget m, from its round m on expert s
+    solves with the Nystrom kernel of its dictionary x_s..x_(s+m-1) (the budgeted OSKAAR started at s).
+
+    Parameters
+    ----------
+    kernel : ScalarKernel
+        The scalar input kernel: ``kernel(X)`` is the (n_rounds, n_rounds) Gram matrix.
+    lam : float
+        The regularisation (> 0).
+    X : ndarray of shape (n_rounds, n_features)
+        The inputs, in the order they arrive.
+    Y : array-like of length n_rounds
+        The labels, as `decoder` encodes them.
+    decoder : Decoder
+        The loss and its decoding (`ovk_nb.decoding`).
+    eta : float or None, default=None
+        The learning rate of the exponential weights (None: `default_eta` of the decoder).
+    lifetime : int or None, default=None
+        Expert s lives ``lifespan(s, lifetime)`` rounds (None: every expert lives forever).
+    budget : int or None, default=None
+        The dictionary size m of the budgeted experts (None: exact KAAR).
+
+    Returns
+    -------
+    decisions : ndarray or list of length n_rounds
+        z_t, decided before y_t is seen.
+    task_losses : ndarray of shape (n_rounds,)
+        Delta(z_t, y_t).
+    surrogate_losses : ndarray of shape (n_rounds,)
+        ``||g_t - phi(y_t)||^2``.
+    G : ndarray of shape (n_rounds, n_label_features)
+        The estimates g_t.
+    weights : list of dict
+        One dict per round: the start round s of each live expert -> its weight p_s.
+
+    See Also
+    --------
+    SALAMI : The incremental algorithm.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF
+    >>> from ovk_nb.decoding import Squared
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> from ovk_nb.salami import salami_literal
+    >>> Z, task, surr, G, weights = salami_literal(RBF(1.0), 0.1, X, X[:, :1], Squared(bounds=(-3.0, 3.0)))
+    >>> Z.shape, G.shape, len(weights)
+    ((10, 1), (10, 3), 10)
+    """
     codes, reg = decoder.encode(Y, decoder.start())
     eta, K = default_eta(decoder, eta), kernel(X)
     cum, agg, G, P = {}, 0.0, [], []
