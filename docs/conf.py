@@ -12,7 +12,7 @@ extensions = ['ovk_nb.docs',                 # writes the sources (tagged notebo
               'myst_nb', 'sphinx.ext.autodoc', 'sphinx.ext.autosummary', 'numpydoc', 'sphinx.ext.mathjax']
 root_doc = 'index'
 templates_path = [str(Path(__file__).resolve().parent / '_templates')]   # absolute: autosummary reads it from the srcdir
-exclude_patterns = ['_build', '**.ipynb_checkpoints', 'jupyter_execute']
+exclude_patterns = ['_build', '_templates', '**.ipynb_checkpoints', 'jupyter_execute']   # _templates: absolute in templates_path, so not excluded by Sphinx itself
 
 # Notebooks: executed (they are stored without outputs), a failing cell fails the build.
 nb_execution_mode = 'cache'

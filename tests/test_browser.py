@@ -17,7 +17,7 @@ pytest.importorskip("sphinx")
 pytest.importorskip("myst_nb")
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["02_linalg", "03_movkl", "00_core"]     # math, a table with |t - s|, figures, API pages
+PAGES = ["02_linalg", "03_movkl", "00_ridge"]    # math, a table with |t - s|, a figure, API pages
 CHROMIUM = next((p for c in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser") if c and (p := shutil.which(c))),
                 None)
 if CHROMIUM is None:
@@ -83,9 +83,10 @@ def test_every_page_in_chromium(site):
 def test_math_figures_and_api(site):
     d = dom(site / "2_algorithms" / "03_movkl.html")
     assert d.count("<mjx-container") > 50
-    d = dom(site / "3_reproduction" / "00_core.html")
-    assert re.search(r'<img[^>]+src="[^"]+\.png"', d)                 # a figure of the executed notebook
+    d = dom(site / "2_algorithms" / "00_ridge.html")
+    assert re.search(r'<img[^>]+src="[^"]+\.png"', d)                 # a figure of the executed notebook (two moons)
     assert "ovk_nb.movkl.MovKL.fit" in (site / "api" / "ovk_nb.movkl.MovKL.html").read_text()
+    assert "ovk_nb.ridge.OVKRidge.predict" in (site / "api" / "ovk_nb.ridge.OVKRidge.html").read_text()
 
 
 def test_search_finds_the_estimator(site):
