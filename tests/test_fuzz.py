@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from ovk_nb.decoding import Hamming
 from ovk_nb.gp import OVKGaussianProcess
+from ovk_nb.kernels import CurlFreeRBF
+from ovk_nb.quantile import JointQuantileRegressor
 from ovk_nb.kde import CortesKDE, OVKDE, WestonKDE
 from ovk_nb.kernels import RBF, IntegralOperator, Separable, gaussian_times_J
 from ovk_nb.monorma import MONORMA
@@ -40,11 +42,14 @@ FACTORIES = {
     "OSKAAR-budget": lambda: OSKAAR(RBF(0.3), lam=0.5, decoder=Hamming(), budget=5),
     "SALAMI-budget": lambda: SALAMI(RBF(0.3), lam=0.5, decoder=Hamming(), budget=5),
     "OVKGaussianProcess": lambda: OVKGaussianProcess(random_state=0),
+    "JointQuantileRegressor": lambda: JointQuantileRegressor(lam=0.01),
+    "OVKRidge-curlfree": lambda: OVKRidge(CurlFreeRBF(0.3), lam=0.1),     # a vector field: outputs = inputs (4)
 }
 # estimators whose targets are not D real outputs: MVML learns one real target, MVMLClassifier one label,
 # OSKAAR/SALAMI label vectors of D bits under the Hamming loss (with the default 0-1 decoder any hashable object is
 # a label, so a vector of another length is a new label, not a malformed one)
 TARGETS = {"MVML": lambda Y: Y[:, 0], "MVMLClassifier": lambda Y: (Y[:, 0] > 0).astype(int),
+           "JointQuantileRegressor": lambda Y: Y[:, 0], "OVKRidge-curlfree": lambda Y: np.column_stack([Y, Y[:, :1]]),
            **{k: (lambda Y: (Y > 0).astype(int)) for k in ("OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget")}}
 NAMES = sorted(FACTORIES)
 # the hyper-parameter every estimator has, and values it must refuse (lam = 0 is a valid online learner: no decay)
