@@ -617,8 +617,22 @@ def _nanmoments(Y):
 @patch
 @fit_context
 def fit(self: OVKGaussianProcess, X, Y):
-    """Learn the hyper-parameters (and noise) by maximising the log marginal likelihood, then keep the posterior. A fit
-    that fails leaves the estimator as it was."""
+    """Learn the hyper-parameters (and noise) by maximising the log marginal likelihood, then keep the posterior.
+
+    A fit that fails leaves the estimator as it was.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs.
+    Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+        Training outputs; with ``missing='ignore'`` NaN entries are missing outputs (whole rows allowed).
+
+    Returns
+    -------
+    self : OVKGaussianProcess
+        The fitted estimator (``kernel_``, ``noise_``, ``output_matrix_``, ``log_marginal_likelihood_value_``).
+    """
     X, Y, y1d, miss = _check_X_Y_missing(X, Y, self.missing)
     if self.normalize_y:
         mu, sd = _nanmoments(Y)
@@ -672,8 +686,23 @@ def fit(self: OVKGaussianProcess, X, Y):
 
 @patch
 def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient: bool = False, clone_kernel=True):
-    """The log marginal likelihood at theta = (kernel_.theta, log noise) (None: the fitted value), with its gradient if
-    `eval_gradient` (closed form in the joint eigenbasis for one Separable)."""
+    """The log marginal likelihood (or the LOO objective) of the training data at hyper-parameters ``theta``.
+
+    Parameters
+    ----------
+    theta : array-like of shape (n_dims + 1,) or None, default=None
+        ``kernel_.theta`` followed by the log noise variance; None returns the fitted value.
+    eval_gradient : bool, default=False
+        Also return the gradient with respect to ``theta`` (closed form in the joint eigenbasis for one Separable
+        kernel); needs ``theta``.
+    clone_kernel : bool, default=True
+        Accepted for scikit-learn's signature; the kernel is never changed in place.
+
+    Returns
+    -------
+    float, or (float, ndarray of shape (n_dims + 1,))
+        The value, and the gradient with ``eval_gradient``.
+    """
     check_fitted(self, "kernel_")
     if theta is None:
         if eval_gradient:
@@ -688,8 +717,24 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
 
 @patch
 def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: bool = False):
-    """The posterior mean of f at X, (m, d) ((m,) for a 1-D y); with `return_std` also the std of the latent f (same
-    shape); with `return_cov` the per-output covariance (m, m, d) ((m, m) for a 1-D y). Not both."""
+    """The posterior mean of the latent f at X, with its standard deviation or covariance if asked.
+
+    Parameters
+    ----------
+    X : array-like of shape (m, n_features)
+        Where to predict.
+    return_std : bool, default=False
+        Also return the posterior standard deviation of the latent f (same shape as the mean).
+    return_cov : bool, default=False
+        Also return the per-output posterior covariance, shape (m, m, d) ((m, m) for a 1-D y). Not with ``return_std``.
+
+    Returns
+    -------
+    mean : ndarray of shape (m, d) or (m,)
+        The posterior mean.
+    std or cov : ndarray, optional
+        As requested.
+    """
     if return_std and return_cov:
         raise ValueError("return_std and return_cov: at most one of them can be requested")
     X = check_X(self, X)
@@ -708,8 +753,22 @@ def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: b
 
 @patch
 def sample_y(self: OVKGaussianProcess, X, n_samples: int = 1, random_state=0):
-    """Joint draws of the latent f at X from the posterior, cross-output correlations included: (m, d, n_samples)
-    ((m, n_samples) for a 1-D y), as scikit-learn's."""
+    """Joint draws of the latent f at X from the posterior, cross-output correlations included.
+
+    Parameters
+    ----------
+    X : array-like of shape (m, n_features)
+        Where to draw.
+    n_samples : int, default=1
+        Number of draws.
+    random_state : int, Generator or None, default=0
+        The seed of the draws (scikit-learn's default).
+
+    Returns
+    -------
+    ndarray of shape (m, d, n_samples), or (m, n_samples) for a 1-D y
+        The draws, as scikit-learn's ``sample_y``.
+    """
     X = check_X(self, X)
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
         raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}")
