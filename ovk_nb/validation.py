@@ -755,8 +755,12 @@ def fit_context(method):
             validate_estimator_params(self)
             first = method.__name__ != "partial_fit" or not hasattr(self, "n_features_in_")
             out = method(self, *args, **kwargs)
-            if args and first:
-                check_feature_names(self, args[0], reset=True)     # feature_names_in_ from a DataFrame X
+            if args and first:                                  # feature_names_in_ from a DataFrame X; a `fit` on an
+                names = feature_names(args[0])                  # array drops stale names, a first `partial_fit` keeps
+                if names is not None:                           # those a learner set itself (river's dict rows)
+                    self.feature_names_in_ = names
+                elif method.__name__ == "fit" and "feature_names_in_" in self.__dict__:
+                    del self.feature_names_in_
             return out
         except BaseException:
             self.__dict__.clear()

@@ -172,3 +172,21 @@ def test_learn_one_puts_the_blas_threads_back():
             est.learn_one(X[0], np.array([np.nan, 0.0, 0.0]))
         after = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
     assert inside == [1] * len(before) and after == before
+
+
+def test_dict_rows_are_read_by_name_whatever_their_key_order():
+    "A dict row is matched by feature name: keys in another order give the same model (they were swapped by position)."
+    import warnings
+    from ovk_nb.kernels import RBF, Separable
+    from ovk_nb.onorma import ONORMA
+    r = np.random.default_rng(0)
+    X, Y = r.normal(size=(30, 3)), r.normal(size=(30, 2))
+    a, b = ONORMA(Separable(RBF(0.5), np.eye(2))), ONORMA(Separable(RBF(0.5), np.eye(2)))
+    for i, (x, y) in enumerate(zip(X, Y)):
+        d = {"a": x[0], "b": x[1], "c": x[2]}
+        a.learn_one(d if i % 2 == 0 else {"c": x[2], "a": x[0], "b": x[1]}, y)
+        b.learn_one(d, y)
+    assert list(a.feature_names_in_) == ["a", "b", "c"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(a.predict(X), b.predict(X))
