@@ -23,6 +23,7 @@ nb_output_stderr = 'remove'                  # the hidden first cell sends stder
 nb_merge_streams = True
 nb_render_markdown_format = 'myst'           # Run.table's Markdown tables and math
 myst_enable_extensions = ['dollarmath', 'amsmath']
+myst_dmath_double_inline = True                # $$...$$ inside a paragraph is display math, not two empty inline ones
 myst_heading_anchors = 3
 
 # API pages: autosummary + autodoc, docstrings in numpydoc's format; types in the Parameters section, not the signature.
