@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 
 from .kernels import RBF, Coregionalization, OVKernel, Params, Separable, SumKernel, resolve_kernel
 from .linalg import blas_threads, eigh_psd
-from .validation import Interval, Options, Predicate, check_fitted, check_X, check_X_Y, fit_context
+from .validation import Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing, fit_context
 
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'ONE_THREAD_N', 'DENSE_MAX', 'gp_dense_reference', 'gp_posterior_dense_reference',
@@ -588,21 +588,14 @@ def _optimize(est, lik, theta, bounds):
 
 def _check_X_Y_missing(X, Y, missing):
     "(X, Y, y1d, mask of the missing entries or None): check_X_Y, with NaN entries of Y allowed when missing='ignore'."
-    if missing == "ignore":
-        try:
-            Ya = np.array(Y, dtype=float)
-        except (TypeError, ValueError):
-            Ya = None
-        if Ya is not None and Ya.ndim in (1, 2) and np.isnan(Ya).any():
-            miss = np.isnan(Ya)
-            X, Yc, y1d = check_X_Y(X, np.where(miss, 0.0, Ya), min_samples=1, why="a Gaussian process needs data")
-            miss = miss.reshape(Yc.shape)
-            if miss.all():
-                raise ValueError("Y: every entry is missing (NaN); a Gaussian process needs observed outputs")
-            Yc[miss] = np.nan
-            return X, Yc, y1d, miss
-    X, Y, y1d = check_X_Y(X, Y, min_samples=1, why="a Gaussian process needs data")
-    return X, Y, y1d, None
+    check = check_X_Y_missing if missing == "ignore" else check_X_Y
+    X, Y, y1d = check(X, Y, min_samples=1, why="a Gaussian process needs data")
+    miss = np.isnan(Y)
+    if not miss.any():
+        return X, Y, y1d, None
+    if miss.all():
+        raise ValueError("Y: every entry is missing (NaN); a Gaussian process needs observed outputs")
+    return X, Y, y1d, miss
 
 
 def _nanmoments(Y):

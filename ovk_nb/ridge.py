@@ -23,7 +23,7 @@ from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
                                 dask_nystrom_fit, dask_predict, dask_rows,
                                 is_dask_array, check_dask_X, tree_sum, _terms, _finite)
 from .linalg import masked_solve, masked_solve_dense
-from .validation import check_input
+from .validation import check_X_Y_missing
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
@@ -663,29 +663,13 @@ def _semisupervised_dense(kernel, X, Y, lam, lam_m, n_neighbors):
     return np.linalg.solve(A, np.where(M, Y, 0.0).ravel()).reshape(n, d)
 
 
-def _check_Y_missing(Y, n):
-    "Y with NaN allowed (inf refused), as (n, d) float, and whether it was 1-D; ValueError naming Y."
-    try:
-        Yf = np.asarray(Y, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"Y must be a numeric array (NaN marks a missing output), got {type(Y).__name__}") from None
-    mask = np.isnan(Yf)
-    Yf = check_input(np.where(mask, 0.0, Yf), "Y", ensure_2d=False)
-    y1d = Yf.ndim == 1
-    Yf, mask = (Yf[:, None], mask[:, None]) if y1d else (Yf, mask)
-    if len(Yf) != n:
-        raise ValueError(f"X and Y must have the same number of rows, got {n} and {len(Yf)}")
-    if mask.all(axis=0).any():
-        raise ValueError(f"Y: output(s) {np.flatnonzero(mask.all(axis=0)).tolist()} have no observed entry")
-    return np.where(mask, np.nan, Yf), y1d
-
-
 def _fit_masked(est, X, Y):
     "OVKRidge.fit with NaN outputs (missing='ignore') and/or the manifold term (lam_manifold > 0)."
-    X = check_input(X, "X", min_samples=1, why="ridge needs data")
-    Y, y1d = _check_Y_missing(Y, len(X))
+    X, Y, y1d = check_X_Y_missing(X, Y, min_samples=1, why="ridge needs data")
     if est.missing == "raise" and np.isnan(Y).any():
         raise ValueError("Input Y contains NaN: pass missing='ignore' to fit on the observed entries only")
+    if np.isnan(Y).all(axis=0).any():
+        raise ValueError(f"Y: output(s) {np.flatnonzero(np.isnan(Y).all(axis=0)).tolist()} have no observed entry")
     n, d = Y.shape
     kernel = resolve_kernel(est.kernel, X, np.zeros((n, d)))
     if kernel.output_dim != d:
@@ -1027,8 +1011,17 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     cv : int, 'loo' or splitter, default=5
         k-fold (shuffled `KFold` with `random_state`), closed-form leave-one-out ('loo', Separable kernels), or any
         scikit-learn splitter.
-    solver, tol, n_components, random_state, center_y
-        As `OVKRidge`.
+    solver : {'auto', 'dense', 'eigen', 'cholesky', 'cg', 'nystrom', 'rff'}, default='auto'
+        The solver of every fit, as `OVKRidge`'s; with 'auto' or 'eigen' and a Separable kernel the folds' lam paths
+        share one eigendecomposition per fold.
+    tol : float, default=1e-10
+        CG's relative residual tolerance (solver 'cg').
+    n_components : int, default=300
+        Nystrom landmarks or random features (solvers 'nystrom', 'rff').
+    random_state : int, Generator or None, default=None
+        Seed of the k-fold shuffle, the landmarks and the features.
+    center_y : bool, default=True
+        Subtract the training mean of each output before solving (on each fold's training rows), as `OVKRidge`.
 
     Attributes
     ----------

@@ -15,8 +15,8 @@ from sklearn.exceptions import NotFittedError
 
 # %% auto #0
 __all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf', 'Predicate',
-           'validate_params', 'validate_estimator_params', 'check_input', 'check_X_Y', 'check_fitted', 'feature_names',
-           'check_feature_names', 'check_X', 'fit_context']
+           'validate_params', 'validate_estimator_params', 'check_input', 'check_X_Y', 'check_X_Y_missing',
+           'check_fitted', 'feature_names', 'check_feature_names', 'check_X', 'fit_context']
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
 def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndarray:
@@ -576,6 +576,50 @@ def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: st
         raise ValueError(f"X and Y must have the same number of rows, got {len(X)} and {len(Y)}")
     if output_dim is not None and Y.shape[1] != output_dim:
         raise ValueError(f"Y must have {output_dim} columns (the kernel's output dimension), got {Y.shape[1]}")
+    return X, Y, y1d
+
+
+def check_X_Y_missing(X, Y, min_samples: int = 1, why: str = ""):
+    """`check_X_Y` with NaN entries of Y kept as missing outputs.
+
+    Infinity and every other malformed input are refused as `check_X_Y` refuses them. For the estimators that accept
+    ``missing='ignore'``; each says itself which patterns of missing entries it can fit.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, p)
+        Inputs.
+    Y : array-like of shape (n, d) or (n,)
+        Outputs; NaN marks a missing entry.
+    min_samples : int, default=1
+        The fewest rows accepted.
+    why : str, default=''
+        Why that minimum holds, for the message.
+
+    Returns
+    -------
+    X : ndarray of shape (n, p)
+        The checked inputs.
+    Y : ndarray of shape (n, d)
+        The checked outputs, NaN at the missing entries.
+    y_was_1d : bool
+        Whether Y was 1-D.
+
+    Examples
+    --------
+    >>> X, Y, y1d = check_X_Y_missing([[0.0], [1.0]], [1.0, float("nan")])
+    >>> Y.ravel().tolist()[0], bool(np.isnan(Y[1, 0])), y1d
+    (1.0, True, True)
+    """
+    try:
+        Yf = np.array(Y, dtype=float)
+    except (TypeError, ValueError):
+        Yf = None
+    if Yf is None or Yf.ndim not in (1, 2) or not np.isnan(Yf).any():
+        return check_X_Y(X, Y, min_samples=min_samples, why=why)
+    miss = np.isnan(Yf)
+    X, Y, y1d = check_X_Y(X, np.where(miss, 0.0, Yf), min_samples=min_samples, why=why)
+    Y[miss.reshape(Y.shape)] = np.nan
     return X, Y, y1d
 
 
