@@ -28,7 +28,8 @@ from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
-from .backend import XP_SOLVERS, check_xp_data, device_of, is_array_api, route_of, to_numpy, xp_ridge_fit, xp_ridge_predict
+from .backend import (XP_SOLVERS, check_xp_data, device_of, is_array_api, namespace, route_of, to_numpy, xp_ridge_fit,
+                            xp_ridge_predict)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context)
 
@@ -470,12 +471,17 @@ def _y_mean(est):
 DASK_RESOLVE_ROWS = 2000         # a Dask fit sets data-driven kernel arguments (gamma='scale', ...) from this many drawn rows
 
 
+def _resolve_rows(n, random_state):
+    "The rows a Dask or array-API fit copies to the host to resolve the kernel: all n, or DASK_RESOLVE_ROWS drawn, sorted."
+    return np.sort(np.random.default_rng(random_state).choice(n, min(n, DASK_RESOLVE_ROWS), replace=False))
+
+
 def _fit_dask(est, X, Y):
     "OVKRidge.fit on a Dask array X (Y Dask or numpy): Nystrom (normal equations summed on the workers) or CG (matvec there)."
     y1d = np.ndim(Y) == 1
     X, Y = as_row_blocks(X, Y)
     n = X.shape[0]
-    sample = np.sort(np.random.default_rng(est.random_state).choice(n, min(n, DASK_RESOLVE_ROWS), replace=False))
+    sample = _resolve_rows(n, est.random_state)
     kernel = resolve_kernel(est.kernel, dask_rows(X, sample, "X"), np.zeros((len(sample), Y.shape[1])))
     d = kernel.output_dim
     if Y.shape[1] != d:
@@ -521,8 +527,7 @@ def _fit_xp(est, X, Y):
     or 'nystrom' in X's namespace, dtype and device; fitted arrays and predictions stay there."""
     X, Y, y1d, xp = check_xp_data(X, Y)
     n, d = Y.shape
-    rows = np.arange(n) if n <= DASK_RESOLVE_ROWS else np.sort(
-        np.random.default_rng(est.random_state).choice(n, DASK_RESOLVE_ROWS, replace=False))
+    rows = _resolve_rows(n, est.random_state)
     kernel = resolve_kernel(est.kernel, to_numpy(xp.take(X, xp.asarray(rows, device=device_of(X)), axis=0)), np.zeros((len(rows), d)))
     if kernel.output_dim != d:
         raise ValueError(f"Y must have {kernel.output_dim} columns (the kernel's output dimension), got {d}")
@@ -1090,14 +1095,17 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """
         lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
         if route_of(X) == "array_api":            # k-fold refits in X's namespace (no closed-form LOO there)
-            return _fit_cv_xp(self, X, Y, lams)
-        X, Y, y1d, kernel = _fit_data(self.kernel, X, Y)
-        self.cv_errors_ = _cv_errors(self, X, Y, lams, _one_part(KernelParts(kernel)))
+            X, Y2, _, _ = check_xp_data(X, Y)
+            self.cv_errors_ = _cv_errors_xp(self, X, Y2, lams)
+        else:
+            X, Y2, y1d, kernel = _fit_data(self.kernel, X, Y)
+            self.cv_errors_ = _cv_errors(self, X, Y2, lams, _one_part(KernelParts(kernel)))
+            Y = Y2[:, 0] if y1d else Y2
         self.lams_ = lams
         self.mean_cv_errors_ = self.cv_errors_.mean(axis=0)
         self.lam_ = float(lams[int(np.argmin(self.mean_cv_errors_))])
         t0 = time.perf_counter()
-        self.best_estimator_ = self._ridge(self.lam_).fit(X, Y[:, 0] if y1d else Y)
+        self.best_estimator_ = self._ridge(self.lam_).fit(X, Y)
         self.refit_time_ = time.perf_counter() - t0          # seconds of the final fit (as GridSearchCV's refit_time_)
         self.n_features_in_ = X.shape[1]
         return self
@@ -1129,9 +1137,9 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self.best_estimator_.kernel_
 
 
-def _fit_cv_xp(est, X, Y, lams):
-    "OVKRidgeCV.fit on array-API data: k-fold validation errors by refits on the folds (in X's namespace), then the refit."
-    X, Y2, y1d, xp = check_xp_data(X, Y)
+def _cv_errors_xp(est, X, Y2, lams):
+    "`_cv_errors` for checked array-API data: k-fold refits on the folds in X's namespace, (n_folds, len(lams)) on the host."
+    xp = namespace(X, Y2)
     if isinstance(est.cv, str):
         raise ValueError("cv='loo' runs on NumPy arrays only; on array-API inputs give cv an integer or a splitter")
     dev = device_of(X)
@@ -1140,11 +1148,4 @@ def _fit_cv_xp(est, X, Y, lams):
         tr_, va_ = xp.asarray(tr, device=dev), xp.asarray(va, device=dev)
         Xtr, Ytr, Xva, Yva = (xp.take(A, i, axis=0) for A, i in ((X, tr_), (Y2, tr_), (X, va_), (Y2, va_)))
         errs.append([float(xp.mean((est._ridge(float(l)).fit(Xtr, Ytr).predict(Xva) - Yva) ** 2)) for l in lams])
-    est.cv_errors_, est.lams_ = np.array(errs), lams
-    est.mean_cv_errors_ = est.cv_errors_.mean(axis=0)
-    est.lam_ = float(lams[int(np.argmin(est.mean_cv_errors_))])
-    t0 = time.perf_counter()
-    est.best_estimator_ = est._ridge(est.lam_).fit(X, Y)
-    est.refit_time_ = time.perf_counter() - t0
-    est.n_features_in_ = X.shape[1]
-    return est
+    return np.array(errs)
