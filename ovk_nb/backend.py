@@ -11,10 +11,11 @@ import numpy as np
 
 from .kernels import RBF, Laplacian, Linear, Polynomial, Separable
 from .linalg import group_columns
+from .validation import to_numpy      # the host copy, written once on floor 1 (validation uses it too)
 
 # %% auto #0
-__all__ = ['XP_SOLVERS', 'is_array_api', 'route_of', 'namespace', 'device_of', 'to_numpy', 'check_xp_data', 'scalar_gram',
-           'xp_ridge_fit', 'xp_ridge_predict']
+__all__ = ['XP_SOLVERS', 'is_array_api', 'route_of', 'namespace', 'device_of', 'check_xp_data', 'scalar_gram', 'xp_ridge_fit',
+           'xp_ridge_predict']
 
 # %% ../nbs/1_shared/09_backend.ipynb #3eca5ac2
 def _compat():
@@ -130,33 +131,6 @@ def device_of(A):
     'cpu'
     """
     return _compat().device(A)
-
-
-def to_numpy(A) -> np.ndarray:
-    """A copy of A on the host as a NumPy array (for host-side decisions: kernel bandwidths, landmark draws).
-
-    Parameters
-    ----------
-    A : array
-        A PyTorch tensor, CuPy array or any array NumPy can read.
-
-    Returns
-    -------
-    ndarray
-        The values on the host.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> to_numpy(np.ones(2)).tolist()
-    [1.0, 1.0]
-    """
-    c = _compat()
-    if c is not None and c.is_torch_array(A):
-        return A.detach().cpu().numpy()
-    if c is not None and c.is_cupy_array(A):
-        return A.get()
-    return np.asarray(A)
 
 # %% ../nbs/1_shared/09_backend.ipynb #bfe4a695
 def check_xp_data(X, Y=None, name: str = "X"):

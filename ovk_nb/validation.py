@@ -15,7 +15,7 @@ from sklearn.exceptions import NotFittedError
 
 # %% auto #0
 __all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf', 'Predicate',
-           'validate_params', 'validate_estimator_params', 'check_input', 'check_X_Y', 'check_X_Y_missing',
+           'validate_params', 'validate_estimator_params', 'to_numpy', 'check_input', 'check_X_Y', 'check_X_Y_missing',
            'check_fitted', 'feature_names', 'check_feature_names', 'check_X', 'fit_context']
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
@@ -471,9 +471,31 @@ def _to_host(A, name: str):
         return A
     warnings.warn(f"{name}: a {mod} array is copied to the host as NumPy: this estimator runs on NumPy "
                   "(OVKRidge and OVKRidgeCV run on the array's own device)", UserWarning, stacklevel=4)
-    if hasattr(A, "get") and mod == "cupy":
+    return to_numpy(A)
+
+
+def to_numpy(A) -> np.ndarray:
+    """A copy of A on the host as a NumPy array (for host-side decisions: kernel bandwidths, landmark draws).
+
+    Parameters
+    ----------
+    A : array
+        A PyTorch tensor, CuPy array or any array NumPy can read.
+
+    Returns
+    -------
+    ndarray
+        The values on the host.
+
+    Examples
+    --------
+    >>> to_numpy(np.ones(2)).tolist()
+    [1.0, 1.0]
+    """
+    mod = type(A).__module__.split(".")[0]
+    if mod == "cupy":
         return A.get()
-    if hasattr(A, "detach"):
+    if mod == "torch":
         return A.detach().cpu().numpy()
     return np.asarray(A)
 
