@@ -6,19 +6,21 @@
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .validation import check_matrix, check_positive, check_psd, sym_in_weights
+from .validation import check_matrix, check_positive, check_psd, sym_in_weights, to_numpy
 
 # %% auto #0
-__all__ = ['GAMMA_RULES', 'Params', 'ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'data_gamma',
-           'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'resolve_kernel', 'BlockKernel', 'field_apply',
-           'CurlFreeRBF', 'DivFreeRBF', 'paper000_J', 'gaussian_times_J', 'linear_quadratic', 'grid_weights',
-           'OutputOperator', 'gaussian_profile', 'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator',
-           'truncate_operator', 'ColumnKernel', 'ScaledKernel', 'Coregionalization']
+__all__ = ['XP_CHUNK', 'GAMMA_RULES', 'Params', 'is_array_api', 'xp_of', 'scalar_gram', 'ScalarKernel', 'sq_distances',
+           'check_gram_finite', 'Linear', 'Polynomial', 'data_gamma', 'RBF', 'Laplacian', 'OVKernel', 'Separable',
+           'SumKernel', 'resolve_kernel', 'BlockKernel', 'field_apply', 'CurlFreeRBF', 'DivFreeRBF', 'paper000_J',
+           'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
+           'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel',
+           'ScaledKernel', 'Coregionalization']
 
 # %% ../nbs/1_shared/01_kernels.ipynb #5a1c0e02
 _PARAM_NAMES: dict = {}
@@ -177,6 +179,220 @@ class Params:
         args = ", ".join(f"{k}={show(v)}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
 
+# %% ../nbs/1_shared/01_kernels.ipynb #a7e1c0d2
+def _compat():
+    "array-api-compat, or None when the `[array-api]` extra is not installed (then only NumPy and Dask inputs exist)."
+    try:
+        import array_api_compat
+    except ImportError:
+        return None
+    return array_api_compat
+
+
+def is_array_api(X) -> bool:
+    """Whether X is an array of another array-API library (PyTorch, CuPy, array-api-strict, JAX, ...).
+
+    Parameters
+    ----------
+    X : object
+        Any input a kernel or an estimator receives.
+
+    Returns
+    -------
+    bool
+        True for the arrays the kernels compute on in their own namespace and device (and `ovk_nb.backend.route_of`
+        sends to the array-API path); NumPy arrays, lists, pandas and Dask are not.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> is_array_api(np.ones(3))
+    False
+    """
+    if X is None or isinstance(X, (np.ndarray, list, tuple, numbers.Number)) or hasattr(X, "dask"):
+        return False
+    c = _compat()
+    if c is None or c.is_numpy_array(X) or getattr(type(X), "__module__", "").startswith("pandas"):
+        return False
+    try:
+        c.array_namespace(X)
+    except TypeError:
+        return False
+    return True
+
+
+def xp_of(A):
+    """The namespace to compute on A with: `numpy` itself for NumPy (and everything `is_array_api` rejects), so NumPy
+    results stay bit for bit what they were; array-api-compat's namespace of A otherwise.
+
+    Parameters
+    ----------
+    A : array
+        An array.
+
+    Returns
+    -------
+    module
+        numpy, or A's array-API namespace.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> xp_of(np.ones(2)) is np
+    True
+    """
+    return _compat().array_namespace(A) if is_array_api(A) else np
+
+
+def _device(A):
+    return _compat().device(A)
+
+
+def _on(A, like):
+    "A host array (or number) as an array of `like`'s namespace, dtype and device."
+    xp = xp_of(like)
+    return xp.asarray(np.asarray(A, dtype=float), dtype=like.dtype, device=_device(like))
+
+
+def _matrix(A, name, allow_1d=False, like=None):
+    """`check_matrix` for NumPy-like inputs; for an array-API array (or when `like`, the first input, is one) the same
+    checks in its own namespace, without a host copy: of `like`'s library, real floating, 2-D (1-D as one column), finite."""
+    if not (is_array_api(A) or is_array_api(like)):
+        return check_matrix(A, name, allow_1d=allow_1d)
+    xp = xp_of(A if like is None else like)
+    if not is_array_api(A) or xp_of(A) is not xp:
+        raise ValueError(f"{name} must be an array of X's library ({xp.__name__}), got {type(A).__name__}")
+    if like is not None and A.dtype != like.dtype:
+        raise ValueError(f"{name} must have X's dtype {like.dtype}, got {A.dtype}")
+    if not xp.isdtype(A.dtype, "real floating"):
+        raise ValueError(f"{name} must hold real floating-point numbers (float32 or float64), got dtype {A.dtype}")
+    if A.ndim == 1 and allow_1d:
+        A = xp.reshape(A, (-1, 1))
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array" + (" or 1-D" if allow_1d else "") + f", got {A.ndim}-D")
+    if not bool(xp.all(xp.isfinite(A))):
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+    return A
+
+
+XP_CHUNK = 2 ** 24      # entries of the (rows, m, p) temporary of a pairwise sum of differences, per chunk of rows
+
+
+def _xp_pair_sums(xp, X, Y, f):
+    "sum_k f(x_k - y_k) of all pairs, in row chunks of X: one (chunk, m, p) temporary at a time (never (n, m, p))."
+    n, m, p = X.shape[0], Y.shape[0], X.shape[1]
+    step = max(1, XP_CHUNK // max(1, m * p))
+    out = [xp.sum(f(X[i:min(i + step, n), None, :] - Y[None, :, :]), axis=2) for i in range(0, n, step)]
+    return xp.concat(out, axis=0) if out else xp.zeros((0, m), dtype=X.dtype, device=_device(X))
+
+
+def _xp_sq_distances(xp, X, Y):
+    """`sq_distances` in X's namespace: the same centring at X's mean and scaling to unit maximum (one BLAS-3 product),
+    the differences summed directly for a row or two against many and where the differences overflow."""
+    n, m = X.shape[0], Y.shape[0]
+    if n == 0 or m == 0:
+        return xp.zeros((n, m), dtype=X.dtype, device=_device(X))
+    if min(n, m) <= _FEW_ROWS:
+        return _xp_pair_sums(xp, X, Y, lambda D: D * D)
+    c = xp.mean(X, axis=0)
+    Xc, Yc = X - c, Y - c
+    s = max(float(xp.max(xp.abs(Xc))), float(xp.max(xp.abs(Yc))))
+    if not np.isfinite(s):                                   # differences overflow: exact per pair, then inf
+        return _xp_pair_sums(xp, X, Y, lambda D: D * D)
+    if s == 0.0:
+        return xp.zeros((n, m), dtype=X.dtype, device=_device(X))
+    Xc, Yc = Xc / s, Yc / s
+    d = xp.sum(Xc * Xc, axis=1)[:, None] + xp.sum(Yc * Yc, axis=1)[None, :] - 2.0 * (Xc @ Yc.T)
+    return xp.clip(d, 0.0, None) * s * s
+
+
+def scalar_gram(kernel, X, Y, xp=None):
+    """k(X, Y) in X's namespace, dtype and device: the one place the scalar kernels' formulas meet the array API.
+
+    `ScalarKernel.__call__`, `OVKernel.gram` / `apply` and `ovk_nb.backend`'s solvers call it on array-API arrays; it does
+    no checking of its own (the callers check X and the Gram).
+
+    Parameters
+    ----------
+    kernel : RBF, Laplacian, Linear, Polynomial, ScaledKernel or ColumnKernel
+        Resolved (numbers, not rules such as gamma='scale'); the wrappers of one of the four.
+    X : array of shape (n, p)
+        The first set of points.
+    Y : array of shape (m, p)
+        The second set, of X's library.
+    xp : module, optional
+        Their namespace (`xp_of(X)` when None).
+
+    Returns
+    -------
+    array of shape (n, m)
+        The Gram matrix.
+
+    Raises
+    ------
+    ValueError
+        Naming the kernel when it has no array-API form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(scalar_gram(RBF(1.0), np.zeros((1, 2)), np.ones((1, 2)))[0, 0]) == float(np.exp(-2.0))
+    True
+    """
+    xp = xp or xp_of(X)
+    kernel.validate()          # numbers as Python floats: a NumPy scalar times an array of another library is NumPy's
+    tk = type(kernel)
+    if tk is RBF:
+        return xp.exp(-float(kernel.gamma) * _xp_sq_distances(xp, X, Y))
+    if tk is Laplacian:
+        return xp.exp(-float(kernel.gamma) * _xp_pair_sums(xp, X, Y, xp.abs))
+    if tk is Polynomial:
+        return (float(kernel.gamma) * (X @ Y.T) + float(kernel.coef0)) ** int(kernel.degree)
+    if tk is Linear:
+        return X @ Y.T
+    if tk is ScaledKernel:
+        return float(kernel.scale) * scalar_gram(kernel.kernel, X, Y, xp)
+    if tk is ColumnKernel:
+        cols = xp.asarray(kernel._idx(X), device=_device(X))
+        return scalar_gram(kernel.kernel, xp.take(X, cols, axis=1), xp.take(Y, cols, axis=1), xp)
+    raise ValueError(f"kernel: {type(kernel).__name__} has no array-API form (RBF, Laplacian, Linear, Polynomial and their "
+                     "ScaledKernel / ColumnKernel wrappers do); pass NumPy arrays for it")
+
+
+def _xp_ov_parts(kernel, like):
+    "[(weight, scalar kernel, T as an array of `like`'s library)] of a Separable or a (nested) SumKernel of Separables."
+    if isinstance(kernel, Separable):
+        return [(1.0, kernel.scalar_kernel, _on(kernel.T, like))]
+    if isinstance(kernel, SumKernel):
+        return [(float(w) * v, k, T) for w, part in zip(kernel.weights_, kernel.kernels) if w
+                for v, k, T in _xp_ov_parts(part, like)]
+    raise ValueError(f"kernel: {type(kernel).__name__} has no array-API form (Separable and sums of Separables do); "
+                     "pass NumPy arrays for it")
+
+
+def _xp_apply(kernel, X, Y, C):
+    "sum_j K(x_i, y_j) c_j = sum_c w_c k_c(X, Y) (C T_c^T) for array-API arrays."
+    xp = xp_of(X)
+    out = None
+    for w, k, T in _xp_ov_parts(kernel, X):
+        term = w * (scalar_gram(k, X, Y, xp) @ (C @ T.T))
+        out = term if out is None else out + term
+    return out
+
+
+def _xp_block_gram(kernel, X, Y):
+    "The (n d, m d) block Gram sum_c w_c k_c(X, Y) kron T_c for array-API arrays (row-major blocks, as np.kron)."
+    xp = xp_of(X)
+    n, m = X.shape[0], Y.shape[0]
+    out = None
+    for w, k, T in _xp_ov_parts(kernel, X):
+        d = T.shape[0]
+        G = w * scalar_gram(k, X, Y, xp)
+        term = xp.reshape(G[:, None, :, None] * T[None, :, None, :], (n * d, m * d))
+        out = term if out is None else out + term
+    return out
+
+
 # %% ../nbs/1_shared/01_kernels.ipynb #8674ff87
 class ScalarKernel(Params):
     """Base class of the scalar kernels: ``k(X, Y=None)`` gives the (n, m) Gram matrix, ``k.diag(X)`` its diagonal.
@@ -200,14 +416,15 @@ class ScalarKernel(Params):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            The first inputs (a 1-D array is one feature).
+            The first inputs (a 1-D array is one feature); a PyTorch, CuPy or other array-API array gives the Gram in
+            its own library, dtype and device (`scalar_gram`).
         Y : array-like of shape (m_samples, n_features) or None, default=None
             The second inputs; None: X.
 
         Returns
         -------
         ndarray of shape (n_samples, m_samples)
-            The Gram matrix.
+            The Gram matrix (an array of X's library for array-API inputs).
 
         Raises
         ------
@@ -215,12 +432,12 @@ class ScalarKernel(Params):
             If a hyper-parameter is out of range, the widths differ, or a value is not finite.
         """
         self.validate()
-        X = check_matrix(X, "X", allow_1d=True)
-        Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
+        X = _matrix(X, "X", allow_1d=True)
+        Y = X if Y is None else _matrix(Y, "Y", allow_1d=True, like=X)
         if X.shape[1] != Y.shape[1]:
             raise ValueError(f"X and Y must have the same number of features, got {X.shape[1]} and {Y.shape[1]}")
         with np.errstate(over="ignore", invalid="ignore"):
-            G = self._gram(X, Y)
+            G = scalar_gram(self, X, Y) if is_array_api(X) else self._gram(X, Y)    # another library: its namespace
         return check_gram_finite(G, self, X, Y)
 
     def diag(self, X):
@@ -357,8 +574,10 @@ def check_gram_finite(G, kernel, X=None, Y=None) -> np.ndarray:
     array([[1., 0.],
            [0., 1.]])
     """
-    if G.size and not np.isfinite(G).all():
-        big = max((float(np.abs(A).max()) for A in (X, Y) if A is not None and np.size(A)), default=float("nan"))
+    xp = xp_of(G)                                           # NumPy, or G's own library (one reduction on its device)
+    if math.prod(G.shape) and not bool(xp.all(xp.isfinite(G))):
+        big = max((float(np.abs(to_numpy(A)).max()) for A in (X, Y) if A is not None and math.prod(A.shape)),
+                  default=float("nan"))
         raise ValueError(f"{kernel!r} gives non-finite kernel values on inputs of size up to {big:.3g}: "
                          "scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
     return G
@@ -573,7 +792,8 @@ class OVKernel(Params):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            The points where the sum is evaluated.
+            The points where the sum is evaluated; for a PyTorch, CuPy or other array-API array (Y and C of its library)
+            the product is computed there (Separable kernels and sums of them).
         Y : array-like of shape (m_samples, n_features)
             The points that carry the coefficients.
         C : array-like of shape (m_samples, output_dim)
@@ -591,7 +811,8 @@ class OVKernel(Params):
         """
         X, Y, C = self._check_apply(X, Y, C)
         with np.errstate(over="ignore", invalid="ignore"):
-            return check_gram_finite(self._apply(X, Y, C), self, X, Y)
+            F = _xp_apply(self, X, Y, C) if is_array_api(X) else self._apply(X, Y, C)
+            return check_gram_finite(F, self, X, Y)
 
     def gram(self, X, Y=None):
         """The dense block Gram matrix, block (i, j) = K(x_i, y_j); for references and tests.
@@ -599,7 +820,8 @@ class OVKernel(Params):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            The first inputs.
+            The first inputs; an array-API array gives the Gram in its own library and device (Separable kernels and
+            sums of them).
         Y : array-like of shape (m_samples, n_features) or None, default=None
             The second inputs; None: X.
 
@@ -609,10 +831,11 @@ class OVKernel(Params):
             The block Gram matrix.
         """
         self.validate()
-        X = check_matrix(X, "X", allow_1d=True)
-        Y = X if Y is None else check_matrix(Y, "Y", allow_1d=True)
+        X = _matrix(X, "X", allow_1d=True)
+        Y = X if Y is None else _matrix(Y, "Y", allow_1d=True, like=X)
         with np.errstate(over="ignore", invalid="ignore"):
-            return check_gram_finite(self._gram(X, Y), self, X, Y)
+            G = _xp_block_gram(self, X, Y) if is_array_api(X) else self._gram(X, Y)
+            return check_gram_finite(G, self, X, Y)
 
     def diag(self, X):
         """The diagonal blocks K(x_i, x_i).
@@ -664,11 +887,11 @@ class OVKernel(Params):
 
     def _check_apply(self, X, Y, C):
         self.validate()
-        X = check_matrix(X, "X", allow_1d=True)
-        Y = check_matrix(Y, "Y", allow_1d=True)
-        C = check_matrix(C, "C", allow_1d=self.output_dim == 1)
-        if C.shape != (len(Y), self.output_dim):
-            raise ValueError(f"C must have shape (len(Y), output_dim) = {(len(Y), self.output_dim)}, got {C.shape}")
+        X = _matrix(X, "X", allow_1d=True)
+        Y = _matrix(Y, "Y", allow_1d=True, like=X)
+        C = _matrix(C, "C", allow_1d=self.output_dim == 1, like=X)
+        if tuple(C.shape) != (Y.shape[0], self.output_dim):
+            raise ValueError(f"C must have shape (len(Y), output_dim) = {(Y.shape[0], self.output_dim)}, got {tuple(C.shape)}")
         return X, Y, C
 
     @property

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -14,7 +15,7 @@ import scipy.linalg as sla
 from fastcore.basics import patch
 from threadpoolctl import ThreadpoolController
 
-from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, check_gram_finite, sq_distances
+from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, check_gram_finite, sq_distances, xp_of
 
 # %% auto #0
 __all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
@@ -445,7 +446,7 @@ class EigenFactor:
         ndarray of shape (r, d)
             The denominators.
         """
-        return self.scale * np.outer(self.s, self.e) + lam
+        return self.scale * (self.s[:, None] * self.e[None, :]) + float(lam)     # (np.outer; any array library)
 
     def coef(self, lam):
         """The coefficients C = U (Yt / (s e^T + lam)) V^T for one lam.
@@ -492,7 +493,7 @@ def coef_path(self: EigenFactor, lams):
     ndarray of shape (n_lams, n, d)
         C for each lam.
     """
-    return np.stack([self.coef(l) for l in lams])
+    return xp_of(self.U).stack([self.coef(l) for l in lams])
 
 
 @patch
@@ -512,7 +513,7 @@ def predict_path(self: EigenFactor, Kx, lams):
         The predictions.
     """
     A = Kx @ self.U
-    return np.stack([A @ ((self.Yt / self.den(l)) * self.e) @ self.V.T for l in lams])
+    return xp_of(A).stack([A @ ((self.Yt / self.den(l)) * self.e) @ self.V.T for l in lams])
 
 
 @patch
@@ -647,7 +648,8 @@ def pcg(matvec, B, precond=None, tol: float = 1e-10, max_iter: int | None = None
     matvec : callable
         Z -> A Z for Z of B's shape.
     B : ndarray of shape (n, d)
-        The right-hand side.
+        The right-hand side; an array of another array-API library (PyTorch, CuPy) runs CG in its namespace and on
+        its device (`matvec` and `precond` must too); only the residual norms come to the host, one float a step.
     precond : callable or None, default=None
         R -> approximately A^{-1} R; None: none.
     tol : float, default=1e-10
@@ -676,25 +678,39 @@ def pcg(matvec, B, precond=None, tol: float = 1e-10, max_iter: int | None = None
     >>> bool(np.allclose(Z, C_dense)), bool(info["converged"])
     (True, True)
     """
-    max_iter = 10 * B.size if max_iter is None else max_iter
-    bnorm = np.linalg.norm(B)
+    xp = xp_of(B)                         # numpy itself for NumPy (unchanged), else B's array-API namespace and device
+    max_iter = 10 * math.prod(B.shape) if max_iter is None else max_iter
+    bnorm = _norm(B)
     if bnorm == 0:
-        return np.zeros_like(B), {"iterations": 0, "residual": 0.0, "history": [0.0], "converged": True}
+        return xp.zeros_like(B), {"iterations": 0, "residual": 0.0, "history": [0.0], "converged": True}
     P = (lambda R: R) if precond is None else precond
-    Z = np.zeros_like(B) if X0 is None else np.array(X0, dtype=float)
+    Z = xp.zeros_like(B) if X0 is None else xp.zeros_like(B) + X0
     R = B - matvec(Z)
-    Pr = P(R); D = Pr.copy(); rz = np.vdot(R, Pr)
-    hist = [np.linalg.norm(R) / bnorm]
+    Pr = P(R); D = Pr * 1.0; rz = _vdot(R, Pr)                  # D: a copy (P may return R itself, updated in place)
+    hist = [_norm(R) / bnorm]
     it = 0
     while hist[-1] > tol and it < max_iter:
         KD = matvec(D)
-        step = rz / np.vdot(D, KD)
+        step = rz / _vdot(D, KD)
         Z += step * D; R -= step * KD
-        Pr = P(R); rz_new = np.vdot(R, Pr)
+        Pr = P(R); rz_new = _vdot(R, Pr)
         D = Pr + (rz_new / rz) * D; rz = rz_new
         it += 1
-        hist.append(np.linalg.norm(R) / bnorm)
+        hist.append(_norm(R) / bnorm)
     return Z, {"iterations": it, "residual": hist[-1], "history": hist, "converged": hist[-1] <= tol}
+
+
+def _vdot(A, B):
+    """<A, B> over all entries: NumPy's vdot (one BLAS dot), or the sum of products in A's namespace (a 0-d array that
+    stays on A's device: CG's step sizes need no transfer)."""
+    xp = xp_of(A)
+    return np.vdot(A, B) if xp is np else xp.sum(A * B)
+
+
+def _norm(A) -> float:
+    "The Frobenius norm as a host float (np.linalg.norm is sqrt of the same BLAS dot, so NumPy's values do not change)."
+    return math.sqrt(float(_vdot(A, A)))
+
 
 # %% ../nbs/1_shared/02_linalg.ipynb #3b334c1c
 def symmetric_operator(T, weights=None):
@@ -1320,8 +1336,9 @@ class RandomFourierFeatures:
         ndarray of shape (n, 2 D)
             The features.
         """
+        xp = xp_of(X)               # any array library: omega and center then live in X's (`backend.xp_ridge_fit`)
         P = (X - self.center) @ self.omega.T
-        return np.hstack([np.cos(P), np.sin(P)]) / np.sqrt(self.D)
+        return xp.reshape(xp.stack([xp.cos(P), xp.sin(P)], axis=1), (P.shape[0], 2 * self.D)) / math.sqrt(self.D)
 
     def _vflat(self):
         "(the column t of z each feature u uses, v_u as rows (M, d))."
