@@ -12,17 +12,20 @@ import numpy as np
 import scipy.linalg as sla
 from fastcore.basics import patch
 from scipy.optimize import minimize
+from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .kernels import RBF, Coregionalization, OVKernel, Params, Separable, SumKernel, resolve_kernel
-from .linalg import blas_threads, eigh_psd
+from .kernels import RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, resolve_kernel, sq_distances
+from .linalg import KernelParts, blas_threads, eigh_psd, masked_logdet_slq
 from .validation import Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing, fit_context
 
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'ONE_THREAD_N', 'DENSE_MAX', 'gp_dense_reference', 'gp_posterior_dense_reference',
-           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'OVKGaussianProcess']
+__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'ONE_THREAD_N', 'DENSE_MAX', 'gp_dense_reference',
+           'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
+           'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
+           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -198,6 +201,10 @@ class MaskedLikelihood:
         if not eval_gradient:
             return lml
         W = np.outer(a, a) - sla.cho_solve((L, True), np.eye(len(a)), check_finite=False)    # 2 dL/dK_o
+        return lml, self.contract(W, s2, parts, grams)
+
+    def contract(self, W, s2, parts, grams):
+        "The gradient (1/2 <W, dK_o / dtheta_j>)_j of a loss whose derivative in K_o is W / 2, one parameter at a time."
         (ri, rl), grad = self.idx, []
         for (sk, Tm, dT, w), (Kx, dKx) in zip(parts, grams):
             Tl, Ki = Tm[np.ix_(rl, rl)], Kx[np.ix_(ri, ri)]
@@ -205,7 +212,7 @@ class MaskedLikelihood:
             WK = W * Ki
             grad += [0.5 * w * float(np.sum(WK * g[np.ix_(rl, rl)])) for g in dT]
         grad.append(0.5 * s2 * float(np.trace(W)))
-        return lml, np.array(grad)
+        return np.array(grad)
 
 
 class _MaskedPosterior:
@@ -252,18 +259,24 @@ class _MaskedPosterior:
 # %% ../nbs/2_algorithms/08_gp.ipynb #e42c8ef4
 def gp_loo_dense_reference(kernel, X, Y, noise: float):
     """The literal leave-one-sample-out log predictive probability: for each i, the Gaussian posterior of y_i (all d
-    outputs, noise included) given the other samples, from the dense Grams; its log density at y_i, summed."""
+    outputs, noise included) given the other samples, from the dense Grams; its log density at y_i, summed. Any
+    Separable or SumKernel; NaN entries of Y are missing: sample i's observed entries are predicted from the other
+    samples' observed entries (a sample with none observed adds nothing)."""
     Y = np.asarray(Y, dtype=float)
     n, d = Y.shape
     K = kernel.gram(X) + noise * np.eye(n * d)
+    y, obs = Y.ravel(), ~np.isnan(Y.ravel())
     out = 0.0
     for i in range(n):
-        o, r = np.arange(i * d, i * d + d), np.setdiff1d(np.arange(n * d), np.arange(i * d, i * d + d))
+        blk = np.zeros(n * d, bool); blk[i * d:i * d + d] = True
+        o, r = np.nonzero(blk & obs)[0], np.nonzero(~blk & obs)[0]
+        if not len(o):
+            continue
         Krr = K[np.ix_(r, r)]
-        mu = K[np.ix_(o, r)] @ np.linalg.solve(Krr, Y.ravel()[r])
+        mu = K[np.ix_(o, r)] @ np.linalg.solve(Krr, y[r])
         S = K[np.ix_(o, o)] - K[np.ix_(o, r)] @ np.linalg.solve(Krr, K[np.ix_(r, o)])
-        e = Y[i] - mu
-        out += -0.5 * e @ np.linalg.solve(S, e) - 0.5 * np.linalg.slogdet(S)[1] - 0.5 * d * LOG2PI
+        e = y[o] - mu
+        out += -0.5 * e @ np.linalg.solve(S, e) - 0.5 * np.linalg.slogdet(S)[1] - 0.5 * len(o) * LOG2PI
     return float(out)
 
 
@@ -298,6 +311,36 @@ def loo(self: SeparableLikelihood, theta, eval_gradient: bool = True):
         grad += list(T.theta_gradient(GT))
     grad.append(s2 * (float(np.sum(At * Pt)) - 0.5 * float(np.sum(m * (U2 @ (1.0 / lam ** 2))))))
     return f, np.array(grad)
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #66dc071a
+@patch
+def loo(self: MaskedLikelihood, theta, eval_gradient: bool = True):
+    "The leave-one-sample-out log predictive probability of the observed entries and its gradient (dense inverse, see above)."
+    theta = np.asarray(theta, dtype=float)
+    k, s2, L, a, parts, grams = self.factor(theta)
+    B = sla.cho_solve((L, True), np.eye(len(a)), check_finite=False)
+    starts = np.searchsorted(self.idx[0], np.arange(len(self.X) + 1))        # sample i's entries: starts[i]:starts[i+1]
+    r, RD, f = np.zeros_like(a), np.zeros_like(B), 0.0
+    for i in np.nonzero(np.diff(starts))[0]:
+        sl = slice(starts[i], starts[i + 1])
+        ci = sla.cho_factor(B[sl, sl], lower=True, check_finite=False)
+        r[sl] = sla.cho_solve(ci, a[sl], check_finite=False)
+        f += -0.5 * float(a[sl] @ r[sl]) + float(np.log(np.diag(ci[0])).sum()) - 0.5 * (sl.stop - sl.start) * LOG2PI
+        if eval_gradient:
+            RD[sl, sl] = np.outer(r[sl], r[sl]) + sla.cho_solve(ci, np.eye(sl.stop - sl.start), check_finite=False)
+    if not eval_gradient:
+        return f
+    pa = np.outer(B @ r, a)
+    G = 0.5 * (pa + pa.T) - 0.5 * B @ RD @ B
+    return f, self.contract(2 * G, s2, parts, grams)
+
+
+@patch
+def loo(self: DenseLikelihood, theta, eval_gradient: bool = True):
+    "The leave-one-sample-out objective of a sum of separable parts (LMC): `MaskedLikelihood.loo` on the full Gram."
+    if not hasattr(self, "_masked"):
+        self._masked = MaskedLikelihood(self.kernel, self.X, self.Y)
+    return self._masked.loo(theta, eval_gradient)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #f8ac1f7f
 class _SeparablePosterior:
@@ -371,6 +414,365 @@ class _DensePosterior:
         F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
         return F.reshape(m, d, n_samples)
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #eb4cec53
+NYSTROM_JITTER = 1e-8       # K_mm + NYSTROM_JITTER * mean diag(K_mm) I: the landmark Gram's Cholesky (fixed at construction)
+
+
+def _cross_gram_gradient(sk, A, B):
+    "(k(A, B), d k(A, B) / d theta of shape (n_dims, len(A), len(B))): RBF and Laplacian (log gamma), or no parameter."
+    K = sk(A, B)
+    if not sk.n_dims:
+        return K, np.zeros((0, *K.shape))
+    if isinstance(sk, (RBF, Laplacian)):
+        D = sq_distances(A, B) if isinstance(sk, RBF) else cdist(A, B, "cityblock")
+        D *= -sk.gamma
+        D *= K
+        return K, D[None]
+    raise ValueError(f"kernel: method='nystrom' learns the parameters of RBF or Laplacian scalar kernels (or none), got "
+                     f"{type(sk).__name__}")
+
+
+def nystrom_landmarks(X, n_components: int, random_state=None):
+    """The landmark rows of the Nystrom likelihood: `n_components` rows of X drawn uniformly without replacement.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The training inputs.
+    n_components : int
+        The number of landmarks m (all rows when n <= m).
+    random_state : int, Generator or None, default=None
+        The seed of the draw.
+
+    Returns
+    -------
+    ndarray of int of shape (min(m, n),)
+        The sorted row indices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nystrom_landmarks(np.zeros((10, 2)), 4, random_state=0).shape
+    (4,)
+    """
+    n = len(X)
+    if n <= n_components:
+        return np.arange(n)
+    return np.sort(check_random_state(random_state).choice(n, int(n_components), replace=False))
+
+
+def gp_nystrom_dense_reference(kernel, X, Y, noise: float, Z, eval_gradient: bool = True, jitter: float | None = None):
+    """The literal subset-of-regressors (SoR / DTC) log marginal likelihood, for tests: Y (n, d) under
+    N(0, Q kron T + noise I), Q = K_nZ (K_ZZ + eps I)^{-1} K_Zn formed as an n x n matrix, (n d) x (n d) by np.kron,
+    `np.linalg.slogdet` and `inv`; the gradient with respect to (kernel.theta, log noise) by (3) with the literal dQ.
+
+    Parameters
+    ----------
+    kernel : Separable
+        One separable kernel k T.
+    X : ndarray of shape (n, p)
+        The inputs.
+    Y : ndarray of shape (n, d)
+        The targets.
+    noise : float
+        The noise variance.
+    Z : ndarray of shape (m, p)
+        The landmarks.
+    eval_gradient : bool, default=True
+        Also return the gradient.
+    jitter : float or None, default=None
+        eps; None: NYSTROM_JITTER times the mean of k(z, z).
+
+    Returns
+    -------
+    float, or (float, ndarray)
+        The log marginal likelihood, and its gradient with `eval_gradient`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(8, 1)), np.random.default_rng(1).normal(size=(8, 2))
+    >>> K = Separable(RBF(1.0), np.eye(2))
+    >>> bool(np.isclose(gp_nystrom_dense_reference(K, X, Y, 0.1, X, False, jitter=0.0),
+    ...                 gp_dense_reference(K, X, Y, 0.1, False)))
+    True
+    """
+    X = np.asarray(X, dtype=float); Y = np.asarray(Y, dtype=float)
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    (sk, T, w), = _flat_parts(kernel)
+    n, d = Y.shape
+    eps = NYSTROM_JITTER * float(np.mean(sk.diag(Z))) if jitter is None else jitter
+    Knm, dKnm = _cross_gram_gradient(sk, X, Z)
+    Kmm, dKmm = _cross_gram_gradient(sk, Z, Z)
+    Ki = np.linalg.inv(Kmm + eps * np.eye(len(Z)))
+    Q = Knm @ Ki @ Knm.T
+    Tm, dT = _T_grad(T)
+    K = w * np.kron(Q, Tm) + noise * np.eye(n * d)
+    dQ = [a @ Ki @ Knm.T + Knm @ Ki @ a.T - Knm @ Ki @ b @ Ki @ Knm.T for a, b in zip(dKnm, dKmm)]
+    dK = [w * np.kron(g, Tm) for g in dQ] + [w * np.kron(Q, g) for g in dT] + [noise * np.eye(n * d)]
+    Kinv = np.linalg.inv(K)
+    y = Y.ravel()
+    a = Kinv @ y
+    lml = -0.5 * y @ a - 0.5 * np.linalg.slogdet(K)[1] - 0.5 * y.size * LOG2PI
+    if not eval_gradient:
+        return float(lml)
+    return float(lml), np.array([0.5 * a @ g @ a - 0.5 * np.trace(Kinv @ g) for g in dK])
+
+
+class NystromLikelihood:
+    """The subset-of-regressors (SoR / DTC) log marginal likelihood of Y (n, d) under Q kron T + s2 I,
+    Q = K_nm (K_mm + eps I)^{-1} K_mn on m landmarks Z, and its gradient, in the joint eigenbasis of Phi^T Phi and T
+    (Phi = K_nm L^{-T}, L L^T = K_mm + eps I): O(n m^2) for a new bandwidth (Phi, its Gram's eigh, kept), O(m d^2 + d^3)
+    for a new T or noise; never n x n. ``theta`` = (kernel.theta, log noise)."""
+    def __init__(self, kernel: Separable, X, Y, Z, chunk: int = 8192):
+        (self.sk, self.T, w), = _flat_parts(kernel)
+        if w != 1.0:
+            raise ValueError("kernel: a weighted one-part SumKernel: give the Separable itself")
+        self.kernel, self.X, self.Y, self.Z, self.chunk = kernel, X, Y, np.asarray(Z, dtype=float), int(chunk)
+        self.nk = self.sk.n_dims
+        self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self.Z)))
+        self.yy = float(np.sum(Y * Y))
+        self._key = None
+
+    def _rows(self):
+        return [slice(i, min(i + self.chunk, len(self.X))) for i in range(0, len(self.X), self.chunk)]
+
+    def _scalar(self, theta_k):
+        "(g, R, L, Phi, R^T Phi^T Y, scalar kernel, dK_mm) at theta_k: one pass over X per bandwidth."
+        key = tuple(theta_k)
+        if key != self._key:
+            self._key, self._cache = None, None                 # a failure below leaves no half-built cache
+            sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
+            Kmm, dKmm = _cross_gram_gradient(sk, self.Z, self.Z)
+            Kmm[np.diag_indices_from(Kmm)] += self.eps
+            L = sla.cholesky(Kmm, lower=True, check_finite=False)
+            Phi = np.empty((len(self.X), len(self.Z)))
+            for sl in self._rows():
+                Phi[sl] = sla.solve_triangular(L, sk(self.X[sl], self.Z).T, lower=True, check_finite=False).T
+            g, R = np.linalg.eigh(Phi.T @ Phi)
+            g = np.clip(g, 0, None)
+            self._cache, self._key = (g, R, L, Phi, R.T @ (Phi.T @ self.Y), sk, dKmm), key
+        return self._cache
+
+    def state(self, theta):
+        "The factors at theta: (g, R, L, Phi, e, V, Bt, lam, s2, scalar kernel, T, dK_mm)."
+        theta = np.asarray(theta, dtype=float)
+        g, R, L, Phi, B, sk, dKmm = self._scalar(theta[:self.nk])
+        T = self.T.clone_with_theta(theta[self.nk:-1]) if isinstance(self.T, Params) and self.T.n_dims else self.T
+        Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
+        e, V = np.linalg.eigh(Tm)
+        e = np.clip(e, 0, None)
+        s2 = float(np.exp(theta[-1]))
+        return g, R, L, Phi, e, V, B @ V, g[:, None] * e[None, :] + s2, s2, sk, T, dKmm
+
+    def __call__(self, theta, eval_gradient: bool = True, kernel_grad: bool = True):
+        "(lml, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
+        g, R, L, Phi, e, V, Bt, lam, s2, sk, T, dKmm = self.state(theta)
+        (n, m), d = Phi.shape, len(e)
+        At = Bt / lam                                          # R^T Phi^T alpha in the joint eigenbasis
+        fit = (self.yy - float(np.sum(e * Bt * At))) / s2      # y^T Sigma^{-1} y
+        lml = -0.5 * fit - 0.5 * ((n - m) * d * np.log(s2) + float(np.sum(np.log(lam)))) - 0.5 * n * d * LOG2PI
+        if not eval_gradient:
+            return float(lml)
+        grad = []
+        if self.nk and kernel_grad:
+            c = (e ** 2 / lam).sum(1)                          # Sigma_l e_l C_l^{-1} = (tr T I - Phi R diag(c) R^T Phi^T) / s2
+            C = e * At                                         # alpha~ = (Y V - Phi R C) / s2
+            P1 = (V * e) @ At.T @ R.T                          # (d, m)
+            P2 = R @ ((c * g)[:, None] * R.T) - R @ (C * e) @ At.T @ R.T - float(e.sum()) * np.eye(m)
+            Q1 = sla.solve_triangular(L, P1.T, lower=True, trans=1, check_finite=False).T / (2 * s2)   # P1 L^{-1} / 2 s2
+            Q2 = sla.solve_triangular(L, P2.T, lower=True, trans=1, check_finite=False).T / (2 * s2)
+            gk = np.zeros(self.nk)
+            for sl in self._rows():                            # 2 <G K_nm K_mm^{-1}, dK_nm>, chunk by chunk
+                _, dK = _cross_gram_gradient(sk, self.X[sl], self.Z)
+                M1 = self.Y[sl] @ Q1 + Phi[sl] @ Q2
+                gk += 2 * np.einsum("ij,kij->k", M1, dK)
+            FGF = (R @ Bt @ V.T @ P1 + R @ (g[:, None] * (R.T @ P2))) / (2 * s2)     # Phi^T G Phi
+            Li = sla.solve_triangular(L, np.eye(m), lower=True, check_finite=False)   # L^{-1}
+            HGH = Li.T @ FGF @ Li                              # K_mm^{-1} K_mn G K_nm K_mm^{-1}
+            gk -= np.einsum("ij,kij->k", HGH, dKmm)
+            grad += list(gk)
+        if isinstance(T, Params) and T.n_dims:                 # dL/dT = 1/2 V (At^T At - diag(sum_a g_a / lam_al)) V^T
+            GT = 0.5 * (V @ (At.T @ At - np.diag((g[:, None] / lam).sum(0))) @ V.T)
+            grad += list(T.theta_gradient(GT))
+        aa = (self.yy - float(np.sum(e * Bt * Bt * (2 - g[:, None] * e / lam) / lam))) / s2 ** 2    # ||alpha||^2
+        tr = float(np.sum(1.0 / lam)) + (n - m) * d / s2
+        grad.append(0.5 * s2 * (aa - tr))
+        return float(lml), np.array(grad)
+
+
+class _NystromPosterior(_SeparablePosterior):
+    """The SoR mean and the DTC variance of f from the Nystrom factors: with Psi = k(X*, Z) L^{-T} R, along T's eigenvector
+    l the mean is e_l Psi At_l and the covariance e_l (K** - Psi Psi^T) + Psi diag(e_l s2 / lam_l) Psi^T."""
+    def __init__(self, lik: NystromLikelihood, theta):
+        g, R, L, Phi, e, V, Bt, lam, s2, sk, T, _ = lik.state(theta)
+        self.Z, self.sk, self.L, self.R, self.e, self.V, self.lam, self.s2 = lik.Z, sk, L, R, e, V, lam, s2
+        self.At = Bt / lam
+        # the landmark coefficients: mean(x) = sum_j K(x, z_j) alpha_j, alpha = L^{-T} R At V^T (then T by the kernel)
+        self.alpha = sla.solve_triangular(L, R @ self.At @ V.T, lower=True, trans=1, check_finite=False)
+
+    def _Q(self, Xs):
+        return sla.solve_triangular(self.L, self.sk(Xs, self.Z).T, lower=True, check_finite=False).T @ self.R
+
+    def var(self, Xs, Q=None):
+        "DTC: Var f along l = e_l (k(x, x) - |Psi_x|^2) + sum_a Psi_xa^2 e_l s2 / lam_al, mixed back by V^2, (m, d)."
+        Q = self._Q(Xs) if Q is None else Q
+        Q2 = Q * Q
+        c = (self.sk.diag(Xs) - Q2.sum(1))[:, None] * self.e + self.s2 * self.e * (Q2 @ (1.0 / self.lam))
+        return np.clip(c @ (self.V ** 2).T, 0, None)
+
+    def _direction_covs(self, Xs, Q):
+        Kss = self.sk(Xs) - Q @ Q.T
+        return np.stack([el * Kss + (Q * (el * self.s2 / self.lam[:, l])) @ Q.T for l, el in enumerate(self.e)])
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #e978927d
+def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
+    "PCG on each slice B[:, j] of an (n, N, d) stack at once (one batched product per step); (solution, iterations)."
+    Z = np.zeros_like(B)
+    R = B.copy()
+    Pr = precond(R)
+    D = Pr.copy()
+    rz = np.einsum("ikj,ikj->k", R, Pr)
+    bn = np.sqrt(np.einsum("ikj,ikj->k", B, B))
+    bn[bn == 0] = 1.0
+    it = 0
+    while it < max_iter and (np.sqrt(np.einsum("ikj,ikj->k", R, R)) > tol * bn).any():
+        KD = matvec(D)
+        dkd = np.einsum("ikj,ikj->k", D, KD)
+        step = np.where(dkd > 0, rz / np.where(dkd > 0, dkd, 1.0), 0.0)
+        Z += step[:, None] * D
+        R -= step[:, None] * KD
+        Pr = precond(R)
+        rz_new = np.einsum("ikj,ikj->k", R, Pr)
+        D = Pr + np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)[:, None] * D
+        rz = rz_new
+        it += 1
+    return Z, it
+
+
+class StochasticMaskedLikelihood:
+    """The log marginal likelihood of the observed entries of Y (NaN = missing) by stochastic estimation, for sizes
+    beyond `MASKED_DENSE_MAX`: the data-fit term y_o^T K_o^{-1} y_o exact by PCG, log det K_o by stochastic Lanczos
+    quadrature (`ovk_nb.linalg.masked_logdet_slq`), the gradient's trace tr(K_o^{-1} dK_o) by Hutchinson's estimator
+    mean_z (K_o^{-1} z)^T dK_o z over `n_probes` Rademacher probes solved by the same batched PCG. The probes are drawn
+    once from `random_state`, so the objective is a deterministic function of theta (L-BFGS-B can line-search it).
+    APPROXIMATE: see the measured errors in the notebook. O(n^2 d (n_probes + 1)) per PCG step and one eigh of an n x n
+    Gram (the preconditioner) per evaluation; the n x n scalar Grams stored, never the observed block.
+    theta = (kernel.theta, log noise)."""
+    def __init__(self, kernel, X, Y, n_probes: int = 30, n_steps: int = 50, random_state=0, tol: float = 1e-8):
+        self.kernel, self.X, self.Y = kernel, X, Y
+        self.obs = ~np.isnan(Y)
+        self.M = self.obs[:, None, :]                         # stacks are (n, N, d): N right-hand sides
+        self.Y0 = np.where(self.obs, Y, 0.0)
+        self.n_obs = int(self.obs.sum())
+        self.n_probes, self.n_steps, self.tol = int(n_probes), int(n_steps), float(tol)
+        self.seed = int(check_random_state(random_state).randint(2 ** 31 - 1))    # one fixed seed: a deterministic objective
+        rng = np.random.default_rng(self.seed)
+        self.probes = rng.choice([-1.0, 1.0], size=(len(Y), self.n_probes, Y.shape[1])) * self.M
+        _flat_parts(kernel)
+
+    @staticmethod
+    def _apply(G, Z, Tm):
+        "(G kron Tm) on each slice of the (n, N, d) stack Z: G Z_k Tm."
+        n = len(Z)
+        return ((G @ Z.reshape(n, -1)).reshape(-1, Z.shape[-1]) @ Tm).reshape(Z.shape)
+
+    def operator(self, theta):
+        "(kernel, s2, parts, masked matvec, preconditioner) at theta; the last one kept (the posterior reuses it)."
+        theta = np.asarray(theta, dtype=float)
+        if getattr(self, "_op_key", None) == tuple(theta):
+            return self._op
+        k = self.kernel.clone_with_theta(theta[:-1])
+        s2 = float(np.exp(theta[-1]))
+        parts = [(sk, *_T_grad(T), w, *sk.gram_gradient(self.X)) for sk, T, w in _flat_parts(k)]
+        M = self.M
+
+        def mv(Z):
+            out = s2 * Z
+            for _, Tm, _, w, Kx, _ in parts:
+                out += w * self._apply(Kx, Z, Tm)
+            return out * M
+
+        # the preconditioner: the unmasked dominant separable part's joint eigen-solve (exact for one Separable unmasked)
+        c = int(np.argmax([w * np.trace(Kx) * np.trace(Tm) for _, Tm, _, w, Kx, _ in parts]))
+        _, Tm, _, w, Kx, _ = parts[c]
+        sv, U = np.linalg.eigh(w * Kx)
+        ev, Vt = np.linalg.eigh(Tm)
+        lam = (np.clip(sv, 0, None)[:, None] * np.clip(ev, 0, None)[None, :] + s2)[:, None, :]
+
+        def pc(R):
+            return self._apply(U, self._apply(U.T, R, Vt) / lam, Vt.T) * M
+
+        self._op_key, self._op = None, (k, s2, parts, mv, pc)
+        self._op_key = tuple(theta)
+        return self._op
+
+    def solve(self, theta, B):
+        "(kernel, s2, parts, K_o^{-1} B for the (n, N, d) stack B (zero at the missing entries), PCG iterations)."
+        k, s2, parts, mv, pc = self.operator(theta)
+        S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs)
+        return k, s2, parts, S, it
+
+    def __call__(self, theta, eval_gradient: bool = True):
+        theta = np.asarray(theta, dtype=float)
+        B = np.concatenate([self.Y0[:, None, :], self.probes if eval_gradient else self.probes[:, :0]], 1)
+        k, s2, parts, S, self.iterations_ = self.solve(theta, B)
+        A, Up, Zp = S[:, :1], S[:, 1:], self.probes
+        ld, self.logdet_stderr_ = masked_logdet_slq(KernelParts(k), self.X, self.obs, s2, self.n_probes, self.n_steps,
+                                                    random_state=self.seed)
+        lml = -0.5 * float(np.sum(self.Y0 * A[:, 0])) - 0.5 * ld - 0.5 * self.n_obs * LOG2PI
+        if not eval_gradient:
+            return lml
+        N = self.n_probes
+
+        def contract(G, Tm):
+            "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) z: the gradient along one dK = G kron Tm."
+            return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Zp, Tm))) / N
+
+        grad = []
+        for sk, Tm, dT, w, Kx, dKx in parts:
+            grad += [w * contract(g, Tm) for g in dKx]
+            if len(dT):                                         # K A and K Z once, then each dT in O(n N d^2)
+                KA, KZ = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Zp, np.eye(len(Tm)))
+                grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KZ @ g))) / N) for g in dT]
+        grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Zp)) / N))
+        return lml, np.array(grad)
+
+
+class _PCGPosterior:
+    """The posterior after a stochastic fit, by the same PCG (exact to its tolerance): the mean from alpha = K_o^{-1} y_o,
+    the covariance K** - K_*o K_o^{-1} K_o* with K_o^{-1} K_o* solved for `chunk` test points at a time (m d right-hand
+    sides each: O(n^2 d^2 m) per PCG step, slow for many test points, stated)."""
+    def __init__(self, lik: StochasticMaskedLikelihood, theta, chunk: int = 32):
+        self.lik, self.theta, self.chunk = lik, np.asarray(theta, dtype=float), int(chunk)
+        self.kernel, _, _, S, _ = lik.solve(theta, lik.Y0[:, None, :])
+        self.alpha = S[:, 0]
+        self.X, self.d = lik.X, lik.Y.shape[1]
+
+    def mean(self, Xs, Q=None):
+        return self.kernel.apply(Xs, self.X, self.alpha)
+
+    def _joint(self, Xs):
+        "The posterior covariance of f at Xs, (m d) x (m d), row i*d + o."
+        n, m, d = len(self.X), len(Xs), self.d
+        Kxs = self.kernel.gram(self.X, Xs).reshape(n, d, m * d).transpose(0, 2, 1)      # K_o* as an (n, m d, d) stack
+        S = self.lik.solve(self.theta, Kxs)[3]
+        return self.kernel.gram(Xs) - np.einsum("ikl,ijl->kj", Kxs * self.lik.M, S)
+
+    def var(self, Xs, Q=None):
+        out = [np.diag(self._joint(Xs[i:i + self.chunk])).reshape(-1, self.d) for i in range(0, len(Xs), self.chunk)]
+        return np.clip(np.concatenate(out), 0, None) if out else np.zeros((0, self.d))
+
+    def cov(self, Xs, Q=None):
+        m, d = len(Xs), self.d
+        return np.einsum("iojo->ijo", self._joint(Xs).reshape(m, d, m, d))
+
+    def sample(self, Xs, n_samples, rng):
+        m, d = len(Xs), self.d
+        F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
+        return F.reshape(m, d, n_samples)
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #d5539770
 ONE_THREAD_N = 2000         # below this n the fit runs with one BLAS thread (see the decision above)
 DENSE_MAX = 3000            # sums of separable parts (LMC) use the exact dense fallback up to n * d = DENSE_MAX
@@ -384,6 +786,8 @@ _GP_CONSTRAINTS = {
     "optimizer": [Options(("fmin_l_bfgs_b",)), "callable", None],
     "n_restarts_optimizer": [Interval(numbers.Integral, 0, None)], "normalize_y": ["boolean"],
     "random_state": ["random_state"], "missing": [Options(("raise", "ignore"))], "objective": [Options(("lml", "loo"))],
+    "method": [Options(("auto", "exact", "stochastic", "nystrom"))], "n_components": [Interval(numbers.Integral, 1, None)],
+    "n_probes": [Interval(numbers.Integral, 2, None)],
 }
 
 
@@ -430,11 +834,24 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Seed of the restarts and of `sample_y`'s default.
     missing : {'raise', 'ignore'}, default='raise'
         'ignore': NaN entries of Y are missing outputs (whole rows allowed); the likelihood, its gradient and the
-        posterior condition on the observed entries only, exactly (`MaskedLikelihood`: at most `MASKED_DENSE_MAX`
-        observed entries when some are missing). 'raise': a NaN in Y is a ValueError naming Y.
+        posterior condition on the observed entries only, exactly up to `MASKED_DENSE_MAX` observed entries
+        (`MaskedLikelihood`), by the stochastic estimators beyond (see `method`). 'raise': a NaN in Y is a ValueError
+        naming Y.
     objective : {'lml', 'loo'}, default='lml'
         What the hyper-parameters maximise: the log marginal likelihood, or the closed-form leave-one-sample-out log
-        predictive probability (one Separable, no missing entries).
+        predictive probability (exact routes only: one Separable in the joint eigenbasis, sums of Separables by the dense
+        fallback, missing entries by the observed block's inverse).
+    method : {'auto', 'exact', 'stochastic', 'nystrom'}, default='auto'
+        How the likelihood is computed. 'exact': the joint eigenbasis (one Separable), the dense fallback (sums, n d <=
+        `DENSE_MAX`) or the observed block's Cholesky (missing entries, at most `MASKED_DENSE_MAX` observed), else a
+        ValueError. 'auto': 'exact', and 'stochastic' past `MASKED_DENSE_MAX` observed entries. 'stochastic': PCG, stochastic
+        Lanczos log-determinant and Hutchinson traces with `n_probes` fixed probes (`StochasticMaskedLikelihood`,
+        approximate). 'nystrom': the subset-of-regressors / DTC likelihood on `n_components` landmarks drawn from X with
+        `random_state` (`NystromLikelihood`, one Separable, no missing entries; n beyond memory), SoR mean and DTC variance.
+    n_components : int, default=500
+        The number of Nystrom landmarks (method='nystrom'; all rows when n is smaller).
+    n_probes : int, default=30
+        The number of probe vectors of the stochastic estimators (method='stochastic', or 'auto' past the exact limit).
 
     Attributes
     ----------
@@ -449,7 +866,10 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     objective_value_ : float
         The maximised objective (the LML, or the leave-one-out log predictive probability for objective='loo').
     alpha_ : ndarray of shape (n_samples, n_outputs) (or (n_samples,) for a 1-D y)
-        K^{-1} vec(Y) as a matrix: predictions are sum_j K(x, x_j) alpha_j.
+        K^{-1} vec(Y) as a matrix: predictions are sum_j K(x, x_j) alpha_j. With method='nystrom': shape
+        (n_landmarks, n_outputs), predictions sum_j K(x, z_j) alpha_j over the landmarks `landmarks_`.
+    landmarks_ : ndarray of shape (n_landmarks, n_features)
+        The Nystrom landmarks (method='nystrom' only).
     X_train_, y_train_ : the training data (y as fitted, normalised if asked).
     n_features_in_, n_outputs_ : int
 
@@ -477,28 +897,46 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints = _GP_CONSTRAINTS
 
     def __init__(self, kernel=None, noise=None, noise_bounds=(1e-8, 1e5), optimizer="fmin_l_bfgs_b",
-                 n_restarts_optimizer=0, normalize_y=False, random_state=None, missing="raise", objective="lml"):
+                 n_restarts_optimizer=0, normalize_y=False, random_state=None, missing="raise", objective="lml",
+                 method="auto", n_components=500, n_probes=30):
         self.kernel, self.noise, self.noise_bounds, self.optimizer = kernel, noise, noise_bounds, optimizer
         self.n_restarts_optimizer, self.normalize_y, self.random_state = n_restarts_optimizer, normalize_y, random_state
         self.missing, self.objective = missing, objective
+        self.method, self.n_components, self.n_probes = method, n_components, n_probes
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3b7a3f8c
-def _likelihood(kernel, X, Y):
-    """The fast eigenbasis likelihood for one Separable, the dense fallback for a sum of Separables (n d <= DENSE_MAX),
-    the exact masked likelihood when Y has missing (NaN) entries (at most MASKED_DENSE_MAX observed)."""
+def _likelihood(kernel, X, Y, est=None):
+    """The likelihood `est.method` asks for: the fast eigenbasis likelihood for one Separable, the dense fallback for a
+    sum of Separables (n d <= DENSE_MAX), the exact masked likelihood when Y has missing (NaN) entries (at most
+    MASKED_DENSE_MAX observed; 'auto' turns stochastic beyond), the stochastic or the Nystrom likelihood when asked."""
     parts = _flat_parts(kernel)
-    if np.isnan(Y).any():
+    method = "auto" if est is None else est.method
+    missing = bool(np.isnan(Y).any())
+    if method == "nystrom":
+        if missing:
+            raise ValueError("method: 'nystrom' needs every entry of Y observed; with missing entries use 'auto' or "
+                             "'stochastic'")
+        if not isinstance(kernel, Separable):
+            raise ValueError(f"kernel: method='nystrom' is built for one Separable kernel, got {type(kernel).__name__}")
+        Z = X[nystrom_landmarks(X, est.n_components, est.random_state)]
+        return NystromLikelihood(kernel, X, Y, Z)
+    if method == "stochastic":
+        return StochasticMaskedLikelihood(kernel, X, Y, est.n_probes, random_state=est.random_state)
+    if missing:
         n_obs = int((~np.isnan(Y)).sum())
         if n_obs > MASKED_DENSE_MAX:
-            raise ValueError(f"missing: the exact likelihood with missing entries is limited to MASKED_DENSE_MAX = "
-                             f"{MASKED_DENSE_MAX} observed entries, got {n_obs} (fit on a subset, or use "
-                             "ovk_nb.linalg.masked_solve for the posterior mean at fixed hyper-parameters)")
+            if method == "auto":
+                return StochasticMaskedLikelihood(kernel, X, Y, 30 if est is None else est.n_probes,
+                                                  random_state=None if est is None else est.random_state)
+            raise ValueError(f"method: the exact likelihood with missing entries is limited to MASKED_DENSE_MAX = "
+                             f"{MASKED_DENSE_MAX} observed entries, got {n_obs} (use method='auto' or 'stochastic')")
         return MaskedLikelihood(kernel, X, Y)
     if isinstance(kernel, Separable):
         return SeparableLikelihood(kernel, X, Y)
     if Y.size > DENSE_MAX:
         raise ValueError(f"kernel: a sum of {len(parts)} separable parts uses the exact dense fallback, limited to "
-                         f"n * d <= DENSE_MAX = {DENSE_MAX}; got n * d = {Y.size} (use one Separable, or fewer samples)")
+                         f"n * d <= DENSE_MAX = {DENSE_MAX}; got n * d = {Y.size} (use one Separable, fewer samples, "
+                         "or method='stochastic')")
     return DenseLikelihood(kernel, X, Y)
 
 
@@ -574,7 +1012,7 @@ def _optimize(est, lik, theta, bounds):
 
     if est.optimizer is None or not (bounds[:, 0] < bounds[:, 1]).any():
         return theta, f_of(theta, False)
-    if (est.optimizer == "fmin_l_bfgs_b" and est.objective == "lml" and isinstance(lik, SeparableLikelihood)
+    if (est.optimizer == "fmin_l_bfgs_b" and est.objective == "lml" and isinstance(lik, (SeparableLikelihood, NystromLikelihood))
             and lik.nk and (bounds[lik.nk:, 0] < bounds[lik.nk:, 1]).any()):
         return _profile_optimize(est, lik, theta, bounds)
     opt = _lbfgs if est.optimizer == "fmin_l_bfgs_b" else est.optimizer
@@ -639,10 +1077,10 @@ def fit(self: OVKGaussianProcess, X, Y):
     kernel = resolve_kernel(self.kernel, X, Yfill, default=_default_kernel, name="kernel")
     if kernel.output_dim != Y.shape[1]:
         raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {kernel.output_dim}")
-    lik = _likelihood(kernel, X, Yn)
-    if self.objective == "loo" and not isinstance(lik, SeparableLikelihood):
-        raise ValueError("objective='loo' is implemented for one Separable kernel without missing entries; use "
-                         "objective='lml' here")
+    lik = _likelihood(kernel, X, Yn, self)
+    if self.objective == "loo" and not hasattr(lik, "loo"):
+        raise ValueError(f"objective='loo' is implemented for the exact likelihoods (method='exact', or 'auto' within its "
+                         f"limits), not for {type(lik).__name__}; use objective='lml' here")
     noise0 = self.noise
     if noise0 is None:
         v = float((_nanmoments(Yn)[1] ** 2).mean()) if len(Yn) > 1 else 0.0
@@ -653,7 +1091,8 @@ def fit(self: OVKGaussianProcess, X, Y):
     theta = np.r_[kernel.theta, np.clip(np.log(noise0), *nb)]
     # one BLAS thread below ONE_THREAD_N: many small eigh/products, where threads only contend (measured 14x slower
     # per evaluation at n = 300 on a loaded 2-core machine)
-    with blas_threads(1 if len(X) * (1 if isinstance(lik, SeparableLikelihood) else Y.shape[1]) < ONE_THREAD_N else None):
+    fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
+    with blas_threads(1 if len(X) * (1 if fast else Y.shape[1]) < ONE_THREAD_N else None):
         theta, value = _optimize(self, lik, theta, bounds)
         lml = value if self.objective == "lml" else lik(theta, False)
     if not (np.isfinite(lml) and np.isfinite(value)):
@@ -662,9 +1101,17 @@ def fit(self: OVKGaussianProcess, X, Y):
     self.kernel_ = kernel.clone_with_theta(theta[:-1])
     self.noise_ = float(np.exp(theta[-1]))
     self._lik, self._theta = lik, theta
-    self._post = (_SeparablePosterior(lik, theta) if isinstance(lik, SeparableLikelihood) else
-                  _MaskedPosterior(lik, theta) if isinstance(lik, MaskedLikelihood) else
-                  _DensePosterior(self.kernel_, X, Yn, self.noise_))
+    post = (_SeparablePosterior(lik, theta) if isinstance(lik, SeparableLikelihood) else
+            _NystromPosterior(lik, theta) if isinstance(lik, NystromLikelihood) else
+            _MaskedPosterior(lik, theta) if isinstance(lik, MaskedLikelihood) else
+            _PCGPosterior(lik, theta) if isinstance(lik, StochasticMaskedLikelihood) else
+            _DensePosterior(self.kernel_, X, Yn, self.noise_))
+    if isinstance(lik, NystromLikelihood):
+        lik._key = lik._cache = None           # Phi (n x m) is not kept by the fitted estimator; recomputed if asked
+        self.landmarks_ = lik.Z
+    elif hasattr(self, "landmarks_"):
+        del self.landmarks_
+    self._post = post
     self.log_marginal_likelihood_value_ = float(lml)
     self.objective_value_ = float(value)
     mats = [w * _T_grad(T)[0] for _, T, w in _flat_parts(self.kernel_)]
