@@ -372,18 +372,19 @@ def _labels(self: OSKAAR, Y, name: str = "Y", warn: bool = True):
 @patch
 def _run(self: OSKAAR, X, T):
     """Blocks of at most `_block_size` rounds, cut where the budgeted variant switches to its primal form; compute, then
-    commit: if any block raises, the buffers' free rows the pass wrote are put back (`_free_rows`), then the attributes."""
-    state, saved = dict(self.__dict__), [(a, s, a[s].copy()) for a, s in self._free_rows(len(X))]
+    commit: the caller (`StreamLearner._learn`) saved the buffers' free rows the pass may write (`_undo_point`, from
+    `_free_rows`) and writes them back if any block raises; `fit_context` / `learn_one` put the attributes back."""
     try:                                                  # BLAS threads: limited by the caller (StreamLearner), once
         self._run_blocks(X, *T)
-    except BaseException as e:
-        for a, s, v in saved:
-            a[s] = v
-        self.__dict__.clear(); self.__dict__.update(state)
-        if isinstance(e, np.linalg.LinAlgError):          # K + lam I is positive definite: only overflow breaks it
-            raise ValueError(f"the factorisation of K + lam I failed ({e}): the kernel's values are too large; scale the "
-                             "inputs (e.g. StandardScaler) or choose a smaller gamma") from None
-        raise
+    except np.linalg.LinAlgError as e:                    # K + lam I is positive definite: only overflow breaks it
+        raise ValueError(f"the factorisation of K + lam I failed ({e}): the kernel's values are too large; scale the "
+                         "inputs (e.g. StandardScaler) or choose a smaller gamma") from None
+
+
+@patch
+def _undo_point(self: OSKAAR, n):
+    "`StreamLearner._undo_point` over `_free_rows` (the records, stored inputs and codes, and the live factors' buffers)."
+    return [(a, s.start, a[s].copy()) for a, s in self._free_rows(n)]
 
 
 @patch

@@ -727,8 +727,10 @@ class _BlasLimit:
     """`blas_threads(limit)` for one pass, set and put back by the BLAS libraries' own calls: a few us where a
     threadpoolctl context costs about 50 us, which a one-row `learn_one` would pay at every call. In the main thread
     OpenBLAS is called directly (its C functions, found once); elsewhere through threadpoolctl's controllers, whose rule
-    (one thread controls a process-wide OpenBLAS pool) then applies."""
-    _libs = _calls = None
+    (one thread controls a process-wide OpenBLAS pool) then applies. The main thread's (get, set) pairs are built once
+    (`_main`): a one-row step pays two C calls per library, not the list building."""
+    _libs = _calls = _main = None
+    _main_id = threading.main_thread().ident
 
     def __init__(self, limit):
         self.limit = limit
@@ -740,10 +742,13 @@ class _BlasLimit:
             from threadpoolctl import ThreadpoolController
             libs = ThreadpoolController().select(user_api="blas").lib_controllers
             _BlasLimit._calls = [_openblas_calls(lib) for lib in libs]
+            _BlasLimit._main = [(c[0], c[1]) if c is not None else (lib.get_num_threads, lib.set_num_threads)
+                                for lib, c in zip(libs, _BlasLimit._calls)]
             _BlasLimit._libs = libs
-        direct = threading.current_thread() is threading.main_thread()
-        self.ops = [(c[0], c[1]) if direct and c is not None else (lib.get_num_threads, lib.set_num_threads)
-                    for lib, c in zip(_BlasLimit._libs, _BlasLimit._calls)]
+        if threading.get_ident() == _BlasLimit._main_id:
+            self.ops = _BlasLimit._main
+        else:
+            self.ops = [(lib.get_num_threads, lib.set_num_threads) for lib in _BlasLimit._libs]
         self.old = [get() for get, _ in self.ops]
         lim = int(self.limit)
         for (_, put), n in zip(self.ops, self.old):
@@ -761,7 +766,9 @@ class _BlasLimit:
 
 @patch
 def _undo_point(self: StreamLearner, n):
-    "A copy of the rows a pass of n rows may write in place (`_tail_rows`), to write back if it fails: O(n) per buffer."
+    """A copy of the rows a pass of n rows may write in place (`_tail_rows`: (attribute name, first row) pairs), to write
+    back if it fails: O(n) per buffer. A learner whose in-place buffers are not attributes (OSKAAR's factor) overrides
+    this with its own list of (array, first row, saved rows); `_learn` is then the pass's only undo point."""
     return [(a, r, a[r:r + n].copy()) for a, r in ((getattr(self, name), r) for name, r in self._tail_rows())]
 
 
