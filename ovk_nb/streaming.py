@@ -5,6 +5,7 @@
 # %% ../nbs/1_shared/03_streaming.ipynb #19acba49
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 import threading
@@ -788,7 +789,7 @@ def _learn(self: StreamLearner, X, T):
         with _BlasLimit(self._threads):     # small products: one thread (the decision above `_run`)
             (self._run_one if len(X) == 1 else self._run)(X, T)
         self.cumulative_error_ = self._err_sum / self.n_seen_
-        if not np.isfinite(self.cumulative_error_):
+        if not math.isfinite(self.cumulative_error_):      # a Python float: no numpy call per row
             warnings.warn(f"{type(self).__name__} diverged (non-finite online error): eta_t ||K(x, x)|| is too large "
                           "for a stable gradient step; scale the inputs (or the kernel) down or lower eta",
                           RuntimeWarning, stacklevel=2)
