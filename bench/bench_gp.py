@@ -3,6 +3,10 @@
   python bench/bench_gp.py masked              # masked_solve at n=20000, d=4, 30% missing -> bench/results/gp_masked.csv
   python bench/bench_gp.py peers [n ...] [ours|sklearn|gpytorch ...]   # exact ICM vs GPyTorch and per-output sklearn
                                                # GPR -> bench/results/gp.csv (other rows kept)
+  python bench/bench_gp.py nystrom 2000:500:exact 2000:500 100000:500   # method='nystrom' (and the exact fit) ->
+                                               # bench/results/gp_nystrom.csv
+  python bench/bench_gp.py stochastic 1200      # the stochastic masked likelihood vs the exact one (~3400 observed
+                                               # entries) -> bench/results/gp_stochastic.csv
   python bench/bench_gp.py report              # bench/results/gp.md from the csv files
   bash bench/peers/gpytorch_venv.sh            # once: bench/.venv-gpytorch (torch 2.13.0 CPU, gpytorch)
 
@@ -26,7 +30,8 @@ PEER = HERE / ".venv-gpytorch" / "bin" / "python"
 ENV1 = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def _sub(args, payload=None, python=sys.executable, timeout=1800):
+def _sub(args, payload=None, python=sys.executable, timeout=None):
+    timeout = timeout or int(os.environ.get("BENCH_GP_TIMEOUT", 1800))     # seconds per case
     res = subprocess.run([str(python), *args], input=None if payload is None else json.dumps(payload),
                          capture_output=True, text=True, env=ENV1, timeout=timeout)
     if res.returncode:
@@ -187,6 +192,79 @@ def gpytorch_case(n):
 CASES = {"ours": ours_case, "sklearn": sklearn_case, "gpytorch": gpytorch_case}
 
 
+# ---------------------------------------------------------------- the Nystrom (SoR / DTC) likelihood beyond memory
+def nystrom_case(n, m, exact=False):
+    "One fit on icm_data(n): method='nystrom' with m landmarks (or the exact eigenbasis fit): time, memory, LML, test scores."
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y, Xte, Yte = icm_data(n)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    kw = {} if exact else {"method": "nystrom", "n_components": m, "random_state": 0}
+    t = time.perf_counter(); gp = OVKGaussianProcess(**kw).fit(X, Y); t_fit = time.perf_counter() - t
+    mu, sd = gp.predict(Xte, return_std=True)
+    mse, nlpd = _scores(mu, sd ** 2, gp.noise_, Yte)
+    return {"n": n, "d": Y.shape[1], "method": "exact" if exact else "nystrom", "landmarks": "" if exact else m,
+            "fit_s": round(t_fit, 1), "lml": round(gp.log_marginal_likelihood_value_, 3), "test_mse": round(mse, 5),
+            "nlpd": round(nlpd, 4), "gamma": round(gp.kernel_.scalar_kernel.gamma, 4), "noise": round(gp.noise_, 5),
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, 2),
+            "data_rss_gb": round(rss0, 2)}
+
+
+def stochastic_case(n, frac=0.3, n_probes=30):
+    """The stochastic masked likelihood against the exact one on icm_data(n) with `frac` of Y's entries hidden: both fits
+    (time, hyper-parameters, the exact LML at each optimum, test MSE) and the estimate's error at the exact optimum."""
+    import warnings
+    from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess, StochasticMaskedLikelihood
+    X, Y, Xte, Yte = icm_data(n)
+    Y[np.random.default_rng(1).random(Y.shape) < frac] = np.nan
+    out = {"n": n, "d": Y.shape[1], "n_observed": int((~np.isnan(Y)).sum()), "n_probes": n_probes}
+    fits = {}
+    for m in ("exact", "stochastic"):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            t = time.perf_counter()
+            gp = OVKGaussianProcess(missing="ignore", method=m, n_probes=n_probes, random_state=0).fit(X, Y)
+            out[f"{m}_fit_s"] = round(time.perf_counter() - t, 1)
+        th = np.r_[gp.kernel_.theta, np.log(gp.noise_)]
+        out[f"{m}_exact_lml"] = round(MaskedLikelihood(gp.kernel_, X, Y)(th, False), 3)
+        out[f"{m}_gamma"], out[f"{m}_noise"] = round(gp.kernel_.scalar_kernel.gamma, 4), round(gp.noise_, 5)
+        out[f"{m}_test_mse"] = round(float(np.mean((gp.predict(Xte[:200]) - Yte[:200]) ** 2)), 5)
+        out[f"{m}_warnings"] = len(w)
+        fits[m] = (gp, th)
+    gp, th = fits["exact"]
+    lik = StochasticMaskedLikelihood(gp.kernel_, X, Y, n_probes, random_state=0)
+    t = time.perf_counter(); est, g = lik(th); out["stochastic_eval_s"] = round(time.perf_counter() - t, 2)
+    ex, ge = MaskedLikelihood(gp.kernel_, X, Y)(th)
+    out["lml_at_exact_opt"], out["estimate_at_exact_opt"] = round(ex, 3), round(est, 3)
+    out["rel_error"] = float(f"{abs(est - ex) / abs(ex):.2e}")
+    out["logdet_stderr"] = round(lik.logdet_stderr_, 3)
+    out["grad_rel_error"] = float(f"{np.abs(g - ge).max() / max(np.abs(ge).max(), 1e-12):.2e}")
+    out["T_rel_diff"] = float(f"{np.abs(fits['exact'][0].output_matrix_ - fits['stochastic'][0].output_matrix_).max() / np.abs(fits['exact'][0].output_matrix_).max():.2e}")
+    out["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, 2)
+    return out
+
+
+def run_stochastic(ns):
+    rows = [r for r in (_sub([__file__, "--stochastic-case", str(n)]) for n in ns) if r]
+    print(rows, flush=True)
+    _write(RES / "gp_stochastic.csv", rows)
+    return rows
+
+
+def run_nystrom(cases):
+    "cases: (n, m, exact) triples, each in a fresh subprocess -> bench/results/gp_nystrom.csv (other rows kept)."
+    path = RES / "gp_nystrom.csv"
+    old = list(csv.DictReader(open(path))) if path.exists() else []
+    rows = []
+    for n, m, exact in cases:
+        r = _sub([__file__, "--nystrom-case", str(n), str(m), str(int(exact))])
+        print(r, flush=True)
+        if r:
+            rows.append(r)
+    done = {(int(r["n"]), r["method"], str(r["landmarks"])) for r in rows}
+    _write(path, [r for r in old if (int(r["n"]), r["method"], str(r["landmarks"])) not in done] + rows)
+    return rows
+
+
 def run_peers(ns=(1000, 2000), names=tuple(CASES)):
     "Each (n, model) case in a fresh subprocess; rows of other (n, model) pairs already in gp.csv are kept."
     rows = []
@@ -255,6 +333,14 @@ if __name__ == "__main__":
     a = sys.argv[1:]
     if a[:1] == ["--masked-case"]:
         print(json.dumps(masked_case(int(a[1]))))
+    elif a[:1] == ["--nystrom-case"]:
+        print(json.dumps(nystrom_case(int(a[1]), int(a[2]), bool(int(a[3])))))
+    elif a[:1] == ["--stochastic-case"]:
+        print(json.dumps(stochastic_case(int(a[1]))))
+    elif a[:1] == ["stochastic"]:
+        run_stochastic([int(x) for x in a[1:]] or (1200,))
+    elif a[:1] == ["nystrom"]:         # nystrom n:m[:exact] ...
+        run_nystrom([(int(c.split(":")[0]), int(c.split(":")[1]), c.endswith(":exact")) for c in a[1:]])
     elif a[:1] == ["--peer-case"]:
         print(json.dumps(CASES[a[1]](int(a[2]))))
     elif a[:1] == ["peers"]:

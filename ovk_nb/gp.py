@@ -672,6 +672,10 @@ class StochasticMaskedLikelihood:
         self.probes = rng.choice([-1.0, 1.0], size=(len(Y), self.n_probes, Y.shape[1])) * self.M
         _flat_parts(kernel)
 
+    def __getstate__(self):
+        "Pickled without the kept operator (closures); it is rebuilt at the next call."
+        return {k: v for k, v in self.__dict__.items() if k not in ("_op", "_op_key")}
+
     @staticmethod
     def _apply(G, Z, Tm):
         "(G kron Tm) on each slice of the (n, N, d) stack Z: G Z_k Tm."
