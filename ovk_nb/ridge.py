@@ -28,8 +28,9 @@ from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
-from .backend import (XP_SOLVERS, check_xp_data, device_of, is_array_api, namespace, route_of, to_numpy, xp_ridge_fit,
-                            xp_ridge_predict)
+from .backend import (check_xp_data, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
+                            xp_of, xp_ridge_fit, xp_ridge_predict)
+from .kernels import scalar_gram
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context)
 
@@ -522,35 +523,42 @@ def _fit_dask(est, X, Y):
     return est
 
 
-def _fit_xp(est, X, Y):
-    """OVKRidge.fit on arrays of another array library (`ovk_nb.backend`): a Separable kernel by 'eigen', 'cholesky', 'dense'
-    or 'nystrom' in X's namespace, dtype and device; fitted arrays and predictions stay there."""
+def _fit_data_xp(kernel, X, Y, random_state):
+    """`_fit_data` for array-API data: checked in its namespace, the kernel resolved on at most DASK_RESOLVE_ROWS rows copied
+    to the host (all of them below that: the NumPy fit's bandwidth)."""
     X, Y, y1d, xp = check_xp_data(X, Y)
     n, d = Y.shape
-    rows = _resolve_rows(n, est.random_state)
-    kernel = resolve_kernel(est.kernel, to_numpy(xp.take(X, xp.asarray(rows, device=device_of(X)), axis=0)), np.zeros((len(rows), d)))
+    rows = _resolve_rows(n, random_state)
+    kernel = resolve_kernel(kernel, to_numpy(xp.take(X, xp.asarray(rows, device=device_of(X)), axis=0)), np.zeros((len(rows), d)))
     if kernel.output_dim != d:
         raise ValueError(f"Y must have {kernel.output_dim} columns (the kernel's output dimension), got {d}")
-    if est.solver in ("cg", "rff"):
-        raise ValueError(f"solver={est.solver!r} runs on NumPy arrays only; on {xp.__name__} arrays use one of "
-                         f"{('auto',) + XP_SOLVERS} (or pass NumPy arrays)")
-    solver = est.solver
-    if solver == "auto":
-        parts = KernelParts(kernel)
-        solver = _choose_solver(parts, "auto", n)
-        solver = "eigen" if solver == "cg" else solver
+    return X, Y, y1d, kernel, xp
+
+
+def _fit_xp(est, X, Y):
+    """OVKRidge.fit on arrays of another array library (`ovk_nb.backend`): every solver, for Separable kernels and sums of
+    them, in X's namespace, dtype and device; fitted arrays and predictions stay there."""
+    X, Y, y1d, kernel, xp = _fit_data_xp(est.kernel, X, Y, est.random_state)
+    n, d = Y.shape
+    solver = _choose_solver(KernelParts(kernel), est.solver, n)         # the same choice and checks as on NumPy
     y_mean = xp.mean(Y, axis=0) if est.center_y else xp.zeros(d, dtype=Y.dtype, device=device_of(Y))
-    model = xp_ridge_fit(kernel, X, Y - y_mean, float(est.lam), solver, est.n_components, est.random_state)
-    est.kernel_, est.y_mean_, est._xp_model, est._nystrom, est._rff, est._eig_cache = kernel, y_mean, model, None, None, None
-    est.coef_, est.solver_, est.n_iter_, est.X_fit_, est._Y_fit = model["coef"], solver, 1, X, Y - y_mean
+    model = xp_ridge_fit(kernel, X, Y - y_mean, float(est.lam), solver, est.n_components, est.random_state, est.tol,
+                         est.max_iter, est.preconditioner)
+    if not model["converged"]:
+        warnings.warn(f"CG did not reach tol={est.tol} in {model['n_iter']} iterations", ConvergenceWarning)
+    est.kernel_, est.y_mean_, est._xp_model, est._nystrom, est._rff = kernel, y_mean, model, None, None
+    est.coef_, est.solver_, est.n_iter_, est.X_fit_, est._Y_fit = model["coef"], solver, model["n_iter"], X, Y - y_mean
+    est._eig_cache = model["factor"]
     if solver == "nystrom":
-        est.landmarks_ = model["landmarks"]
+        est.landmarks_, est.n_components_ = model["landmarks"], [model["rank"]]
+    elif solver == "rff":
+        est.n_components_ = int(est.n_components)
     est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
     return est
 
 
-def _predict_xp(est, X):
-    "OVKRidge.predict of a model fitted on array-API data: X must be of the same library; the result too."
+def _query_xp(est, X):
+    "Query rows for a model fitted on array-API data: of the same library (else a ValueError), checked, the right width."
     check_fitted(est, "n_features_in_")
     if getattr(est, "_xp_model", None) is None or not is_array_api(X):
         raise ValueError("X must be an array of the library the model was fitted on (fitted on "
@@ -558,7 +566,13 @@ def _predict_xp(est, X):
     X, _, _, xp = check_xp_data(X)
     if X.shape[1] != est.n_features_in_:
         raise ValueError(f"X has {X.shape[1]} features, but OVKRidge is expecting {est.n_features_in_} features as input.")
-    F = xp_ridge_predict(est.kernel_, est._xp_model, est.X_fit_, X) + est.y_mean_
+    return X
+
+
+def _predict_xp(est, X):
+    "OVKRidge.predict of a model fitted on array-API data: X must be of the same library; the result too."
+    X = _query_xp(est, X)
+    F = xp_ridge_predict(est._xp_model, est.X_fit_, X) + est.y_mean_
     return F[:, 0] if est._y1d else F
 
 
@@ -738,8 +752,9 @@ def _fitted_eigen(est):
     parts = KernelParts(est.kernel_)
     if not _one_part(parts):
         raise ValueError("lam paths and leave-one-out need a Separable kernel")
-    if getattr(est, "_eig_cache", None) is None:
-        est._eig_cache = _eigen_factor(parts, est.X_fit_, est._Y_fit)
+    if getattr(est, "_eig_cache", None) is None:              # array-API data: the factor in its namespace and device
+        est._eig_cache = (xp_eigen_factor(est.kernel_, est.X_fit_, est._Y_fit) if is_array_api(est.X_fit_) else
+                          _eigen_factor(parts, est.X_fit_, est._Y_fit))
     return est._eig_cache
 
 
@@ -819,9 +834,12 @@ def predict_path(self: OVKRidge, X, lams):
     >>> OVKRidge(lam=0.1).fit(X, X ** 2).predict_path(X[:5], [0.01, 1.0]).shape
     (2, 5, 2)
     """
-    X = check_X(self, X)
     f = _fitted_eigen(self)
-    return f.predict_path(KernelParts(self.kernel_).grams(X, self.X_fit_)[0], _check_lams(lams, self.lam)) + _y_mean(self)
+    if is_array_api(self.X_fit_):                               # the cross Gram in X's namespace and device
+        Kx = scalar_gram(self.kernel_.scalar_kernel, _query_xp(self, X), self.X_fit_)
+    else:
+        Kx = KernelParts(self.kernel_).grams(check_X(self, X), self.X_fit_)[0]
+    return f.predict_path(Kx, _check_lams(lams, self.lam)) + _y_mean(self)
 
 
 @patch
@@ -855,6 +873,8 @@ def refit(self: OVKRidge, lam):
     f = _fitted_eigen(self)
     self.lam = check_positive(lam, "lam")
     self.coef_, self.solver_, self._nystrom = f.coef(self.lam), "eigen", None
+    if getattr(self, "_xp_model", None) is not None:           # array-API fit: its predictions read the model
+        self._xp_model = xp_exact_model(KernelParts(self.kernel_), self.coef_, "eigen", factor=f)
     return self
 
 
@@ -924,7 +944,7 @@ def loo_errors(self: OVKRidge, lams=None):
     >>> errs.shape, bool((errs > 0).all())
     ((3,), True)
     """
-    return np.array([np.mean(self.loo_residuals(l) ** 2) for l in _check_lams(lams, self.lam)])
+    return np.array([float(xp_of(r).mean(r ** 2)) for r in (self.loo_residuals(l) for l in _check_lams(lams, self.lam))])
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #6baba3bd
 @patch
@@ -991,14 +1011,23 @@ def _cv_errors(est, X, Y, lams, separable):
         if not separable:
             raise ValueError("cv='loo' needs a Separable kernel; use cv=5")
         return est._ridge(float(lams[0]), "eigen").fit(X, Y).loo_errors(lams)[None, :]
-    errs = []
-    for tr, va in _cv_splitter(est.cv, len(X), est.random_state).split(X):
+    errs, xp, n = [], xp_of(X), X.shape[0]
+    for tr, va in _cv_splitter(est.cv, n, est.random_state).split(np.zeros((n, 1)) if is_array_api(X) else X):
+        Xtr, Ytr, Xva, Yva = (_take_rows(A, i) for A, i in ((X, tr), (Y, tr), (X, va), (Y, va)))
         if separable and est.solver in ("auto", "eigen"):
-            P = est._ridge(float(lams[0]), "eigen").fit(X[tr], Y[tr]).predict_path(X[va], lams)
+            P = est._ridge(float(lams[0]), "eigen").fit(Xtr, Ytr).predict_path(Xva, lams)
         else:
-            P = np.stack([est._ridge(float(l)).fit(X[tr], Y[tr]).predict(X[va]).reshape(len(va), -1) for l in lams])
-        errs.append(((P - Y[va][None]) ** 2).mean(axis=(1, 2)))
+            P = xp.stack([xp.reshape(est._ridge(float(l)).fit(Xtr, Ytr).predict(Xva), (len(va), -1)) for l in lams])
+        errs.append(to_numpy(xp.mean((P - Yva[None, ...]) ** 2, axis=(1, 2))))   # one row of len(lams) on the host
     return np.array(errs)
+
+
+def _take_rows(A, idx):
+    "Rows idx (host integers) of A: NumPy indexing, or `take` in an array-API array's namespace and device."
+    if not is_array_api(A):
+        return A[idx]
+    xp = xp_of(A)
+    return xp.take(A, xp.asarray(idx, device=device_of(A)), axis=0)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #831dca6c
 DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 3, 19))     # lams=None: 1e-6 to 1000, two per decade
@@ -1094,13 +1123,12 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
             is asked of a kernel that is not Separable.
         """
         lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
-        if route_of(X) == "array_api":            # k-fold refits in X's namespace (no closed-form LOO there)
-            X, Y2, _, _ = check_xp_data(X, Y)
-            self.cv_errors_ = _cv_errors_xp(self, X, Y2, lams)
+        if route_of(X) == "array_api":            # the same errors, computed in X's namespace and device
+            X, Y2, y1d, kernel, _ = _fit_data_xp(self.kernel, X, Y, self.random_state)
         else:
             X, Y2, y1d, kernel = _fit_data(self.kernel, X, Y)
-            self.cv_errors_ = _cv_errors(self, X, Y2, lams, _one_part(KernelParts(kernel)))
-            Y = Y2[:, 0] if y1d else Y2
+        self.cv_errors_ = _cv_errors(self, X, Y2, lams, _one_part(KernelParts(kernel)))
+        Y = Y2[:, 0] if y1d else Y2
         self.lams_ = lams
         self.mean_cv_errors_ = self.cv_errors_.mean(axis=0)
         self.lam_ = float(lams[int(np.argmin(self.mean_cv_errors_))])
@@ -1137,15 +1165,3 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self.best_estimator_.kernel_
 
 
-def _cv_errors_xp(est, X, Y2, lams):
-    "`_cv_errors` for checked array-API data: k-fold refits on the folds in X's namespace, (n_folds, len(lams)) on the host."
-    xp = namespace(X, Y2)
-    if isinstance(est.cv, str):
-        raise ValueError("cv='loo' runs on NumPy arrays only; on array-API inputs give cv an integer or a splitter")
-    dev = device_of(X)
-    errs = []
-    for tr, va in _cv_splitter(est.cv, X.shape[0], est.random_state).split(np.zeros((X.shape[0], 1))):
-        tr_, va_ = xp.asarray(tr, device=dev), xp.asarray(va, device=dev)
-        Xtr, Ytr, Xva, Yva = (xp.take(A, i, axis=0) for A, i in ((X, tr_), (Y2, tr_), (X, va_), (Y2, va_)))
-        errs.append([float(xp.mean((est._ridge(float(l)).fit(Xtr, Ytr).predict(Xva) - Yva) ** 2)) for l in lams])
-    return np.array(errs)
