@@ -11,8 +11,15 @@ each in fresh processes, the two modes alternating: as installed = no thread var
 the library's own limits in force), one thread = OPENBLAS_NUM_THREADS=1. Writes bench/results/movkl_threads.{md,csv}.
 `--before-src DIR` adds the as-installed time of another ovk_nb source tree (e.g. the commit before the limits).
 
+`--loco REF` times MovKL's leave-one-curve-out lam choice at the paper-001 experiment's full size (movkl_finger: 317 training
+curves, m = 200, 24 kernels, 5 lams, tol 1e-3, max_iter 20) with today's `movkl_loco(prune=True)` against the route of
+commit REF (`git show REF:ovk_nb/movkl.py`): per task and r, the old route on its first `--loco-curves` curves per lam
+(extrapolated to n) and the new route complete; for the state task at r = 2 also the old route complete, to check the
+pick and the complete sums at full size. Writes bench/results/movkl_loco.{md,csv}.
+
     python bench/bench_movkl.py [--quick] [--threads 1]
     python bench/bench_movkl.py --threads-compare [--repeat 2] [--before-src DIR]      # about 2 minutes
+    python bench/bench_movkl.py --loco REF [--loco-curves 10]                          # about 15 minutes
 """
 import argparse
 import csv
@@ -241,6 +248,81 @@ def write(rows, name):
                      + ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows])
 
 
+def _old_movkl(ref):
+    "ovk_nb.movkl as of git commit `ref`, imported as ovk_nb._movkl_before (its relative imports resolve in ovk_nb)."
+    import importlib.util
+    src = subprocess.run(["git", "show", f"{ref}:ovk_nb/movkl.py"], capture_output=True, text=True, check=True).stdout
+    path = Path("/tmp") / f"ovk_nb_movkl_{ref}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("ovk_nb._movkl_before", path)
+    mod = importlib.util.module_from_spec(spec); mod.__package__ = "ovk_nb"; spec.loader.exec_module(mod)
+    return mod
+
+
+def bench_loco(ref, k_curves=10):
+    """movkl_loco at movkl_finger's full size: today's pruned route complete, the route of `ref` on k curves per lam."""
+    import warnings
+    from ovk_nb.datasets import finger_window, make_finger_movement
+    from ovk_nb.experiments.paper001 import _split, _standardize, paper001_kernels
+    from ovk_nb.movkl import movkl_loco
+    old = _old_movkl(ref)
+    warnings.simplefilter("ignore")
+    n, m = 487, 200
+    dat = make_finger_movement(n, m, random_state=0)
+    X, t = dat.data[:, finger_window(dat, 0)], dat["t"]
+    tr, te = _split(n, np.random.default_rng(1))
+    Xtr, _ = _standardize(X[tr], X[te])
+    kernels, _ = paper001_kernels(Xtr, t, None)
+    M, base, rows = len(kernels), np.logspace(-3, 1, 5), []
+    for task in ("state", "amplitude"):
+        Yc = dat[task][tr] - dat[task][tr].mean(0)
+        for label, r, scale in (("l_inf", np.inf, M), ("l_1", 1.0, 1.0), ("l_2", 2.0, np.sqrt(M))):
+            lams = base * scale
+            c0 = time.process_time(); w0 = time.perf_counter()
+            errs, info = movkl_loco(kernels, Xtr, Yc, lams, r=r, tol=1e-3, max_iter=20, prune=True)
+            new_wall, new_cpu = time.perf_counter() - w0, time.process_time() - c0
+            row = {"task": task, "r": label, "n": len(Xtr), "lams": len(lams), "picked lam": float(lams[np.argmin(errs)]),
+                   "curves summed (of n x lams)": f"{int(info['curves'].sum())} / {len(Xtr) * len(lams)}",
+                   "new wall s": new_wall, "new CPU s": new_cpu}
+            est = _old_refit_seconds(old, kernels, Xtr, Yc, lams, r, k_curves)
+            row.update(est)
+            row["speed-up (CPU)"] = row["old CPU s (est.)"] / new_cpu
+            if task == "state" and label == "l_2":
+                c0 = time.process_time()
+                oe, _ = old.movkl_loco(kernels, Xtr, Yc, lams, r=r, tol=1e-3, max_iter=20)
+                row["old CPU s (complete)"] = time.process_time() - c0
+                done = info["curves"] == len(Xtr)
+                row["same pick"] = bool(np.argmin(oe) == np.argmin(errs))
+                row["complete sums, max rel. diff"] = float(np.max(np.abs(oe[done] - errs[done]) / oe[done]))
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
+def _old_refit_seconds(old, kernels, Xtr, Yc, lams, r, k):
+    """The old route's CPU time, estimated: each lam's full fit plus n refits, from the old code's own loop over the first
+    k held-out curves (its full fit timed separately and subtracted)."""
+    n, tot_full, tot_refit = len(Xtr), 0.0, 0.0
+    mk = old
+    kern = mk._fit_kernels(kernels, Xtr, Yc); pairs, w = mk.kernel_pairs(kern); groups = mk.group_operators(pairs)
+    s = np.sqrt(w); Ts = [mk.symmetric_operator(T, w) for T, _ in groups]
+    with mk.blas_threads(1):
+        Grams, Ys = mk._kernel_grams(pairs, w, Xtr, Xtr), Yc * s
+        for lam in lams:
+            est = mk.MovKL(kernels, lam=float(lam), r=r, tol=1e-3, max_iter=20)
+            mk._start_solver(est, groups, Ts)
+            c0 = time.process_time()
+            d, Z, _ = mk._algorithm1(est, Grams, groups, Ts, Ys)
+            tot_full += time.process_time() - c0
+            c0 = time.process_time()
+            for i in range(k):
+                keep = np.arange(n) != i
+                mk._fresh_preconditioner(est)
+                mk._algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
+            tot_refit += (time.process_time() - c0) / k * n
+    return {"old CPU s per refit": tot_refit / (n * len(lams)), "old CPU s (est.)": tot_full + tot_refit}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -249,10 +331,34 @@ def main():
     ap.add_argument("--repeat", type=int, default=2, help="runs per mode in --threads-compare (the best is kept)")
     ap.add_argument("--before-src", help="--threads-compare: also time the ovk_nb source tree in this directory")
     ap.add_argument("--case", help=argparse.SUPPRESS)         # child process of --threads-compare
+    ap.add_argument("--loco", metavar="REF", help="time movkl_loco at full size against commit REF's -> movkl_loco.{md,csv}")
+    ap.add_argument("--loco-curves", type=int, default=10, help="--loco: held-out curves per lam timed on the old route")
     args = ap.parse_args()
     if args.case:
         return run_case(args.case)
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.loco:
+        t0 = time.time()
+        rows = bench_loco(args.loco, args.loco_curves)
+        load = os.getloadavg()
+        md = write(rows, "movkl_loco")
+        old, new = sum(r["old CPU s (est.)"] for r in rows), sum(r["new CPU s"] for r in rows)
+        text = f"""# MovKL leave-one-curve-out lam choice at full size (issue 22, section 4)
+
+movkl_finger's full size: 317 training curves, m = 200, the paper's 24 kernels (3 operator groups, PCG), 5 lams, tol 1e-3,
+max_iter 20, one BLAS thread. New: `movkl_loco(prune=True)` of today's code, complete. Old: the route of commit
+`{args.loco}` (no pruning, kernel-by-kernel norms), its full fits timed and its refits timed on the first
+{args.loco_curves} held-out curves per lam, extrapolated to n. CPU seconds of this process (the machine is shared: load
+average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end). Total {time.time() - t0:.0f} s.
+
+The six configurations (2 tasks x 3 r) of one movkl_finger run: old {old:.0f} CPU s (estimated), new {new:.0f} CPU s,
+**{old / new:.1f}x**.
+
+{md}
+"""
+        (OUT / "movkl_loco.md").write_text(text)
+        print(text)
+        return
     if args.threads_compare:
         return threads_compare(args)
     if args.quick:

@@ -478,17 +478,22 @@ def _alpha_step(est, As, Ts, Ys, Z0):
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
 def _norms_and_fit(Grams, groups, Ts, d, Z):
-    """q_k = <G_k Z, Z T_k>_F for the kernels with d_k > 0 (0 for the others), and sum_k d_k G_k Z T_k (on one BLAS thread:
-    a few n x n x m products per outer iteration, see the decision above)."""
+    """q_k = <G_k, Z T_g Z^T>_F for the kernels with d_k > 0 (0 for the others), and sum_g A_g Z T_g with
+    A_g = sum_{k in g} d_k G_k: per operator group one n x n x m product for S_g = (Z T_g) Z^T and one for the fit,
+    then an O(n^2) inner product per kernel (on one BLAS thread, see the decision above)."""
     q = np.zeros(len(Grams)); Yhat = np.zeros_like(Z)
     with _one_thread(len(Z)):
         for (_, members), Tg in zip(groups, Ts):
-            ZT = Z @ Tg
-            for k in members:
-                if d[k] > 0:
-                    P = Grams[k] @ Z
-                    q[k] = np.vdot(P, ZT)
-                    Yhat += d[k] * (P @ Tg)
+            on = [k for k in members if d[k] > 0]
+            if not on:
+                continue
+            W = Z @ Tg
+            S = W @ Z.T
+            A = np.zeros((len(Z), len(Z)))
+            for k in on:
+                q[k] = np.vdot(Grams[k], S)
+                A += d[k] * Grams[k]
+            Yhat += A @ W
     return q, Yhat
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #7d40cfc4
@@ -701,10 +706,70 @@ def _predict_sum(est, X):
     return out
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #279b57c4
-def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: float = 1e-4, max_iter: int = 20):
+def _loco_refit(est, Grams, groups, Ts, Ys, d, Z, i):
+    "Refit on the curves other than i, warm-started at the full fit (d, Z): (squared error of curve i, outer iterations, capped)."
+    n = len(Ys)
+    keep = np.arange(n) != i
+    _fresh_preconditioner(est)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
+    capped = any(issubclass(c.category, ConvergenceWarning) for c in caught)
+    yhat = sum((sum(di[k] * Grams[k][i, keep] for k in members if di[k] > 0) @ Zi) @ Tg
+               for (_, members), Tg in zip(groups, Ts))
+    return float(((Ys[i] - yhat) ** 2).sum()), est.n_iter_, capped
+
+
+def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: float = 1e-4, max_iter: int = 20,
+               prune: bool = False):
     """Leave-one-curve-out RSSE of MovKL for each lam of `lams` (eq. 20, the operators' quadrature weights); each of the
-    n refits on n - 1 curves is warm-started at the full fit. Returns (rsse per lam, info: outer iterations of the refits,
-    number of refits that stopped at max_iter). `kernels`: as MovKL's (None: `default_kernels`)."""
+    n refits on n - 1 curves is warm-started at the full fit.
+
+    Parameters
+    ----------
+    kernels : list or None
+        As MovKL's (None: `default_kernels`).
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+    Y : array-like of shape (n_samples, d)
+        Curves on the operators' grid.
+    lams : array-like of shape (n_lams,)
+        Candidate ridge parameters (each > 0).
+    r : float, default=2.0
+        The l_r norm of the weights, as MovKL's.
+    solver : {'auto', 'eig', 'pcg', 'gauss_seidel'}, default='auto'
+        The alpha-step solver, as MovKL's.
+    tol : float, default=1e-4
+        MovKL's stopping threshold, for the full fits and the refits.
+    max_iter : int, default=20
+        MovKL's outer iterations at most, for the full fits and the refits.
+    prune : bool, default=False
+        Stop summing a lam's held-out errors once its partial sum exceeds the complete sum of another lam: errors are
+        non-negative, so that lam cannot be the argmin. The argmin (the picked lam) and every complete sum are those of
+        ``prune=False``; a pruned lam's entry is its partial sum, a lower bound of its RSSE.
+
+    Returns
+    -------
+    rsse : ndarray of shape (n_lams,)
+        LOCO RSSE per lam (a lower bound where ``curves < n_samples``).
+    info : dict
+        ``refit_iterations`` (outer iterations of each refit), ``refits_at_max_iter``, ``curves`` (held-out curves summed
+        per lam: n_samples where complete).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, IdentityOperator
+    >>> from ovk_nb.movkl import movkl_loco
+    >>> rng = np.random.default_rng(0)
+    >>> X, t = rng.uniform(-1, 1, size=(15, 2)), np.linspace(0, 1, 6)
+    >>> Y = np.sin(2 * X[:, :1] + 3 * t) * X[:, 1:]
+    >>> kernels = [(RBF(0.5), IdentityOperator(t)), (RBF(2.0), IdentityOperator(t))]
+    >>> e, _ = movkl_loco(kernels, X, Y, [1e-3, 1e-1, 10.0])
+    >>> p, info = movkl_loco(kernels, X, Y, [1e-3, 1e-1, 10.0], prune=True)
+    >>> int(np.argmin(p)) == int(np.argmin(e)), info["curves"].min() < 15
+    (True, True)
+    """
     lams = check_matrix(lams, "lams", ndim=1)
     est = MovKL(kernels, lam=float(lams[0]), r=r, solver=solver, tol=tol, max_iter=max_iter)
     for lam in lams:                                   # every lam checked before any work
@@ -716,23 +781,36 @@ def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: f
     groups = group_operators(pairs)
     s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
     Ts = [symmetric_operator(T, w) for T, _ in groups]
+    L = len(lams)
     with blas_threads(1):                          # n refits on n - 1 curves, each a few small products
         Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
         _start_solver(est, groups, Ts)
-        errs, iters, capped = np.zeros(len(lams)), [], 0
-        for a, lam in enumerate(lams):
+        full = []
+        for lam in lams:                               # the full fits: the refits' warm starts
             est.set_params(lam=float(lam))
             _fresh_preconditioner(est)
-            d, Z, _ = _algorithm1(est, Grams, groups, Ts, Ys)
-            for i in range(n):
-                keep = np.arange(n) != i
-                _fresh_preconditioner(est)
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", ConvergenceWarning)
-                    di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
-                capped += any(issubclass(c.category, ConvergenceWarning) for c in caught)
-                iters.append(est.n_iter_)
-                yhat = sum((sum(di[k] * Grams[k][i, keep] for k in members if di[k] > 0) @ Zi) @ Tg
-                           for (_, members), Tg in zip(groups, Ts))
-                errs[a] += float(((Ys[i] - yhat) ** 2).sum())
-    return errs, {"refit_iterations": np.array(iters), "refits_at_max_iter": capped}
+            full.append(_algorithm1(est, Grams, groups, Ts, Ys)[:2])
+        errs, done, iters, capped = np.zeros(L), np.zeros(L, dtype=int), [], 0
+
+        def advance(a, stop, bound=np.inf):
+            "Sum lam a's held-out errors up to curve `stop` (exclusive), or until the sum exceeds `bound`."
+            nonlocal capped
+            est.set_params(lam=float(lams[a]))
+            while done[a] < stop and errs[a] <= bound:
+                e, it, cap = _loco_refit(est, Grams, groups, Ts, Ys, *full[a], done[a])
+                errs[a] += e; done[a] += 1; iters.append(it); capped += cap
+
+        if not prune:
+            for a in range(L):
+                advance(a, n)
+        else:
+            # screen every lam on the first n // 5 curves, then complete them from the most promising on: a lam stops
+            # as soon as its partial sum exceeds the smallest complete sum (it cannot be the argmin any more)
+            for a in range(L):
+                advance(a, max(1, n // 5))
+            best = np.inf
+            for a in sorted(range(L), key=lambda a: (errs[a], a)):
+                advance(a, n, best)
+                if done[a] == n:
+                    best = min(best, errs[a])
+    return errs, {"refit_iterations": np.array(iters), "refits_at_max_iter": capped, "curves": done}

@@ -273,6 +273,28 @@ def test_movkl_loco_equals_cold_leave_one_curve_out_refits(r):
         movkl_loco(kernels, X, Y[:-1], lams, r=r)
 
 
+@pytest.mark.parametrize("r", [1.0, 2.0])
+def test_movkl_loco_pruned_picks_the_same_lam_with_the_same_scores(r):
+    """Issue 22, section 4: prune=True (a lam stops once its partial sum of held-out errors exceeds a complete sum) picks
+    the lam of the full route, with the same complete sums (the same refits, summed in the same order), and a pruned lam's
+    partial sum is a lower bound above the pick's RSSE; at least one lam is pruned on this grid."""
+    from ovk_nb.movkl import movkl_loco
+    rng = np.random.default_rng(12)
+    n, m = 25, 6
+    t = np.linspace(0, 1, m)
+    X = rng.uniform(-1, 1, size=(n, 2))
+    Y = np.cos(2 * X[:, :1] + 2 * t) * X[:, 1:] + 0.1 * rng.normal(size=(n, m))
+    kernels = [(G, op) for G in (RBF(0.7), RBF(3.0)) for op in (IdentityOperator(t), IntegralOperator(t))]
+    lams = np.array([1e-3, 3e-2, 1.0, 30.0])
+    slow, si = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=20)
+    fast, fi = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=20, prune=True)
+    assert np.argmin(fast) == np.argmin(slow) and (si["curves"] == n).all()
+    complete = fi["curves"] == n
+    np.testing.assert_array_equal(fast[complete], slow[complete])
+    assert (~complete).any() and (fast[~complete] > slow.min()).all() and (fast[~complete] <= slow[~complete]).all()
+    assert len(fi["refit_iterations"]) == fi["curves"].sum() < len(si["refit_iterations"]) == n * len(lams)
+
+
 # ---------------------------------------------------------------- defaults that fit (issue 19, section 1)
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 

@@ -102,11 +102,12 @@ def select_functional_krr(X, Y, t, operator="integral", lams=None, n_components=
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #fcb922c0
 def select_movkl_lam(kernels, X, Y, r, lams, max_iter, selection="loco", n_folds=3, seed=0):
-    """lam of MovKL by the paper's leave-one-curve-out RSSE (`movkl.movkl_loco`, refits warm-started at the full fit) or,
+    """lam of MovKL by the paper's leave-one-curve-out RSSE (`movkl.movkl_loco`, refits warm-started at the full fit,
+    pruned: the same pick as every refit, see the MovKL notebook) or,
     `selection="kfold"`, by `n_folds`-fold CV (our real-data design only); tol = 1e-3 and `max_iter` outer iterations in
-    either. Returns (lam, rsse per lam)."""
+    either. Returns (lam, rsse per lam: LOCO's pruned entries are lower bounds above the pick's)."""
     if selection == "loco":
-        errs, _ = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=max_iter)
+        errs, _ = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=max_iter, prune=True)
         return float(lams[int(np.argmin(errs))]), errs
     from sklearn.model_selection import KFold
     w, errs = kernel_pairs(kernels)[1], np.zeros(len(lams))
