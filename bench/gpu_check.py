@@ -3,7 +3,9 @@ same machine's CPU. Writes bench/results/gpu.md and gpu.csv.
 
 Targets (issue 24): exact separable fp64 n = 20000 <= 1.5 s on one H100; n = 5000 >= 15x faster than our CPU path on the
 GPU machine's own CPU; Nystrom n = 1e6, p = 2000 <= 5 s. Equality: predictions on 1000 test points against the NumPy fit
-(relative, fp64), where the NumPy fit is affordable (n <= 20000 exact; Nystrom on the first 1e5 rows).
+(relative, fp64), where the NumPy fit is affordable (n <= 20000 exact; Nystrom on the first 1e5 rows). Besides the targets:
+CG (`linalg.pcg` on the device, separable preconditioner) on a sum of two non-commuting separable kernels at n = 5000,
+its iterations and equality against NumPy's CG.
 
     python bench/gpu_check.py            # on a GPU machine (after gpu_check.sh's installs)
     python bench/gpu_check.py --dry-run  # toy sizes on the CPU (PyTorch CPU tensors), to check the script itself
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ovk_nb.kernels import RBF, Separable
+from ovk_nb.kernels import RBF, Separable, SumKernel, paper000_J
 from ovk_nb.ridge import OVKRidge
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -40,6 +42,8 @@ def libraries():
     try:
         import torch
         dev = "cuda" if torch.cuda.is_available() and not DRY else "cpu"
+        if DRY:              # torch's CPU threads spin on a loaded machine (eigh 300 x 300: 5 s with 2 threads, 0.015 s with
+            torch.set_num_threads(1)                   # one); the dry run only checks the script
         sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
         out.append((f"torch ({dev})", lambda A: torch.asarray(A, device=dev), sync))
     except ImportError:
@@ -89,6 +93,21 @@ def main():
                 row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
         rows.append(row)
         print(row, flush=True)
+    n_cg = 300 if DRY else 5000                          # CG: a sum whose T's do not commute (no grouped Cholesky, no eigen)
+    K_cg = SumKernel([Separable(RBF(0.5), paper000_J(D, 0.3)), Separable(RBF(2.0), np.diag(np.arange(1.0, D + 1)))])
+    X, Y = data(n_cg)
+    row = {"case": "CG, sum of 2 non-commuting separables, fp64", "n": n_cg}
+    row["cpu numpy fit (s)"], ref = timed(lambda: OVKRidge(K_cg, lam=LAM, solver="cg").fit(X, Y))
+    row["cpu numpy CG iterations"] = ref.n_iter_
+    for name, to, sync in libs:
+        Xd, Yd = to(X), to(Y)
+        t, m = timed(lambda: OVKRidge(K_cg, lam=LAM, solver="cg").fit(Xd, Yd), sync)
+        P, Pr = host(m.predict(to(Xt))), ref.predict(Xt)
+        row[f"{name} fit (s)"], row[f"{name} CG iterations"] = t, m.n_iter_
+        row[f"{name} max rel. diff"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
+        row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
+    rows.append(row)
+    print(row, flush=True)
     X, Y = data(ny_n)
     row = {"case": f"Nystrom p = {ny_p}, fp64", "n": ny_n}
     sub = min(ny_n, 100_000)

@@ -7,7 +7,8 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl "fastcore<2" "array-api-compat>=1.9"
 # On a machine with a registry and no such image, GPU_CHECK_PIP=1 installs torch and cupy-cuda12x into a venv instead.
 # Then bench/gpu_check.py: equality against NumPy and times for n = 5000, 20000, 40000 (exact separable ridge, fp64, T = I:
-# one Cholesky) and n = 1e6 Nystrom (p = 2000), the CPU times of the same machine beside them. `--dry-run`: toy sizes, CPU.
+# one Cholesky), CG on a sum of two non-commuting separable kernels at n = 5000, and n = 1e6 Nystrom (p = 2000), the CPU
+# times of the same machine beside them. `--dry-run`: toy sizes, CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
