@@ -282,8 +282,10 @@ def _xp_pair_sums(xp, X, Y, f):
     "sum_k f(x_k - y_k) of all pairs, in row chunks of X: one (chunk, m, p) temporary at a time (never (n, m, p))."
     n, m, p = X.shape[0], Y.shape[0], X.shape[1]
     step = max(1, XP_CHUNK // max(1, m * p))
-    out = [xp.sum(f(X[i:min(i + step, n), None, :] - Y[None, :, :]), axis=2) for i in range(0, n, step)]
-    return xp.concat(out, axis=0) if out else xp.zeros((0, m), dtype=X.dtype, device=_device(X))
+    out = xp.empty((n, m), dtype=X.dtype, device=_device(X))
+    for i in range(0, n, step):
+        out[i:min(i + step, n), :] = xp.sum(f(X[i:min(i + step, n), None, :] - Y[None, :, :]), axis=2)
+    return out
 
 
 def _xp_sq_distances(xp, X, Y):
@@ -302,8 +304,14 @@ def _xp_sq_distances(xp, X, Y):
     if s == 0.0:
         return xp.zeros((n, m), dtype=X.dtype, device=_device(X))
     Xc, Yc = Xc / s, Yc / s
-    d = xp.sum(Xc * Xc, axis=1)[:, None] + xp.sum(Yc * Yc, axis=1)[None, :] - 2.0 * (Xc @ Yc.T)
-    return xp.clip(d, 0.0, None) * s * s
+    d = Xc @ Yc.T                                            # in place from here: one (n, m) array (NumPy's formula has
+    d *= -2.0                                                # three at its peak), and a boolean mask for the clip
+    d += xp.sum(Xc * Xc, axis=1)[:, None]
+    d += xp.sum(Yc * Yc, axis=1)[None, :]
+    d[d < 0.0] = 0.0
+    d *= s
+    d *= s
+    return d
 
 
 def scalar_gram(kernel, X, Y, xp=None):
@@ -342,12 +350,15 @@ def scalar_gram(kernel, X, Y, xp=None):
     xp = xp or xp_of(X)
     kernel.validate()          # numbers as Python floats: a NumPy scalar times an array of another library is NumPy's
     tk = type(kernel)
-    if tk is RBF:
-        return xp.exp(-float(kernel.gamma) * _xp_sq_distances(xp, X, Y))
-    if tk is Laplacian:
-        return xp.exp(-float(kernel.gamma) * _xp_pair_sums(xp, X, Y, xp.abs))
+    if tk is RBF or tk is Laplacian:                 # in place up to exp (the standard has no out=): two (n, m) at the peak
+        D = _xp_sq_distances(xp, X, Y) if tk is RBF else _xp_pair_sums(xp, X, Y, xp.abs)
+        D *= -float(kernel.gamma)
+        return xp.exp(D)
     if tk is Polynomial:
-        return (float(kernel.gamma) * (X @ Y.T) + float(kernel.coef0)) ** int(kernel.degree)
+        G = X @ Y.T
+        G *= float(kernel.gamma)
+        G += float(kernel.coef0)
+        return G ** int(kernel.degree)
     if tk is Linear:
         return X @ Y.T
     if tk is ScaledKernel:
