@@ -358,6 +358,15 @@ class KernelStream(StreamLearner):
         end = self.n_seen_ - self._base
         return StreamLearner._tail_rows(self) + [("_X", end), ("_C", end)]
 
+    def _undo_point(self, n):
+        "`StreamLearner._undo_point` of `_tail_rows`, spelled out (a one-row step pays it at every call)."
+        e, X, C = self.n_seen_ - self._base, self._X, self._C
+        out = [(X, e, X[e:e + n].copy()), (C, e, C[e:e + n].copy())]
+        for name in self._records():
+            a, r = getattr(self, name), self.n_seen_ - self._rec0
+            out.append((a, r, a[r:r + n].copy()))
+        return out
+
 # %% ../nbs/1_shared/03_streaming.ipynb #48e8b344
 @patch
 def _init_stream(self: KernelStream, p, d):
@@ -542,7 +551,7 @@ def _step_size1(self: KernelStream, t: int) -> float:
     "eta_t of step t (as `step_sizes` gives it: the same float), checked against `check_decay`."
     s = self.schedule
     if s == "invsqrt" and not callable(s):
-        eta = self._eta / np.sqrt(t)        # numpy's sqrt and division: the bits `step_sizes` gives
+        eta = self._eta / math.sqrt(t)      # IEEE sqrt and division, correctly rounded: the bits `step_sizes` gives
     elif s == "constant" and not callable(s):
         eta = self._eta
     else:
@@ -933,7 +942,9 @@ def _one_row(self: StreamLearner, x):
 def _fast_row(self: StreamLearner, x):
     """One example as a (1, p) float array by the cheap checks of a fitted learner (a dict in the stored key order, or a
     numeric 1-D array of p finite values); None when they do not apply, and the full checks then run (and say why)."""
-    if isinstance(x, Mapping):
+    if isinstance(x, np.ndarray):                     # first: the common case, and cheaper than the Mapping ABC check
+        row = x
+    elif isinstance(x, Mapping):
         names = self.__dict__.get("feature_names_in_")
         if names is None or len(x) != len(names):
             return None
@@ -941,8 +952,6 @@ def _fast_row(self: StreamLearner, x):
             row = np.array([x[k] for k in names])
         except KeyError:
             return None
-    elif isinstance(x, np.ndarray):
-        row = x
     else:
         return None
     if row.dtype.kind not in _NUMERIC or row.shape != (self.n_features_in_,):
