@@ -504,6 +504,7 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
     d = (np.ones(M) if np.isinf(est.r) else np.full(M, 1.0 / M)) if d0 is None else np.array(d0, dtype=float)
     Z = np.zeros_like(Ys) if Z0 is None else np.array(Z0, dtype=float)
     est.objective_, est.weights_history_, est.solver_iterations_ = [], [], []
+    est._capped = False
     for it in range(1, est.max_iter + 1):
         As = [sum(d[k] * Grams[k] for k in members) for _, members in groups]
         Z_old = Z
@@ -518,6 +519,7 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
             warnings.warn(f"MovKL did not converge in max_iter={est.max_iter} iterations (relative change of alpha "
                           f"{np.linalg.norm(Z - Z_old) / max(np.linalg.norm(Z), 1e-300):.2g} > tol={est.tol}); "
                           "raise max_iter or tol", ConvergenceWarning)
+            est._capped = True
             break
         d_new = lr_norm_weights(d ** 2 * q, est.r)
         d = np.where(d > 0, d_new, 0.0) if not np.isinf(est.r) else d_new
@@ -706,22 +708,24 @@ def _predict_sum(est, X):
     return out
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #279b57c4
+from contextlib import nullcontext as _nullcontext
+
+
 def _loco_refit(est, Grams, groups, Ts, Ys, d, Z, i):
-    "Refit on the curves other than i, warm-started at the full fit (d, Z): (squared error of curve i, outer iterations, capped)."
+    """Refit on the curves other than i, warm-started at the full fit (d, Z): (squared error of curve i, outer iterations,
+    capped). `est` is this refit's own (one per thread); ConvergenceWarning is silenced by the caller (`est._capped` counts)."""
     n = len(Ys)
     keep = np.arange(n) != i
     _fresh_preconditioner(est)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
-    capped = any(issubclass(c.category, ConvergenceWarning) for c in caught)
+    di, Zi, _ = _algorithm1(est, [G[np.ix_(keep, keep)] for G in Grams], groups, Ts, Ys[keep], d, Z[keep])
+    capped = est._capped
     yhat = sum((sum(di[k] * Grams[k][i, keep] for k in members if di[k] > 0) @ Zi) @ Tg
                for (_, members), Tg in zip(groups, Ts))
     return float(((Ys[i] - yhat) ** 2).sum()), est.n_iter_, capped
 
 
 def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: float = 1e-4, max_iter: int = 20,
-               prune: bool = False):
+               prune: bool = False, n_jobs: int = 1):
     """Leave-one-curve-out RSSE of MovKL for each lam of `lams` (eq. 20, the operators' quadrature weights); each of the
     n refits on n - 1 curves is warm-started at the full fit.
 
@@ -747,6 +751,10 @@ def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: f
         Stop summing a lam's held-out errors once its partial sum exceeds the complete sum of another lam: errors are
         non-negative, so that lam cannot be the argmin. The argmin (the picked lam) and every complete sum are those of
         ``prune=False``; a pruned lam's entry is its partial sum, a lower bound of its RSSE.
+    n_jobs : int, default=1
+        Threads refitting consecutive held-out curves at once (each on one BLAS thread). The results are summed in curve
+        order and pruning is checked after each curve, so every output equals that of ``n_jobs=1`` (at most
+        ``n_jobs - 1`` refits beyond a pruning point are computed and discarded).
 
     Returns
     -------
@@ -791,26 +799,39 @@ def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: f
             _fresh_preconditioner(est)
             full.append(_algorithm1(est, Grams, groups, Ts, Ys)[:2])
         errs, done, iters, capped = np.zeros(L), np.zeros(L, dtype=int), [], 0
+        jobs = max(1, int(n_jobs))
+        ests = [est] + [MovKL(**est.get_params()) for _ in range(jobs - 1)]         # one estimator (state) per thread
+        for e in ests[1:]:
+            _start_solver(e, groups, Ts)
 
         def advance(a, stop, bound=np.inf):
             "Sum lam a's held-out errors up to curve `stop` (exclusive), or until the sum exceeds `bound`."
             nonlocal capped
-            est.set_params(lam=float(lams[a]))
+            for e in ests:
+                e.set_params(lam=float(lams[a]))
             while done[a] < stop and errs[a] <= bound:
-                e, it, cap = _loco_refit(est, Grams, groups, Ts, Ys, *full[a], done[a])
-                errs[a] += e; done[a] += 1; iters.append(it); capped += cap
+                idx = range(done[a], min(stop, done[a] + jobs))
+                out = list(pool.map(lambda j: _loco_refit(ests[j - idx[0]], Grams, groups, Ts, Ys, *full[a], j), idx)
+                           if pool is not None else (_loco_refit(est, Grams, groups, Ts, Ys, *full[a], j) for j in idx))
+                for e, it, cap in out:                    # in curve order, pruning checked after each curve
+                    if errs[a] > bound:
+                        break
+                    errs[a] += e; done[a] += 1; iters.append(it); capped += cap
 
-        if not prune:
-            for a in range(L):
-                advance(a, n)
-        else:
-            # screen every lam on the first n // 5 curves, then complete them from the most promising on: a lam stops
-            # as soon as its partial sum exceeds the smallest complete sum (it cannot be the argmin any more)
-            for a in range(L):
-                advance(a, max(1, n // 5))
-            best = np.inf
-            for a in sorted(range(L), key=lambda a: (errs[a], a)):
-                advance(a, n, best)
-                if done[a] == n:
-                    best = min(best, errs[a])
+        from concurrent.futures import ThreadPoolExecutor
+        with warnings.catch_warnings(), ThreadPoolExecutor(jobs) if jobs > 1 else _nullcontext() as pool:
+            warnings.simplefilter("ignore", ConvergenceWarning)          # counted in `refits_at_max_iter`
+            if not prune:
+                for a in range(L):
+                    advance(a, n)
+            else:
+                # screen every lam on the first n // 5 curves, then complete them from the most promising on: a lam
+                # stops as soon as its partial sum exceeds the smallest complete sum (it cannot be the argmin any more)
+                for a in range(L):
+                    advance(a, max(1, n // 5))
+                best = np.inf
+                for a in sorted(range(L), key=lambda a: (errs[a], a)):
+                    advance(a, n, best)
+                    if done[a] == n:
+                        best = min(best, errs[a])
     return errs, {"refit_iterations": np.array(iters), "refits_at_max_iter": capped, "curves": done}

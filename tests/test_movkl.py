@@ -293,6 +293,10 @@ def test_movkl_loco_pruned_picks_the_same_lam_with_the_same_scores(r):
     np.testing.assert_array_equal(fast[complete], slow[complete])
     assert (~complete).any() and (fast[~complete] > slow.min()).all() and (fast[~complete] <= slow[~complete]).all()
     assert len(fi["refit_iterations"]) == fi["curves"].sum() < len(si["refit_iterations"]) == n * len(lams)
+    par, pi = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=20, prune=True, n_jobs=3)   # threads: the same
+    np.testing.assert_array_equal(par, fast)
+    assert (pi["curves"] == fi["curves"]).all() and pi["refits_at_max_iter"] == fi["refits_at_max_iter"]
+    np.testing.assert_array_equal(pi["refit_iterations"], fi["refit_iterations"])
 
 
 # ---------------------------------------------------------------- defaults that fit (issue 19, section 1)

@@ -28,8 +28,8 @@ from ..movkl import FunctionalKRR, MovKL, kernel_pairs, loo_curves, movkl_loco
 from ..ridge import OVKRidge
 
 # %% auto #0
-__all__ = ['SEARCH_BUDGET', 'PAPER_TABLE1', 'PAPER_TABLE2', 'BANDWIDTHS', 'SCALAR_LAMS', 'ORACLE_LAMS', 'PER_POINT', 'ORACLE',
-           'paper001_scalar_kernels', 'paper001_operators', 'paper001_kernels', 'select_functional_krr',
+__all__ = ['SEARCH_BUDGET', 'PAPER_TABLE1', 'PAPER_TABLE2', 'BANDWIDTHS', 'LOCO_JOBS', 'SCALAR_LAMS', 'ORACLE_LAMS', 'PER_POINT',
+           'ORACLE', 'paper001_scalar_kernels', 'paper001_operators', 'paper001_kernels', 'select_functional_krr',
            'select_movkl_lam', 'per_time_point_krr', 'oracle_bound', 'run_table_design']
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #27fbb098
@@ -101,13 +101,16 @@ def select_functional_krr(X, Y, t, operator="integral", lams=None, n_components=
     return est, info
 
 # %% ../../nbs/3_reproduction/02_paper001.ipynb #fcb922c0
+LOCO_JOBS = 2     # threads of movkl_loco's refits: this machine's 2 cores (the results do not depend on it)
+
+
 def select_movkl_lam(kernels, X, Y, r, lams, max_iter, selection="loco", n_folds=3, seed=0):
     """lam of MovKL by the paper's leave-one-curve-out RSSE (`movkl.movkl_loco`, refits warm-started at the full fit,
     pruned: the same pick as every refit, see the MovKL notebook) or,
     `selection="kfold"`, by `n_folds`-fold CV (our real-data design only); tol = 1e-3 and `max_iter` outer iterations in
     either. Returns (lam, rsse per lam: LOCO's pruned entries are lower bounds above the pick's)."""
     if selection == "loco":
-        errs, _ = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=max_iter, prune=True)
+        errs, _ = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=max_iter, prune=True, n_jobs=LOCO_JOBS)
         return float(lams[int(np.argmin(errs))]), errs
     from sklearn.model_selection import KFold
     w, errs = kernel_pairs(kernels)[1], np.zeros(len(lams))
