@@ -66,6 +66,24 @@ def timed(f, sync=lambda: None):
     return time.perf_counter() - t, out
 
 
+def peak_reset():
+    "Reset PyTorch's CUDA peak-memory counter (nothing on the CPU)."
+    try:
+        import torch
+        if torch.cuda.is_available() and not DRY:
+            torch.cuda.reset_peak_memory_stats()
+    except ImportError:
+        pass
+
+
+def peak_n2(name, n):
+    "PyTorch's CUDA peak memory since `peak_reset`, in units of one n x n float64 array (None off CUDA)."
+    if not name.startswith("torch (cuda"):
+        return None
+    import torch
+    return torch.cuda.max_memory_allocated() / (8.0 * n * n)
+
+
 def main():
     sizes = [200, 400, 800] if DRY else [5000, 20000, 40000]
     ny_n, ny_p = (5000, 100) if DRY else (1_000_000, 2000)
@@ -85,8 +103,11 @@ def main():
             row["cpu numpy fit (s)"], ref = timed(lambda: OVKRidge(K, lam=LAM, solver="cholesky").fit(X, Y))
         for name, to, sync in libs:
             Xd, Yd = to(X), to(Y)
+            peak_reset()
             t, m = timed(lambda: OVKRidge(K, lam=LAM, solver="cholesky").fit(Xd, Yd), sync)
             row[f"{name} fit (s)"] = t
+            if peak_n2(name, n) is not None:
+                row[f"{name} peak GPU memory (n^2 fp64)"] = peak_n2(name, n)
             if ref is not None:
                 P, Pr = host(m.predict(to(Xt))), ref.predict(Xt)
                 row[f"{name} max rel. diff"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
@@ -101,7 +122,10 @@ def main():
     row["cpu numpy CG iterations"] = ref.n_iter_
     for name, to, sync in libs:
         Xd, Yd = to(X), to(Y)
+        peak_reset()
         t, m = timed(lambda: OVKRidge(K_cg, lam=LAM, solver="cg").fit(Xd, Yd), sync)
+        if peak_n2(name, n_cg) is not None:
+            row[f"{name} peak GPU memory (n^2 fp64)"] = peak_n2(name, n_cg)
         P, Pr = host(m.predict(to(Xt))), ref.predict(Xt)
         row[f"{name} fit (s)"], row[f"{name} CG iterations"] = t, m.n_iter_
         row[f"{name} max rel. diff"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())

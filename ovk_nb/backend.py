@@ -9,7 +9,7 @@ import numpy as np
 
 # the array-library test, the namespace helper and the scalar kernels' array-API form live one floor down, in kernels
 # (the kernels compute on such arrays themselves and cannot import this module): this module builds on them
-from .kernels import _compat, _on, is_array_api, scalar_gram, xp_of
+from .kernels import _all_finite, _compat, _on, is_array_api, scalar_gram, xp_of
 from .linalg import (EigenFactor, KernelParts, RandomFourierFeatures, _rff_kind, eigh_psd, group_columns, pcg,
                            symmetric_operator)
 from .validation import to_numpy      # the host copy, written once on floor 1 (validation uses it too)
@@ -154,11 +154,12 @@ def check_xp_data(X, Y=None, name: str = "X"):
 # %% ../nbs/1_shared/09_backend.ipynb #e9a186bf
 def _cho_solve(xp, L, B):
     """(L L^T)^{-1} B for a lower Cholesky factor L. The standard has no triangular solve: PyTorch and CuPy have their own
-    (two O(n^2) sweeps); elsewhere (array-api-strict, ...) one `xp.linalg.solve` with L L^T, O(n^3), correct but slower."""
+    (two O(n^2) sweeps); elsewhere (array-api-strict, ...) one `xp.linalg.solve` with L L^T, O(n^3), correct but slower.
+    PyTorch: two `solve_triangular`, which read L where it is (`cholesky_solve` copies it: one more n x n, measured)."""
     c = _compat()
     if c.is_torch_array(L):
         import torch
-        return torch.cholesky_solve(B, L, upper=False)
+        return torch.linalg.solve_triangular(L.mT, torch.linalg.solve_triangular(L, B, upper=False), upper=True)
     if c.is_cupy_array(L):
         from cupyx.scipy.linalg import solve_triangular
         return solve_triangular(L.T, solve_triangular(L, B, lower=True), lower=False)
@@ -171,7 +172,7 @@ def _cholesky(xp, A, name="the block Gram plus lam I"):
         L = xp.linalg.cholesky(A)
     except Exception as e:                                   # torch: LinAlgError; cupy: NaNs; numpy: LinAlgError
         raise ValueError(f"{name} is not positive definite: is the kernel positive? ({type(e).__name__})") from None
-    if not bool(xp.all(xp.isfinite(L))):
+    if not _all_finite(L):                                   # (in row chunks: PyTorch's isfinite of L would cost 1.4 n x n)
         raise ValueError(f"{name} is not positive definite: is the kernel positive?")
     return L
 
