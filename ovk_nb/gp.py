@@ -524,7 +524,42 @@ class NystromLikelihood:
     """The subset-of-regressors (SoR / DTC) log marginal likelihood of Y (n, d) under Q kron T + s2 I,
     Q = K_nm (K_mm + eps I)^{-1} K_mn on m landmarks Z, and its gradient, in the joint eigenbasis of Phi^T Phi and T
     (Phi = K_nm L^{-T}, L L^T = K_mm + eps I): O(n m^2) for a new bandwidth (Phi, its Gram's eigh, kept), O(m d^2 + d^3)
-    for a new T or noise; never n x n. ``theta`` = (kernel.theta, log noise)."""
+    for a new T or noise; never n x n.
+
+    Parameters
+    ----------
+    kernel : Separable
+        One separable kernel k T (k: RBF, Laplacian or a kernel without learnable parameters).
+    X : ndarray of shape (n, p)
+        The training inputs.
+    Y : ndarray of shape (n, d)
+        The training targets (no missing entry).
+    Z : ndarray of shape (m, p)
+        The landmarks (`nystrom_landmarks`).
+    chunk : int, default=8192
+        Rows of X per pass (memory: chunk x m).
+
+    Attributes
+    ----------
+    eps : float
+        The jitter NYSTROM_JITTER * mean k(z, z), fixed at construction.
+
+    Notes
+    -----
+    Called as ``lik(theta, eval_gradient=True, kernel_grad=True)`` with theta = (kernel.theta, log noise): the LML, and
+    its gradient (kernel_grad=False leaves the scalar kernel's entries out, O(m d^2 + d^3)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(30, 1)), np.random.default_rng(1).normal(size=(30, 2))
+    >>> K = Separable(RBF(1.0), np.eye(2))
+    >>> Z = X[nystrom_landmarks(X, 10, random_state=0)]
+    >>> f, g = NystromLikelihood(K, X, Y, Z)(np.r_[K.theta, np.log(0.1)])
+    >>> bool(np.isclose(f, gp_nystrom_dense_reference(K, X, Y, 0.1, Z, False)))
+    True
+    """
     def __init__(self, kernel: Separable, X, Y, Z, chunk: int = 8192):
         (self.sk, self.T, w), = _flat_parts(kernel)
         if w != 1.0:
@@ -659,7 +694,50 @@ class StochasticMaskedLikelihood:
     once from `random_state`, so the objective is a deterministic function of theta (L-BFGS-B can line-search it).
     APPROXIMATE: see the measured errors in the notebook. O(n^2 d (n_probes + 1)) per PCG step and one eigh of an n x n
     Gram (the preconditioner) per evaluation; the n x n scalar Grams stored, never the observed block.
-    theta = (kernel.theta, log noise)."""
+
+    Parameters
+    ----------
+    kernel : Separable or SumKernel of Separables
+        The kernel.
+    X : ndarray of shape (n, p)
+        The training inputs.
+    Y : ndarray of shape (n, d)
+        The targets, NaN marking a missing entry.
+    n_probes : int, default=30
+        The number of Rademacher probes (SLQ and Hutchinson each).
+    n_steps : int, default=50
+        Lanczos steps per probe of the log-determinant.
+    random_state : int, RandomState or None, default=0
+        Draws the one seed of the probes.
+    tol : float, default=1e-8
+        The PCG relative residual.
+
+    Attributes
+    ----------
+    logdet_stderr_ : float
+        The standard error of the last log-determinant estimate.
+    iterations_ : int
+        The last block PCG's iterations.
+
+    Notes
+    -----
+    Called as ``lik(theta, eval_gradient=True)`` with theta = (kernel.theta, log noise): the estimated LML, and its
+    estimated gradient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(30, 1)), np.random.default_rng(1).normal(size=(30, 2))
+    >>> Y[::3, 0] = np.nan
+    >>> K = Separable(RBF(1.0), np.eye(2))
+    >>> theta = np.r_[K.theta, np.log(0.1)]
+    >>> lik = StochasticMaskedLikelihood(K, X, Y, random_state=0)
+    >>> est, grad = lik(theta)
+    >>> exact = MaskedLikelihood(K, X, Y)(theta, False)
+    >>> bool(abs(est - exact) < 4 * lik.logdet_stderr_ / 2)
+    True
+    """
     def __init__(self, kernel, X, Y, n_probes: int = 30, n_steps: int = 50, random_state=0, tol: float = 1e-8):
         self.kernel, self.X, self.Y = kernel, X, Y
         self.obs = ~np.isnan(Y)
