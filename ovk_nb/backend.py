@@ -332,32 +332,69 @@ def _cg(parts, grams, Y, lam, tol, max_iter, preconditioner):
     return (Z if s is None else Z / s), info
 
 
-def _nystrom(parts, X, Y, lam, n_components, random_state):
-    """Nystrom for a single separable part without quadrature weights: k ~ Z Z^T on landmarks drawn on the host with
-    `random_state` (the rows NumPy draws), the ridge solved in feature space in T's eigenbasis."""
-    if parts.nc != 1 or parts.w is not None:
-        raise ValueError("solver='nystrom' on array-API data fits a Separable kernel without quadrature weights; sums of "
-                         "kernels: use 'cg', 'cholesky' or 'dense' there, or pass NumPy arrays")
+def _nystrom(parts, X, Y, lam, n_components, random_state, chunk=4096):
+    """`linalg.nystrom_fit` (`NystromSystem`) in X's namespace: every distinct scalar kernel k_j ~ z_j z_j^T on one
+    landmark set drawn on the host with `random_state` (the rows NumPy draws), z_j(x) = k_j(x, L) Q_j diag(g_j)^{-1/2}
+    without the eigenpairs below rcond max(g_j); normal equations summed over row chunks. One separable part: solved in
+    T's eigenbasis (an `EigenFactor` of the r x r feature Gram); otherwise the block system of all parts by Cholesky."""
     xp = xp_of(X)
-    n = X.shape[0]
-    k = parts.scalars[0]
-    p = min(int(n_components), n)
-    idx = np.sort(np.random.default_rng(random_state).choice(n, p, replace=False))
+    n, d = Y.shape
+    idx = np.sort(np.random.default_rng(random_state).choice(n, min(int(n_components), n), replace=False))
     L = xp.take(X, xp.asarray(idx, device=device_of(X)), axis=0)
-    s, U = xp.linalg.eigh(scalar_gram(k, L, L, xp))
-    s_host = to_numpy(s)                                  # ascending: drop the leading ones below rcond max, rcond = 1e-12
-    rcond = max(1e-12, float(np.finfo(s_host.dtype).eps))  # as linalg.NystromFeatures, or float32's eps (see above)
-    k0 = int((s_host <= rcond * s_host.max()).sum())
-    s, U = s[k0:], U[:, k0:]
-    W = U / xp.sqrt(s)[None, :]                           # features z(x) = k(x, L) W, Z Z^T = K_nL K_LL^+ K_Ln
-    Z = scalar_gram(k, X, L, xp) @ W
-    e, V = xp.linalg.eigh(_on(parts.T[0], X))
-    g, Q = xp.linalg.eigh(Z.T @ Z)                        # in T's eigenbasis the (r d) system splits per output
-    B = Q.T @ (Z.T @ (Y @ V))                             # (r, d)
-    e = xp.clip(e, 0.0, None)
-    # primal ridge in feature space: W_out = Q (B e / (g e + lam)) V^T gives f(x) = z(x) W_out
-    Wout = Q @ ((B * e[None, :]) / (g[:, None] * e[None, :] + lam)) @ V.T
-    return L, W @ Wout, p - k0
+    rcond = max(1e-12, float(np.finfo(to_numpy(X[:1, :1]).dtype).eps))    # as NystromFeatures; float32: its eps
+    feats = []
+    for k in parts.scalars:
+        g, Q = xp.linalg.eigh(scalar_gram(k, L, L, xp))
+        keep = xp.asarray(np.flatnonzero(to_numpy(g) > rcond * float(xp.max(g))), device=device_of(X))
+        feats.append((k, xp.take(Q, keep, axis=1) / xp.sqrt(xp.take(g, keep))[None, :]))
+    Z = lambda A: [scalar_gram(k, A, L, xp) @ P for k, P in feats]                  # noqa: E731
+    rows = [(i, min(i + chunk, n)) for i in range(0, n, chunk)]
+    if parts.nc == 1 and parts.eig is not None:
+        E, V, Vinv = parts.eig
+        Vinv = _on(Vinv, X)
+        A = b = None
+        for i, j in rows:
+            (z,) = Z(X[i:j, ...])
+            a_, b_ = z.T @ z, z.T @ (Y[i:j, ...] @ Vinv.T)
+            A, b = (a_, b_) if A is None else (A + a_, b + b_)
+        g, Q = xp.linalg.eigh(A)
+        B = EigenFactor(xp.clip(g, 0.0, None), Q, _on(E[0], X), _on(V, X), Vinv, Q.T @ b).smoothed(lam)
+        return {"L": L, "feats": feats, "blocks": [(0, B, None)], "s": None}
+    Ss = []
+    for T in parts.T:
+        ev, Qt = eigh_psd(symmetric_operator(T, parts.w))
+        Ss.append((Qt * np.sqrt(ev)) @ Qt.T)
+    r = [int(P.shape[1]) for _, P in feats]
+    offs = np.concatenate([[0], np.cumsum([r[j] * d for j in parts.sidx])]).astype(int)
+    size, s = int(offs[-1]), _on(parts.s, X)
+    A = xp.zeros((size, size), dtype=X.dtype, device=device_of(X))
+    b = xp.zeros((size,), dtype=X.dtype, device=device_of(X))
+    for i, j in rows:                                     # the blocks kron(Z_j^T Z_j', S_c S_c'), as NystromSystem.terms
+        Zs, Ys = Z(X[i:j, ...]), Y[i:j, ...] * s
+        for c, jc in enumerate(parts.sidx):
+            b[offs[c]:offs[c + 1]] += xp.reshape(Zs[jc].T @ Ys @ _on(Ss[c], X), (-1,))
+            for c2 in range(c, parts.nc):
+                G = Zs[jc].T @ Zs[parts.sidx[c2]]
+                S2 = _on(Ss[c] @ Ss[c2], X)
+                blk = xp.reshape(G[:, None, :, None] * S2[None, :, None, :], (G.shape[0] * d, G.shape[1] * d))
+                A[offs[c]:offs[c + 1], offs[c2]:offs[c2 + 1]] += blk
+                if c2 != c:
+                    A[offs[c2]:offs[c2 + 1], offs[c]:offs[c + 1]] += blk.T
+    beta = _cho_solve(xp, _cholesky(xp, _add_diag(xp, A, lam), "the Nystrom normal equations plus lam I"),
+                      xp.reshape(b, (-1, 1)))
+    blocks = [(jc, xp.reshape(beta[offs[c]:offs[c + 1], 0], (-1, d)), _on(Ss[c], X)) for c, jc in enumerate(parts.sidx)]
+    return {"L": L, "feats": feats, "blocks": blocks, "s": s}
+
+
+def _nystrom_predict(ny, X):
+    "f(x) = sum over blocks (j, B, S) of z_j(x) B S, divided by s (`linalg.NystromModel.predict`)."
+    xp = xp_of(X)
+    Zs = [scalar_gram(k, X, ny["L"], xp) @ P for k, P in ny["feats"]]
+    out = None
+    for j, B, S in ny["blocks"]:
+        term = Zs[j] @ B if S is None else Zs[j] @ B @ S
+        out = term if out is None else out + term
+    return out if ny["s"] is None else out / ny["s"]
 
 
 def _rff(kernel, X, Y, lam, n_components, random_state, chunk=4096):
@@ -434,8 +471,8 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
     K a Separable kernel or a (nested) SumKernel of Separables, with or without quadrature weights. 'eigen' (one
     separable part): k(X, X) = U diag(s) U^T and T's eigenbasis (`EigenFactor`). 'cholesky' (commuting T_c): one Cholesky
     per distinct eigenvalue column. 'dense': the Cholesky of the (n d) x (n d) block Gram. 'cg': `linalg.pcg` with the
-    separable preconditioner. 'nystrom' (one separable part, no weights): `n_components` landmarks drawn on the host
-    with `random_state`. 'rff' (Separable(RBF)): `n_components` frequencies drawn on the host with `random_state`.
+    separable preconditioner. 'nystrom': `n_components` landmarks drawn on the host with `random_state` (the
+    `linalg.NystromSystem` equations). 'rff' (Separable(RBF)): `n_components` frequencies drawn on the host with `random_state`.
 
     Parameters
     ----------
@@ -463,8 +500,8 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
     Returns
     -------
     dict
-        The model: 'solver', 'coef' (n, d) or None, 'smoothed' (per scalar kernel), 'factor', 'landmarks' and 'W'
-        (Nystrom), 'feats' and 'W' (rff), 'n_iter', 'converged', 'rank'.
+        The model: 'solver', 'coef' (n, d) or None, 'smoothed' (per scalar kernel), 'factor', 'landmarks',
+        'nystrom' and 'rank' (Nystrom), 'feats' and 'W' (rff), 'n_iter', 'converged'.
 
     Examples
     --------
@@ -479,9 +516,10 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
     lam = float(lam)
     parts = _xp_parts(kernel)
     if solver == "nystrom":
-        L, W, rank = _nystrom(parts, X, Y, lam, n_components, random_state)
-        return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": L, "W": W, "feats": None, "n_iter": 1, "converged": True,
-                "rank": rank}
+        ny = _nystrom(parts, X, Y, lam, n_components, random_state)
+        return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": ny["L"],
+                "W": None, "feats": None, "nystrom": ny, "n_iter": 1, "converged": True,
+                "rank": [int(P.shape[1]) for _, P in ny["feats"]]}
     if solver == "rff":
         feats, W = _rff(kernel, X, Y, lam, n_components, random_state)
         return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": None,
@@ -539,7 +577,7 @@ def xp_ridge_predict(model: dict, X_fit, X, chunk: int = 4096):
     for i in range(0, X.shape[0], chunk):
         Xi = X[i:min(i + chunk, X.shape[0]), ...]                 # the standard leaves out-of-bounds slices unspecified
         if model["solver"] == "nystrom":
-            out.append(scalar_gram(parts.scalars[0], Xi, model["landmarks"], xp) @ model["W"])
+            out.append(_nystrom_predict(model["nystrom"], Xi))
         elif model["solver"] == "rff":
             out.append(model["feats"].z(Xi) @ model["W"])
         else:

@@ -550,7 +550,7 @@ def _fit_xp(est, X, Y):
     est.coef_, est.solver_, est.n_iter_, est.X_fit_, est._Y_fit = model["coef"], solver, model["n_iter"], X, Y - y_mean
     est._eig_cache = model["factor"]
     if solver == "nystrom":
-        est.landmarks_, est.n_components_ = model["landmarks"], [model["rank"]]
+        est.landmarks_, est.n_components_ = model["landmarks"], model["rank"]
     elif solver == "rff":
         est.n_components_ = int(est.n_components)
     est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
