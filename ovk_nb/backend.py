@@ -341,12 +341,12 @@ def _nystrom(parts, X, Y, lam, n_components, random_state, chunk=4096):
     n, d = Y.shape
     idx = np.sort(np.random.default_rng(random_state).choice(n, min(int(n_components), n), replace=False))
     L = xp.take(X, xp.asarray(idx, device=device_of(X)), axis=0)
-    rcond = max(1e-12, float(np.finfo(to_numpy(X[:1, :1]).dtype).eps))    # as NystromFeatures; float32: its eps
+    rcond = max(1e-12, float(xp.finfo(X.dtype).eps))     # as NystromFeatures (1e-12); float32: its eps (see above)
     feats = []
     for k in parts.scalars:
         g, Q = xp.linalg.eigh(scalar_gram(k, L, L, xp))
         keep = xp.asarray(np.flatnonzero(to_numpy(g) > rcond * float(xp.max(g))), device=device_of(X))
-        feats.append((k, xp.take(Q, keep, axis=1) / xp.sqrt(xp.take(g, keep))[None, :]))
+        feats.append((k, xp.take(Q, keep, axis=1) / xp.sqrt(xp.take(g, keep, axis=0))[None, :]))
     Z = lambda A: [scalar_gram(k, A, L, xp) @ P for k, P in feats]                  # noqa: E731
     rows = [(i, min(i + chunk, n)) for i in range(0, n, chunk)]
     if parts.nc == 1 and parts.eig is not None:
