@@ -84,3 +84,12 @@ def test_full_size_results_carry_the_code_they_came_from():
                                    f"listed but unchanged: {sorted(set(stale) - changed)}")
     readme = (FULL / "README.md").read_text()
     assert all(f"`{k}`" in readme for k in stale), "the README lists every stale result"
+
+
+def test_mlkr_has_verdict_rows_not_a_not_reproducible_line():
+    "Issue 22: paper 003's MLKR column is run (mvml_table1) and judged on the stand-in data by its shape only."
+    rows = [r for r in _rows(PINNED) if r["experiment"] == "mvml_table1" and "MLKR" in r["quantity"]]
+    assert {"UCI mfeat", "BasicMotions"} <= {d for r in rows for d in ("UCI mfeat", "BasicMotions") if d in r["quantity"]}
+    for r in rows:
+        assert r["standin"] and r["paper"] is None and verdict_kind(r["verdict"]) in ("shape holds", "differs"), r
+    assert not any("MLKR" in res for (p, res) in NOT_ATTEMPTED if p == "003")
