@@ -15,10 +15,10 @@ from scipy.spatial.distance import cdist
 from .validation import check_matrix, check_positive, check_psd, sym_in_weights, to_numpy
 
 # %% auto #0
-__all__ = ['XP_CHUNK', 'GAMMA_RULES', 'Params', 'is_array_api', 'xp_of', 'scalar_gram', 'ScalarKernel', 'sq_distances',
-           'check_gram_finite', 'Linear', 'Polynomial', 'data_gamma', 'RBF', 'Laplacian', 'OVKernel', 'Separable',
-           'SumKernel', 'resolve_kernel', 'BlockKernel', 'field_apply', 'CurlFreeRBF', 'DivFreeRBF', 'paper000_J',
-           'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
+__all__ = ['XP_CHUNK', 'GAMMA_RULES', 'Params', 'is_array_api', 'xp_of', 'scalar_gram', 'scalar_diag', 'ScalarKernel',
+           'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'data_gamma', 'RBF', 'Laplacian', 'OVKernel',
+           'Separable', 'SumKernel', 'resolve_kernel', 'BlockKernel', 'field_apply', 'CurlFreeRBF', 'DivFreeRBF',
+           'paper000_J', 'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
            'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel',
            'ScaledKernel', 'Coregionalization']
 
@@ -380,6 +380,60 @@ def scalar_gram(kernel, X, Y, xp=None):
                      "ScaledKernel / ColumnKernel wrappers do); pass NumPy arrays for it")
 
 
+def scalar_diag(kernel, X, xp=None):
+    """k(x_i, x_i) in X's namespace, dtype and device, for the kernels `scalar_gram` covers (without forming the Gram).
+
+    Parameters
+    ----------
+    kernel : RBF, Laplacian, Linear, Polynomial, ScaledKernel or ColumnKernel
+        Resolved.
+    X : array of shape (n, p)
+        The points.
+    xp : module, optional
+        X's namespace (`xp_of(X)` when None).
+
+    Returns
+    -------
+    array of shape (n,)
+        The diagonal.
+
+    Raises
+    ------
+    ValueError
+        Naming the kernel when it has no array-API form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scalar_diag(Linear(), np.array([[3.0, 4.0]])).tolist()
+    [25.0]
+    """
+    xp = xp or xp_of(X)
+    kernel.validate()
+    tk = type(kernel)
+    if tk is RBF or tk is Laplacian:
+        return xp.ones(X.shape[0], dtype=X.dtype, device=_device(X))
+    if tk is Linear:
+        return xp.sum(X * X, axis=1)
+    if tk is Polynomial:
+        return (float(kernel.gamma) * xp.sum(X * X, axis=1) + float(kernel.coef0)) ** int(kernel.degree)
+    if tk is ScaledKernel:
+        return float(kernel.scale) * scalar_diag(kernel.kernel, X, xp)
+    if tk is ColumnKernel:
+        return scalar_diag(kernel.kernel, xp.take(X, xp.asarray(kernel._idx(X), device=_device(X)), axis=1), xp)
+    raise ValueError(f"kernel: {type(kernel).__name__} has no array-API form (RBF, Laplacian, Linear, Polynomial and their "
+                     "ScaledKernel / ColumnKernel wrappers do); pass NumPy arrays for it")
+
+
+def _xp_ov_diag(kernel, X):
+    "The diagonal blocks sum_c w_c k_c(x_i, x_i) T_c, (n, d, d), for array-API arrays."
+    out = None
+    for w, k, T in _xp_ov_parts(kernel, X):
+        term = (w * scalar_diag(k, X))[:, None, None] * T[None, :, :]
+        out = term if out is None else out + term
+    return out
+
+
 def _xp_ov_parts(kernel, like):
     "[(weight, scalar kernel, T as an array of `like`'s library)] of a Separable or a (nested) SumKernel of Separables."
     if isinstance(kernel, Separable):
@@ -475,8 +529,8 @@ class ScalarKernel(Params):
             The diagonal.
         """
         self.validate()
-        X = check_matrix(X, "X", allow_1d=True)
-        return self._diag(X)
+        X = _matrix(X, "X", allow_1d=True)
+        return scalar_diag(self, X) if is_array_api(X) else self._diag(X)
 
     def validate(self):
         """Check the hyper-parameters (called at every use).
@@ -871,9 +925,9 @@ class OVKernel(Params):
             The diagonal blocks.
         """
         self.validate()
-        X = check_matrix(X, "X", allow_1d=True)
+        X = _matrix(X, "X", allow_1d=True)
         with np.errstate(over="ignore", invalid="ignore"):
-            return check_gram_finite(self._diag(X), self, X)
+            return check_gram_finite(_xp_ov_diag(self, X) if is_array_api(X) else self._diag(X), self, X)
 
     def block(self, x, y):
         """The d x d operator K(x, y) for two single points.

@@ -129,16 +129,18 @@ def test_cv_equals_numpy(lib, cv, solver, kernel):
 
 @pytest.mark.parametrize("lib", LIBS)
 def test_kernels_follow_x(lib):
-    "The kernels' own gram and apply on arrays of another library: that library back, NumPy's values (1e-12)."
+    "The kernels' own gram, diag and apply on arrays of another library: that library back, NumPy's values (1e-12)."
     a = LIBS[lib]
     A, B, C = np.random.default_rng(5).normal(size=(30, 3)), np.random.default_rng(6).normal(size=(17, 3)), \
         np.random.default_rng(7).normal(size=(17, 3))
     for k in SCALARS + [ScaledKernel(RBF(0.2), 2.5), ColumnKernel(Laplacian(1.0), [0, 2])]:
         G = k(a(A.copy()), a(B.copy()))
         assert route_of(G) == "array_api" and rel(G, k(A, B)) <= 1e-12
+        assert rel(k.diag(a(A.copy())), k.diag(A)) <= 1e-12
     for K in [Separable(RBF(0.7), paper000_J(3, 0.2)), *SUMS.values()]:
         assert rel(K.gram(a(A.copy()), a(B.copy())), K.gram(A, B)) <= 1e-12
         assert rel(K.apply(a(A.copy()), a(B.copy()), a(C.copy())), K.apply(A, B, C)) <= 1e-12
+        assert rel(K.diag(a(A.copy())), K.diag(A)) <= 1e-12
 
 
 @pytest.mark.parametrize("lib", LIBS)
