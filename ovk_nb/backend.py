@@ -9,7 +9,7 @@ import numpy as np
 
 # the array-library test, the namespace helper and the scalar kernels' array-API form live one floor down, in kernels
 # (the kernels compute on such arrays themselves and cannot import this module): this module builds on them
-from .kernels import _all_finite, _compat, _on, is_array_api, scalar_gram, xp_of
+from .kernels import _all_finite, _compat, _on, _xp_ov_diag, is_array_api, scalar_gram, xp_of
 from .linalg import (EigenFactor, KernelParts, RandomFourierFeatures, _rff_kind, eigh_psd, group_columns, pcg,
                            symmetric_operator)
 from .validation import to_numpy      # the host copy, written once on floor 1 (validation uses it too)
@@ -302,14 +302,14 @@ def _dense(parts, grams, Y, lam):
     return xp.reshape(c, (n, d)) / sd
 
 
-def _cg(parts, grams, Y, lam, tol, max_iter, preconditioner):
+def _cg(parts, grams, X, Y, lam, tol, max_iter, preconditioner):
     """`linalg.pcg` on (D K D^{-1} + lam I) Z = Y D in the grams' namespace, the products sum_c G_c Z T_c^T (never an
-    nd x nd matrix); preconditioner 'separable' (the default, exact for one separable part) or None."""
+    nd x nd matrix); preconditioner 'separable' (the default, exact for one separable part), 'jacobi' or None."""
     xp = xp_of(Y)
     kind = "separable" if preconditioner == "auto" else preconditioner
-    if kind not in ("separable", None):
+    if kind not in ("separable", "jacobi", None):
         raise ValueError(f"preconditioner={preconditioner!r} runs on NumPy arrays only; on array-API data use 'auto', "
-                         "'separable' or None")
+                         "'separable', 'jacobi' or None")
     s = None if parts.w is None else _on(parts.s, Y)
     TT = [_on(T.T, Y) for T in parts.T]
 
@@ -328,6 +328,11 @@ def _cg(parts, grams, Y, lam, tol, max_iter, preconditioner):
         g, U = xp.linalg.eigh(grams[parts.sidx[c]])
         f = EigenFactor(xp.clip(g, 0.0, None), U, _on(e, Y), _on(Q, Y), _on(Q.T, Y))
         M = lambda R: f.solve(R, lam)
+    elif kind == "jacobi":                          # blockdiag(K(x_i, x_i) + lam I)^{-1}, as linalg.jacobi_preconditioner
+        d = parts.d
+        Sr = _on(parts.s[:, None] / parts.s[None, :], Y)
+        Dinv = xp.linalg.inv(_xp_ov_diag(parts.kernel, X) * Sr[None, :, :] + lam * xp.eye(d, dtype=Y.dtype, device=device_of(Y)))
+        M = lambda R: xp.sum(Dinv * R[:, None, :], axis=2)
     Z, info = pcg(mv, Y if s is None else Y * s, M, tol=tol, max_iter=max_iter)
     return (Z if s is None else Z / s), info
 
@@ -494,7 +499,7 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
         CG's relative residual tolerance.
     max_iter : int or None, default=None
         CG's iteration cap (None: 10 n d).
-    preconditioner : {'auto', 'separable'} or None, default='auto'
+    preconditioner : {'auto', 'separable', 'jacobi'} or None, default='auto'
         CG's preconditioner.
 
     Returns
@@ -538,7 +543,7 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
         return xp_exact_model(parts, _grouped_cholesky(parts, grams, Y, lam), solver)
     if solver == "dense":
         return xp_exact_model(parts, _dense(parts, grams, Y, lam), solver)
-    C, info = _cg(parts, grams, Y, lam, tol, max_iter, preconditioner)
+    C, info = _cg(parts, grams, X, Y, lam, tol, max_iter, preconditioner)
     return xp_exact_model(parts, C, solver, info=info)
 
 
