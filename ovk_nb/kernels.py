@@ -261,7 +261,7 @@ def _device(A):
 def _on(A, like):
     "A host array (or number) as an array of `like`'s namespace, dtype and device."
     xp = xp_of(like)
-    return xp.asarray(np.asarray(A, dtype=float), dtype=like.dtype, device=_device(like))
+    return xp.asarray(np.array(A, dtype=float), dtype=like.dtype, device=_device(like))     # (a copy: writable for torch)
 
 
 def _matrix(A, name, allow_1d=False, like=None):

@@ -388,8 +388,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             Query inputs (NumPy, Dask or array-API array, as in `fit`).
         return_std : bool, default=False
             Also return the posterior standard deviation of the latent f (same shape) of the Gaussian process whose
-            posterior mean this ridge is: prior covariance K, noise variance lam (Separable kernels, exact solvers,
-            NumPy only; see `posterior_std`).
+            posterior mean this ridge is: prior covariance K, noise variance lam (Separable kernels, exact solvers;
+            see `posterior_std`).
 
         Returns
         -------
@@ -425,7 +425,8 @@ def _posterior_std(self, X):
 
     The prior is f ~ GP(0, K) with K = k T, observed with noise variance lam. In the joint eigenbasis
     (k(X, X) = U diag(s) U^T, T = V diag(e) V^T), Var f_j(x) = k(x, x) T_jj - sum_l V_jl^2 e_l^2 sum_a
-    (U^T k(X, x))_a^2 / (s_a e_l + lam). Exact fits of a Separable kernel on complete NumPy data only.
+    (U^T k(X, x))_a^2 / (s_a e_l + lam). Exact fits of a Separable kernel on complete data (NumPy, or array-API
+    data: then in its namespace and device).
 
     Parameters
     ----------
@@ -445,19 +446,22 @@ def _posterior_std(self, X):
     >>> sd.shape, bool((sd >= 0).all())
     ((4, 1), True)
     """
-    X = check_X(self, X)
-    if getattr(self, "_xp_model", None) is not None or self.solver_ in ("nystrom", "rff", "gmres") or (
+    xp_fit = getattr(self, "_xp_model", None) is not None
+    X = _query_xp(self, X) if xp_fit or is_array_api(X) else check_X(self, X)
+    if self.solver_ in ("nystrom", "rff", "gmres") or (
             getattr(self, "missing", "raise") == "ignore" and np.isnan(self._Y_fit).any()):
-        raise ValueError(f"return_std needs an exact fit on complete NumPy data (solver 'dense', 'eigen', 'cholesky' or "
+        raise ValueError(f"return_std needs an exact fit on complete data (solver 'dense', 'eigen', 'cholesky' or "
                          f"'cg'), got solver_={self.solver_!r}")
     if self.kernel_.weights is not None if isinstance(self.kernel_, Separable) else True:
         raise ValueError("return_std needs a Separable kernel without quadrature weights; OVKGaussianProcess covers more")
     f = _fitted_eigen(self)
     k = self.kernel_.scalar_kernel
     Q = k(X, self.X_fit_) @ f.U                                       # (m, r)
-    W = (Q ** 2) @ (1.0 / (np.outer(f.s, f.e) + float(self.lam))) * f.e ** 2        # (m, d): sum_a q_a^2 / (s_a e_l + lam) e_l^2
-    var = k.diag(X)[:, None] * np.diag(self.kernel_.T)[None, :] - W @ (f.V ** 2).T
-    std = np.sqrt(np.clip(var, 0.0, None))
+    W = (Q ** 2) @ (1.0 / f.den(self.lam)) * f.e ** 2          # (m, d): sum_a q_a^2 / (s_a e_l + lam) e_l^2
+    xp, Td = xp_of(X), np.diag(self.kernel_.T).copy()          # numpy itself for NumPy (the same operations as before)
+    Td = xp.asarray(Td, dtype=X.dtype, device=device_of(X)) if xp_fit else Td
+    var = k.diag(X)[:, None] * Td[None, :] - W @ (f.V ** 2).T
+    std = xp.sqrt(xp.clip(var, 0.0, None))
     return std[:, 0] if self._y1d else std
 
 

@@ -107,7 +107,7 @@ def test_cg_against_numpy_and_the_exact_solve(lib):
 
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("solver", ["eigen", "cholesky", "cg"])
-def test_lam_paths_and_loo_equal_numpy(lib, solver):
+def test_lam_paths_loo_and_std_equal_numpy(lib, solver):
     X, Y, Xt = data()
     a, lams = LIBS[lib], [1e-3, 1e-2, 0.1, 1.0]
     K = Separable(RBF(1.5), paper000_J(3, 0.2))
@@ -116,6 +116,8 @@ def test_lam_paths_and_loo_equal_numpy(lib, solver):
                  (m.loo_residuals(0.1), ref.loo_residuals(0.1))):
         assert route_of(P) == "array_api" and rel(P, R) <= 1e-10
     np.testing.assert_allclose(m.loo_errors(lams), ref.loo_errors(lams), rtol=1e-10)
+    (F, S), (Fr, Sr) = m.predict(a(Xt.copy()), return_std=True), ref.predict(Xt, return_std=True)
+    assert route_of(S) == "array_api" and rel(S, Sr) <= 1e-10 and rel(F, Fr) <= 1e-10
     m.refit(1.0), ref.refit(1.0)
     assert rel(m.predict(a(Xt.copy())), ref.predict(Xt)) <= 1e-10
 
