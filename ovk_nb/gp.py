@@ -913,7 +913,8 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Centre and scale each output to unit variance before fitting (predictions are scaled back); `kernel_`,
         `output_matrix_`, `noise_` and the likelihood then refer to the normalised targets, as scikit-learn's.
     random_state : int, Generator or None, default=None
-        Seed of the restarts and of `sample_y`'s default.
+        Seed of the restarts, of the Nystrom landmarks (method='nystrom') and of the stochastic estimators' probes (drawn
+        once per fit: the objective is deterministic within a fit; give an int for reproducible fits).
     missing : {'raise', 'ignore'}, default='raise'
         'ignore': NaN entries of Y are missing outputs (whole rows allowed); the likelihood, its gradient and the
         posterior condition on the observed entries only, exactly up to `MASKED_DENSE_MAX` observed entries
