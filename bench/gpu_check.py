@@ -5,7 +5,8 @@ Targets (issue 24): exact separable fp64 n = 20000 <= 1.5 s on one H100; n = 500
 GPU machine's own CPU; Nystrom n = 1e6, p = 2000 <= 5 s. Equality: predictions on 1000 test points against the NumPy fit
 (relative, fp64), where the NumPy fit is affordable (n <= 20000 exact; Nystrom on the first 1e5 rows). Besides the targets:
 CG (`linalg.pcg` on the device, separable preconditioner) on a sum of two non-commuting separable kernels at n = 5000,
-its iterations and equality against NumPy's CG.
+its iterations and equality against NumPy's CG; float32 at n = 20000 against NumPy's float64 fit; PyTorch's CUDA peak
+memory of each fit in units of one n x n float64 array.
 
     python bench/gpu_check.py            # on a GPU machine (after gpu_check.sh's installs)
     python bench/gpu_check.py --dry-run  # toy sizes on the CPU (PyTorch CPU tensors), to check the script itself
@@ -95,6 +96,7 @@ def main():
     for name, to, sync in libs:                          # warm-up: CUDA context, kernels, cuSOLVER handles
         X, Y = data(500)
         OVKRidge(K, lam=LAM, solver="cholesky").fit(to(X), to(Y)).predict(to(Xt)); sync()
+    refs = {}
     for n in sizes:
         X, Y = data(n)
         row = {"case": f"exact separable, T = I (cholesky), fp64", "n": n}
@@ -112,8 +114,18 @@ def main():
                 P, Pr = host(m.predict(to(Xt))), ref.predict(Xt)
                 row[f"{name} max rel. diff"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
                 row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
+        refs[n] = ref
         rows.append(row)
         print(row, flush=True)
+    X, Y = data(cpu_max)                                 # float32 follows X: its time, and its accuracy against NumPy's fp64
+    row = {"case": "exact separable, T = I (cholesky), fp32 vs NumPy fp64", "n": cpu_max}
+    for name, to, sync in libs:
+        Xd, Yd = to(X.astype(np.float32)), to(Y.astype(np.float32))
+        t, m = timed(lambda: OVKRidge(K, lam=LAM, solver="cholesky").fit(Xd, Yd), sync)
+        P, Pr = host(m.predict(to(Xt.astype(np.float32)))), refs[cpu_max].predict(Xt)
+        row[f"{name} fit (s)"], row[f"{name} max rel. diff"] = t, float(np.abs(P - Pr).max() / np.abs(Pr).max())
+    rows.append(row)
+    print(row, flush=True)
     n_cg = 300 if DRY else 5000                          # CG: a sum whose T's do not commute (no grouped Cholesky, no eigen)
     K_cg = SumKernel([Separable(RBF(0.5), paper000_J(D, 0.3)), Separable(RBF(2.0), np.diag(np.arange(1.0, D + 1)))])
     X, Y = data(n_cg)
