@@ -542,6 +542,9 @@ def _fit_data_xp(kernel, X, Y, random_state):
 def _fit_xp(est, X, Y):
     """OVKRidge.fit on arrays of another array library (`ovk_nb.backend`): every solver, for Separable kernels and sums of
     them, in X's namespace, dtype and device; fitted arrays and predictions stay there."""
+    if est.lam_manifold > 0 or (est.missing == "ignore" and is_array_api(Y) and bool(xp_of(Y).any(xp_of(Y).isnan(Y)))):
+        raise ValueError("lam_manifold > 0 and missing outputs (NaN in Y with missing='ignore') are fitted on NumPy arrays "
+                         "only (the masked and graph systems); pass NumPy arrays")
     X, Y, y1d, kernel, xp = _fit_data_xp(est.kernel, X, Y, est.random_state)
     n, d = Y.shape
     solver = _choose_solver(KernelParts(kernel), est.solver, n)         # the same choice and checks as on NumPy

@@ -160,6 +160,13 @@ def test_refusals(lib):
         OVKRidge(solver="cg", preconditioner="nystrom").fit(a(X.copy()), a(Y.copy()))
     with pytest.raises(ValueError, match="array-API"):
         OVKRidge(CurlFreeRBF(1.0, 3)).fit(a(X.copy()), a(Y.copy()))
+    with pytest.raises(ValueError, match="NumPy arrays only"):
+        OVKRidge(lam_manifold=0.1).fit(a(X.copy()), a(Y.copy()))
+    Ym = Y.copy()
+    Ym[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NumPy arrays only"):
+        OVKRidge(missing="ignore").fit(a(X.copy()), a(Ym))
+    assert OVKRidge(missing="ignore").fit(a(X.copy()), a(Y.copy())).solver_ == "dense"     # complete Y: the usual fit
     fitted = OVKRidge().fit(a(X.copy()), a(Y.copy()))
     with pytest.raises(ValueError, match="library the model was fitted on"):
         fitted.predict(Xt)                                  # a NumPy X for a model fitted on another library
