@@ -15,14 +15,105 @@ import scipy.linalg as sla
 from fastcore.basics import patch
 from threadpoolctl import ThreadpoolController
 
-from .kernels import RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, check_gram_finite, sq_distances, xp_of
+from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _all_finite, _compat, _on,
+                           check_gram_finite, is_array_api, scalar_gram, sq_distances, xp_of)
+from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'pcg', 'symmetric_operator',
-           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
-           'ov_nystrom_preconditioner', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit',
-           'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner',
-           'masked_solve', 'masked_logdet_slq', 'BlockNystrom', 'blas_threads', 'idle_cores', 'factor_threads']
+__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'dense_solve', 'pcg',
+           'symmetric_operator', 'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner',
+           'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'NystromFeatures', 'NystromModel',
+           'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense',
+           'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom', 'blas_threads', 'idle_cores',
+           'factor_threads']
+
+# %% ../nbs/1_shared/02_linalg.ipynb #c0f071ab
+def _like(A, like):
+    "A host array as an array of `like`'s namespace, dtype and device; for NumPy `like` A itself (no copy)."
+    return A if xp_of(like) is np else _on(A, like)
+
+
+def _cholesky(xp, A, name="the block Gram plus lam I"):
+    "The lower Cholesky factor of A (not NumPy), or a ValueError saying what is not positive definite."
+    try:
+        L = xp.linalg.cholesky(A)
+    except Exception as e:                                   # torch: LinAlgError; cupy: NaNs (checked below)
+        raise ValueError(f"{name} is not positive definite: is the kernel positive? ({type(e).__name__})") from None
+    if not _all_finite(L):                                   # (in row chunks: PyTorch's isfinite of L would cost 1.4 n x n)
+        raise ValueError(f"{name} is not positive definite: is the kernel positive?")
+    return L
+
+
+def _cho_solve(xp, L, B):
+    "(L L^T)^{-1} B for a lower Cholesky factor L (not NumPy): two triangular solves where the library has them."
+    c = _compat()
+    if c.is_torch_array(L):
+        import torch
+        return torch.linalg.solve_triangular(L.mT, torch.linalg.solve_triangular(L, B, upper=False), upper=True)
+    if c.is_cupy_array(L):
+        from cupyx.scipy.linalg import solve_triangular
+        return solve_triangular(L.T, solve_triangular(L, B, lower=True), lower=False)
+    return xp.linalg.solve(L @ L.T, B)
+
+
+def _spd_factor(xp, A, name="the block Gram plus lam I"):
+    "The Cholesky factor of SPD A, A overwritten on NumPy (SciPy on the Fortran view A.T); a ValueError naming A if not PD."
+    if xp is np:
+        try:
+            return sla.cho_factor(A.T, lower=False, overwrite_a=True, check_finite=False)
+        except np.linalg.LinAlgError as e:                   # (a ValueError subclass: callers catching it still do)
+            raise np.linalg.LinAlgError(f"{name} is not positive definite: is the kernel positive (and self-adjoint)? "
+                                        f"({e})") from None
+    return _cholesky(xp, A, name)
+
+
+def _spd_factor_solve(xp, F, B):
+    "A^{-1} B from `_spd_factor`'s F; B of shape (n,) or (n, k)."
+    if xp is np:
+        return sla.cho_solve(F, B, check_finite=False)
+    if B.ndim == 1:
+        return xp.reshape(_cho_solve(xp, F, xp.reshape(B, (-1, 1))), (-1,))
+    return _cho_solve(xp, F, B)
+
+
+def _spd_solve(xp, A, B, name="the block Gram plus lam I"):
+    "A^{-1} B for SPD A (overwritten on NumPy), by Cholesky."
+    return _spd_factor_solve(xp, _spd_factor(xp, A, name), B)
+
+
+def _add_diag(xp, A, v):
+    "A + v I, in place where the library has a writable diagonal (NumPy, CuPy: index arrays; PyTorch: a strided view)."
+    c = _compat()
+    if xp is np:
+        A[np.diag_indices(A.shape[0])] += v
+        return A
+    v = float(v)
+    if c.is_torch_array(A):
+        A.diagonal().add_(v)
+        return A
+    if c.is_cupy_array(A):
+        i = xp.arange(A.shape[0], device=c.device(A))
+        A[i, i] += v
+        return A
+    return A + v * xp.eye(A.shape[0], dtype=A.dtype, device=c.device(A))
+
+
+def _cols(xp, A, idx):
+    "The columns idx (host integers) of A."
+    if xp is np:
+        return A[:, idx]
+    return xp.take(A, xp.asarray(np.asarray(idx), device=_compat().device(A)), axis=1)
+
+
+def _regroup(xp, blocks, groups):
+    "Columns solved group by group (`group_columns`), put back in their original order."
+    if xp is np:
+        out = np.empty((blocks[0].shape[0], sum(len(idx) for _, idx in groups)), dtype=blocks[0].dtype)
+        for B, (_, idx) in zip(blocks, groups):
+            out[:, idx] = B
+        return out
+    order = np.argsort(np.concatenate([idx for _, idx in groups]))
+    return _cols(xp, xp.concat(blocks, axis=1), order)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -173,6 +264,8 @@ def grams(self: KernelParts, X, Y, cache=None):
     list of ndarray of shape (n_samples, m_samples)
         The Gram matrices.
     """
+    if is_array_api(X):             # another array library: the kernels' array-API form (in place up to exp)
+        return [scalar_gram(k, X, Y) for k in self.scalars]
     single = cache is None and sum(type(k) is RBF for k in self.scalars) == 1
     own = cache is None and sum(type(k) in (Linear, Polynomial) for k in self.scalars) == 1
     cache = {} if cache is None else cache
@@ -317,7 +410,7 @@ def eigh_psd(A, rcond: float | None = None, overwrite: bool = False, name: str |
     Parameters
     ----------
     A : ndarray of shape (n, n)
-        The matrix.
+        The matrix; an array of another array-API library is factored in its namespace and device.
     rcond : float or None, default=None
         None: eigenvalues clipped at 0; r: the eigenpairs with s <= r * max(s) dropped.
     overwrite : bool, default=False
@@ -345,15 +438,23 @@ def eigh_psd(A, rcond: float | None = None, overwrite: bool = False, name: str |
     >>> s
     array([1., 2.])
     """
-    A = np.asarray(A, dtype=float)
-    s, U = sla.eigh(A.T, overwrite_a=overwrite, driver="evd", check_finite=False)   # A.T: Fortran view, no copy
-    if name is not None and s.size and s[0] < -1e-8 * max(np.abs(s).max(), 1e-300):
-        raise ValueError(f"{name} is not positive semi-definite on these samples (smallest Gram eigenvalue {s[0]:.3g}, "
-                         f"largest {s[-1]:.3g}): a kernel must be a positive semi-definite function")
+    xp = xp_of(A)
+    if xp is np:
+        A = np.asarray(A, dtype=float)
+        s, U = sla.eigh(A.T, overwrite_a=overwrite, driver="evd", check_finite=False)   # A.T: Fortran view, no copy
+    else:                                        # the standard's eigh (no overwrite flag: U beside A)
+        s, U = xp.linalg.eigh(A)
+    if name is not None and s.shape[0] and float(s[0]) < -1e-8 * max(float(xp.max(xp.abs(s))), 1e-300):
+        raise ValueError(f"{name} is not positive semi-definite on these samples (smallest Gram eigenvalue {float(s[0]):.3g}, "
+                         f"largest {float(s[-1]):.3g}): a kernel must be a positive semi-definite function")
     if rcond is None:
-        return np.clip(s, 0, None), U
-    keep = s > rcond * max(s.max(initial=0), 1e-300)
-    return s[keep], U[:, keep]
+        return xp.clip(s, 0.0, None), U
+    if xp is np:
+        keep = s > rcond * max(s.max(initial=0), 1e-300)
+        return s[keep], U[:, keep]
+    keep = np.flatnonzero(to_numpy(s) > rcond * max(float(xp.max(s)) if s.shape[0] else 0.0, 1e-300))
+    keep = xp.asarray(keep, device=_compat().device(s))
+    return xp.take(s, keep, axis=0), xp.take(U, keep, axis=1)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #2aae5d09
 @dataclass
@@ -416,7 +517,8 @@ class EigenFactor:
         Parameters
         ----------
         G : ndarray of shape (n, n)
-            The scalar Gram matrix (factored by `eigh_psd`).
+            The scalar Gram matrix (factored by `eigh_psd`), of any array-API library: the factor's arrays are then of its
+            namespace and device.
         T_eig : tuple of ndarray
             (e, V, Vinv), the eigendecomposition of T (`ovk_nb.kernels.Separable.T_eig`).
         Y : ndarray of shape (n, d) or None, default=None
@@ -430,7 +532,7 @@ class EigenFactor:
             The factor.
         """
         s, U = eigh_psd(G, overwrite=overwrite)
-        e, V, Vinv = T_eig
+        e, V, Vinv = (_like(A, U) for A in T_eig)          # T's host eigenbasis on G's device (NumPy: itself)
         return cls(s, U, e, V, Vinv, None if Y is None else U.T @ (Y @ Vinv.T))
 
     def den(self, lam):
@@ -593,7 +695,7 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
     X : ndarray of shape (n, p)
         The inputs.
     Y : ndarray of shape (n, d)
-        The targets.
+        The targets; arrays of another array-API library (X, Y, grams) are solved in their namespace and device.
     lam : float
         The regularisation, > 0.
     grams : list of ndarray or None, default=None
@@ -615,29 +717,79 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
     >>> bool(np.allclose(grouped_cholesky(parts, X, Y, 0.1), C_dense))
     True
     """
+    xp = xp_of(Y)                       # numpy itself for NumPy; else Y's namespace and device (the shim above)
     E, V, Vinv = parts.eig
     grams = parts.grams(X, X) if grams is None else grams
-    Yh = Y @ Vinv.T
-    Ch = np.empty_like(Yh)
+    Yh = Y @ _like(Vinv, Y).T
     groups = group_columns(E)
-    n = len(X)
+    blocks = []
     for gi, (col, idx) in enumerate(groups):
         coefs = np.zeros(len(grams))
         for c, j in enumerate(parts.sidx):                    # parts sharing a scalar kernel share its Gram
             coefs[j] += col[c]
+        rhs = _cols(xp, Yh, idx)
         if coefs.max(initial=0) <= 0:
-            Ch[:, idx] = Yh[:, idx] / lam
+            blocks.append(rhs / lam)
             continue
         if len(grams) == 1:             # (c k + lam I) x = y  <=>  (k + lam/c I) x = y/c; the last group reuses k's memory
-            A = grams[0] if gi == len(groups) - 1 else grams[0].copy()
-            shift, rhs = lam / coefs[0], Yh[:, idx] / coefs[0]
+            A = grams[0] if gi == len(groups) - 1 else grams[0] * 1.0          # * 1.0: a copy in any library
+            shift, rhs = lam / float(coefs[0]), rhs / float(coefs[0])
         else:
-            A = sum(c * G for c, G in zip(coefs, grams) if c)
-            shift, rhs = lam, Yh[:, idx]
-        A[np.diag_indices(n)] += shift
-        Ch[:, idx] = sla.cho_solve(sla.cho_factor(A.T, lower=False, overwrite_a=True, check_finite=False), rhs,
-                                   check_finite=False)
-    return Ch @ V.T
+            A, shift = sum(float(c) * G for c, G in zip(coefs, grams) if c), lam
+        blocks.append(_spd_solve(xp, _add_diag(xp, A, shift), rhs))
+        del A
+    return _regroup(xp, blocks, groups) @ _like(V, Y).T
+
+# %% ../nbs/1_shared/02_linalg.ipynb #aea0bd9a
+def dense_solve(kernel, X, Y, lam):
+    """Solve (K + lam I) vec(C) = vec(Y) by the Cholesky of the dense block Gram, in the symmetric frame of the weights.
+
+    O((n d)^3) time and (n d)^2 memory: small problems only (`ovk_nb.ridge.OVKRidge`'s 'dense' solver).
+
+    Parameters
+    ----------
+    kernel : OVKernel
+        A resolved kernel (self-adjoint for its quadrature weights, if any).
+    X : ndarray of shape (n, p)
+        The inputs; an array of another array-API library is solved in its namespace and device.
+    Y : ndarray of shape (n, d)
+        The targets, of X's library.
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The coefficients C.
+
+    Raises
+    ------
+    ValueError
+        When the block Gram plus lam I is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> bool(np.allclose(dense_solve(K, X, Y, 0.1), C_dense))
+    True
+    """
+    xp = xp_of(Y)
+    n, d = Y.shape
+    w = getattr(kernel, "weights", None)
+    s = None if w is None else np.sqrt(np.asarray(w, dtype=float))
+    G = kernel.gram(X)
+    if s is not None:
+        sv = _like(np.tile(s, n), G)
+        G *= sv[:, None]
+        G /= sv[None, :]
+    b = xp.reshape(Y if s is None else Y * _like(s, Y), (-1, 1))
+    c = _spd_solve(xp, _add_diag(xp, G, lam), b)
+    C = xp.reshape(c, (n, d))
+    return C if s is None else C / _like(s, C)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b53d9353
 def pcg(matvec, B, precond=None, tol: float = 1e-10, max_iter: int | None = None, X0=None):

@@ -74,24 +74,12 @@ def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
     return np.linalg.solve(G, Y.reshape(-1)).reshape(Y.shape)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #4b664acd
+from .linalg import dense_solve
+
+
 def _dense_cholesky(kernel, X, Y, lam):
     "Cholesky of D (K + lam I) D^{-1}, D = I kron W^{1/2} (identity without weights). O((nd)^3): small problems only."
-    n, d = Y.shape
-    w = getattr(kernel, "weights", None)
-    s = None if w is None else np.sqrt(np.asarray(w, dtype=float))
-    G = kernel.gram(X)
-    if s is not None:
-        sv = np.tile(s, n)
-        G *= sv[:, None]
-        G /= sv[None, :]
-    G[np.diag_indices_from(G)] += lam
-    b = (Y if s is None else Y * s).reshape(-1)
-    try:
-        c = sla.cho_solve(sla.cho_factor(G.T, lower=False, overwrite_a=True, check_finite=False), b, check_finite=False)
-    except np.linalg.LinAlgError:
-        raise ValueError("the block Gram plus lam I is not positive definite: is the kernel positive (and self-adjoint)?") from None
-    C = c.reshape(n, d)
-    return C if s is None else C / s
+    return dense_solve(kernel, X, Y, lam)          # written once in linalg, for NumPy and the array API
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #01470d24
 PRECONDITIONERS = ("auto", "jacobi", "separable", "nystrom")
