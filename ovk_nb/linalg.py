@@ -15,17 +15,17 @@ import scipy.linalg as sla
 from fastcore.basics import patch
 from threadpoolctl import ThreadpoolController
 
-from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _all_finite, _compat, _on,
+from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _all_finite, _compat, _on, _xp_block_gram,
                            check_gram_finite, is_array_api, scalar_gram, sq_distances, xp_of)
 from .validation import to_numpy
 
 # %% auto #0
 __all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'dense_solve', 'pcg',
            'symmetric_operator', 'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner',
-           'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'NystromFeatures', 'NystromModel',
-           'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense',
-           'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom', 'blas_threads', 'idle_cores',
-           'factor_threads']
+           'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'landmark_rows', 'cg_solve',
+           'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel',
+           'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq',
+           'BlockNystrom', 'blas_threads', 'idle_cores', 'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #c0f071ab
 def _like(A, like):
@@ -56,11 +56,12 @@ def _cho_solve(xp, L, B):
     return xp.linalg.solve(L @ L.T, B)
 
 
-def _spd_factor(xp, A, name="the block Gram plus lam I"):
-    "The Cholesky factor of SPD A, A overwritten on NumPy (SciPy on the Fortran view A.T); a ValueError naming A if not PD."
+def _spd_factor(xp, A, name="the block Gram plus lam I", fortran=True):
+    """The Cholesky factor of SPD A, A overwritten on NumPy (SciPy on the Fortran view A.T); a ValueError naming A if not
+    PD. fortran=False: SciPy on A as given (the r x r feature systems' call, kept as it was: NumPy's bits unchanged)."""
     if xp is np:
         try:
-            return sla.cho_factor(A.T, lower=False, overwrite_a=True, check_finite=False)
+            return sla.cho_factor(A.T if fortran else A, lower=False, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError as e:                   # (a ValueError subclass: callers catching it still do)
             raise np.linalg.LinAlgError(f"{name} is not positive definite: is the kernel positive (and self-adjoint)? "
                                         f"({e})") from None
@@ -76,9 +77,9 @@ def _spd_factor_solve(xp, F, B):
     return _cho_solve(xp, F, B)
 
 
-def _spd_solve(xp, A, B, name="the block Gram plus lam I"):
+def _spd_solve(xp, A, B, name="the block Gram plus lam I", fortran=True):
     "A^{-1} B for SPD A (overwritten on NumPy), by Cholesky."
-    return _spd_factor_solve(xp, _spd_factor(xp, A, name), B)
+    return _spd_factor_solve(xp, _spd_factor(xp, A, name, fortran), B)
 
 
 def _add_diag(xp, A, v):
@@ -114,6 +115,23 @@ def _regroup(xp, blocks, groups):
         return out
     order = np.argsort(np.concatenate([idx for _, idx in groups]))
     return _cols(xp, xp.concat(blocks, axis=1), order)
+
+
+def _zeros(xp, shape, like):
+    "Zeros of `like`'s dtype and device (NumPy: float64, as np.zeros)."
+    return np.zeros(shape) if xp is np else xp.zeros(shape, dtype=like.dtype, device=_compat().device(like))
+
+
+def _kron(xp, G, S):
+    "kron(G, S) of two matrices: np.kron on NumPy, the same products by broadcasting elsewhere (the standard has no kron)."
+    if xp is np:
+        return np.kron(G, S)
+    return xp.reshape(G[:, None, :, None] * S[None, :, None, :], (G.shape[0] * S.shape[0], G.shape[1] * S.shape[1]))
+
+
+def _concat(xp, outs, cols):
+    "Row blocks stacked (no blocks: (0, cols) zeros of NumPy)."
+    return (np.concatenate(outs) if xp is np else xp.concat(outs, axis=0)) if outs else np.zeros((0, cols))
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -297,6 +315,19 @@ def grams(self: KernelParts, X, Y, cache=None):
     return out
 
 # %% ../nbs/1_shared/02_linalg.ipynb #d2b41bce
+def _dev(parts, name, like):
+    """The host array `parts.<name>` (T_c^T, s: d x d and smaller) as an array of `like`'s namespace, dtype and device, made
+    once per library, device and dtype (CG calls the product every step); for NumPy `like` the array itself."""
+    A = getattr(parts, name)
+    if xp_of(like) is np:
+        return A
+    cache = parts.__dict__.setdefault("_dev_cache", {})
+    key = (name, type(like), str(_compat().device(like)), str(like.dtype))
+    if key not in cache:
+        cache[key] = _on(A, like)
+    return cache[key]
+
+
 @patch
 def apply_grams(self: KernelParts, G, X, Y, C):
     """sum_c G_c C T_c^T (plus the generic parts), in the cheapest order: rows sum_j K(x_i, y_j) c_j.
@@ -317,12 +348,14 @@ def apply_grams(self: KernelParts, G, X, Y, C):
     ndarray of shape (n_samples, d)
         The products.
     """
-    out = np.zeros((G[0].shape[0] if G else len(X), self.d))
+    xp = xp_of(C)
+    TT = _dev(self, "TT", C)
+    out = _zeros(xp, (G[0].shape[0] if G else X.shape[0], self.d), C)
     for c, j in enumerate(self.sidx):
-        if len(X) <= len(Y):
-            out += (G[j] @ C) @ self.TT[c]
+        if X.shape[0] <= Y.shape[0]:
+            out += (G[j] @ C) @ TT[c, ...]
         else:
-            out += G[j] @ (C @ self.TT[c])
+            out += G[j] @ (C @ TT[c, ...])
     for k, w in self.gen:
         out += w * k._apply(X, Y, C)
     return out
@@ -777,11 +810,11 @@ def dense_solve(kernel, X, Y, lam):
     >>> bool(np.allclose(dense_solve(K, X, Y, 0.1), C_dense))
     True
     """
-    xp = xp_of(Y)
+    xp = xp_of(X)
     n, d = Y.shape
     w = getattr(kernel, "weights", None)
     s = None if w is None else np.sqrt(np.asarray(w, dtype=float))
-    G = kernel.gram(X)
+    G = kernel.gram(X) if xp is np else _xp_block_gram(kernel, X, X)     # (see above: no second check of the Gram)
     if s is not None:
         sv = _like(np.tile(s, n), G)
         G *= sv[:, None]
@@ -903,7 +936,7 @@ def kernel_matvec(parts: KernelParts, X, lam, grams=None):
     parts : KernelParts
         The kernel.
     X : ndarray of shape (n, p)
-        The training inputs.
+        The training inputs; arrays of another array-API library (X, grams, Z) compute in their namespace and device.
     lam : float
         The regularisation.
     grams : list of ndarray or None, default=None
@@ -926,7 +959,7 @@ def kernel_matvec(parts: KernelParts, X, lam, grams=None):
     True
     """
     grams = parts.grams(X, X) if grams is None else grams
-    s = None if parts.w is None else parts.s
+    s = None if parts.w is None else _dev(parts, "s", X)
 
     def mv(Z):
         KZ = parts.apply_grams(grams, X, X, Z) if s is None else parts.apply_grams(grams, X, X, Z / s) * s
@@ -962,10 +995,12 @@ def separable_preconditioner(parts: KernelParts, grams, lam):
     >>> bool(np.allclose(separable_preconditioner(parts, parts.grams(X, X), 0.1)(Y), C_dense))
     True
     """
-    c = int(np.argmax([np.trace(grams[j]) * np.trace(T) for j, T in zip(parts.sidx, parts.T)]))
+    xp = xp_of(grams[0])
+    tr = np.trace if xp is np else (lambda G: float(xp.sum(xp.linalg.diagonal(G))))
+    c = int(np.argmax([tr(grams[j]) * np.trace(T) for j, T in zip(parts.sidx, parts.T)]))
     e, Q = eigh_psd(symmetric_operator(parts.T[c], parts.w))
     g, U = eigh_psd(grams[parts.sidx[c]])
-    f = EigenFactor(g, U, e, Q, Q.T)
+    f = EigenFactor(g, U, _like(e, U), _like(Q, U), _like(Q.T, U))
     return lambda R: f.solve(R, lam)
 
 
@@ -997,11 +1032,14 @@ def jacobi_preconditioner(parts: KernelParts, X, lam):
     >>> jacobi_preconditioner(parts, X, 0.1)(Y).shape
     (20, 2)
     """
-    s, d = parts.s, parts.d
-    D = parts.kernel.diag(X) * s[None, :, None] / s[None, None, :]
-    D[:, np.arange(d), np.arange(d)] += lam
-    Dinv = np.linalg.inv(D)
-    return lambda R: np.einsum("nij,nj->ni", Dinv, R)
+    xp, s, d = xp_of(X), _dev(parts, "s", X), parts.d
+    D = parts.kernel.diag(X) * s[None, :, None] / s[None, None, :]          # (n, d, d): the kernels' diag follows X
+    if xp is np:
+        D[:, np.arange(d), np.arange(d)] += lam
+        Dinv = np.linalg.inv(D)
+        return lambda R: np.einsum("nij,nj->ni", Dinv, R)
+    Dinv = xp.linalg.inv(D + float(lam) * xp.eye(d, dtype=D.dtype, device=_compat().device(D)))   # (no einsum, no
+    return lambda R: xp.sum(Dinv * R[:, None, :], axis=2)                                          # index assignment)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ca1765c2
 from .kernels import _GaussianField, field_apply
@@ -1121,16 +1159,113 @@ def ov_nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float 
     >>> bool(np.allclose(ov_nystrom_preconditioner(K, X, 0.1, X)(Y), C_dense, atol=1e-6))
     True
     """
+    xp = xp_of(X)                       # any array library: the block Grams follow X (Separable kernels and their sums)
     s, U = eigh_psd(kernel.gram(landmarks), rcond=rcond)
-    Phi = kernel.gram(X, landmarks) @ (U / np.sqrt(s))
+    Phi = kernel.gram(X, landmarks) @ (U / xp.sqrt(s))
     M = Phi.T @ Phi
-    M[np.diag_indices_from(M)] += lam
-    F = sla.cho_factor(M, overwrite_a=True, check_finite=False)
+    F = _spd_factor(xp, _add_diag(xp, M, lam), "the Nystrom preconditioner's system", fortran=False)
 
     def P(R):
-        r = R.reshape(-1)
-        return ((r - Phi @ sla.cho_solve(F, Phi.T @ r, check_finite=False)) / lam).reshape(R.shape)
+        r = xp.reshape(R, (-1,))
+        return xp.reshape((r - Phi @ _spd_factor_solve(xp, F, Phi.T @ r)) / lam, R.shape)
     return P
+
+# %% ../nbs/1_shared/02_linalg.ipynb #836e485c
+def landmark_rows(n: int, n_components: int, random_state=None):
+    """min(n_components, n) sorted row indices drawn without replacement: the landmarks of the Nystrom fit and of CG's
+    Nystrom preconditioner.
+
+    Parameters
+    ----------
+    n : int
+        The number of rows.
+    n_components : int
+        The number of landmarks wanted (capped at n).
+    random_state : int, Generator or None, default=None
+        The seed of the draw (made on the host with NumPy, whatever array library holds the rows).
+
+    Returns
+    -------
+    ndarray of int
+        The sorted row indices.
+
+    Examples
+    --------
+    >>> landmark_rows(10, 3, 0).shape
+    (3,)
+    """
+    return np.sort(np.random.default_rng(random_state).choice(n, min(int(n_components), n), replace=False))
+
+
+def _symmetric_frame(P, s, like):
+    "A preconditioner of K + lam I moved to the symmetric frame D (K + lam I) D^{-1}, D = I kron diag(s)."
+    if np.all(s == 1):
+        return P
+    s = _like(s, like)
+    return lambda R: P(R / s) * s
+
+
+def cg_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, preconditioner="auto",
+             landmarks=None, grams=None):
+    """The ridge (K + lam I) vec(C) = vec(Y) by preconditioned CG in the symmetric frame; never an nd x nd matrix.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel: sums of separable parts, or vector-field parts (`is_field_kernel`, NumPy only).
+    X : ndarray of shape (n, p)
+        The inputs; arrays of another array-API library (X, Y, landmarks) are solved in their namespace and device.
+    Y : ndarray of shape (n, d)
+        The targets.
+    lam : float
+        The regularisation, > 0.
+    tol : float, default=1e-10
+        `pcg`'s relative residual tolerance.
+    max_iter : int or None, default=None
+        `pcg`'s iteration cap.
+    preconditioner : {'auto', 'separable', 'jacobi', 'nystrom'} or None, default='auto'
+        'auto': 'separable' for sums of separable parts, 'nystrom' for vector-field kernels, else none.
+    landmarks : ndarray of shape (m, p) or None, default=None
+        The Nystrom preconditioner's landmarks (None: all of X).
+    grams : list of ndarray or None, default=None
+        ``parts.grams(X, X)`` when already computed.
+
+    Returns
+    -------
+    C : ndarray of shape (n, d)
+        The coefficients.
+    info : dict
+        `pcg`'s information ('iterations', 'converged', ...).
+
+    Raises
+    ------
+    ValueError
+        preconditioner='separable' for a kernel with generic parts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
+    >>> C, info = cg_solve(KernelParts(K), X, Y, 0.1)
+    >>> bool(np.allclose(C, C_dense)), info["iterations"]
+    (True, 1)
+    """
+    grams = parts.grams(X, X) if grams is None else grams
+    field = is_field_kernel(parts)
+    kind = ("separable" if parts.separable else "nystrom" if field else None) if preconditioner == "auto" else preconditioner
+    if kind == "separable" and not parts.separable:
+        raise ValueError("preconditioner='separable' needs a Separable kernel or a SumKernel of Separables")
+    L = X if landmarks is None else landmarks
+    M = (separable_preconditioner(parts, grams, lam) if kind == "separable" else
+         jacobi_preconditioner(parts, X, lam) if kind == "jacobi" else
+         _symmetric_frame(ov_nystrom_preconditioner(parts.kernel, X, lam, L), parts.s, X) if kind == "nystrom" else None)
+    s = _dev(parts, "s", Y)
+    mv = field_matvec(parts, X, lam, grams) if field else kernel_matvec(parts, X, lam, grams)
+    Z, info = pcg(mv, Y * s, M, tol=tol, max_iter=max_iter)
+    return Z / s, info
 
 # %% ../nbs/1_shared/02_linalg.ipynb #2652b3a1
 class NystromFeatures:
@@ -1141,9 +1276,10 @@ class NystromFeatures:
     scalar_kernel : ScalarKernel
         The kernel.
     landmarks : ndarray of shape (m, p)
-        The landmark points L.
+        The landmark points L; an array of another array-API library makes features of its namespace and device.
     rcond : float, default=1e-12
-        Eigenpairs (g, Q) of k(L, L) with g below ``rcond * max(g)`` are dropped.
+        Eigenpairs (g, Q) of k(L, L) with g below ``rcond * max(g)`` are dropped (below max(rcond, eps) off NumPy: eps
+        float32's epsilon for float32 arrays).
 
     Attributes
     ----------
@@ -1160,9 +1296,12 @@ class NystromFeatures:
     ((20, 20), True)
     """
     def __init__(self, scalar_kernel, landmarks, rcond: float = 1e-12):
-        g, Q = eigh_psd(scalar_kernel(landmarks), rcond=rcond)
+        xp, K = xp_of(landmarks), scalar_kernel(landmarks)        # any array library: k(L, L) follows L
+        if xp is not np:                # float32: eigenvalues below its epsilon of the largest are noise (not in float64)
+            rcond = max(rcond, float(xp.finfo(K.dtype).eps))
+        g, Q = eigh_psd(K, rcond=rcond)
         self.scalar_kernel, self.landmarks = scalar_kernel, landmarks
-        self.proj = Q / np.sqrt(g)
+        self.proj = Q / xp.sqrt(g)
 
     @property
     def rank(self): return self.proj.shape[1]
@@ -1237,11 +1376,11 @@ class NystromModel:
         """
         d = self.blocks[0][1].shape[1]
         outs = []
-        for sl in _chunks(len(X), chunk):
-            Zs = [f(X[sl]) for f in self.feats]
+        for sl in _chunks(X.shape[0], chunk):
+            Zs = [f(X[sl, ...]) for f in self.feats]
             out = sum(Zs[j] @ B if S is None else Zs[j] @ B @ S for j, B, S in self.blocks)
             outs.append(out if self.s is None else out / self.s)
-        return np.concatenate(outs) if outs else np.zeros((0, d))
+        return _concat(xp_of(X), outs, d)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b2628940
 class NystromSystem:
@@ -1255,7 +1394,7 @@ class NystromSystem:
     parts : KernelParts
         The kernel.
     landmarks : ndarray of shape (m, p)
-        The landmark points.
+        The landmark points; an array of another array-API library makes the system of its namespace and device.
 
     See Also
     --------
@@ -1306,16 +1445,17 @@ class NystromSystem:
         b : ndarray
             The features times the targets.
         """
+        xp = xp_of(Y)                   # any array library: the features follow the landmarks, the host d x d factors follow Y
         if self.separable:
             Z = self.feats[0](X)
-            return Z.T @ Z, Z.T @ (Y @ self.parts.eig[2].T)
-        P, offs, Ys = self.parts, self.offs, Y * self.parts.s
-        A, b = np.zeros((self.size, self.size)), np.zeros(self.size)
+            return Z.T @ Z, Z.T @ (Y @ _like(self.parts.eig[2], Y).T)
+        P, offs, Ys = self.parts, self.offs, Y * _like(self.parts.s, Y)
+        A, b = _zeros(xp, (self.size, self.size), Y), _zeros(xp, (self.size,), Y)
         Zs = [f(X) for f in self.feats]
         for c, j in enumerate(P.sidx):
-            b[offs[c]:offs[c + 1]] = (Zs[j].T @ Ys @ self.Ss[c]).reshape(-1)
+            b[offs[c]:offs[c + 1]] = xp.reshape(Zs[j].T @ Ys @ _like(self.Ss[c], Y), (-1,))
             for c2 in range(c, P.nc):
-                blk = np.kron(Zs[j].T @ Zs[P.sidx[c2]], self.Ss[c] @ self.Ss[c2])
+                blk = _kron(xp, Zs[j].T @ Zs[P.sidx[c2]], _like(self.Ss[c] @ self.Ss[c2], Y))
                 A[offs[c]:offs[c + 1], offs[c2]:offs[c2 + 1]] = blk
                 if c2 != c:
                     A[offs[c2]:offs[c2 + 1], offs[c]:offs[c + 1]] = blk.T
@@ -1338,15 +1478,17 @@ class NystromSystem:
         NystromModel
             The fitted model.
         """
+        xp = xp_of(A)
         if self.separable:
             E, V, Vinv = self.parts.eig
             gG, QG = eigh_psd(A)
-            return NystromModel(self.feats, [(0, EigenFactor(gG, QG, E[0], V, Vinv, QG.T @ b).smoothed(lam), None)])
-        A[np.diag_indices_from(A)] += lam
-        beta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True), b)
+            f = EigenFactor(gG, QG, _like(E[0], A), _like(V, A), _like(Vinv, A), QG.T @ b)
+            return NystromModel(self.feats, [(0, f.smoothed(lam), None)])
+        beta = _spd_solve(xp, _add_diag(xp, A, lam), b, "the Nystrom normal equations plus lam I", fortran=False)
         offs = self.offs
-        blocks = [(j, beta[offs[c]:offs[c + 1]].reshape(-1, self.d), self.Ss[c]) for c, j in enumerate(self.parts.sidx)]
-        return NystromModel(self.feats, blocks, self.parts.s)
+        blocks = [(j, xp.reshape(beta[offs[c]:offs[c + 1]], (-1, self.d)), _like(self.Ss[c], A))
+                  for c, j in enumerate(self.parts.sidx)]
+        return NystromModel(self.feats, blocks, _like(self.parts.s, A))
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
 def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> NystromModel:
@@ -1357,7 +1499,7 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
     parts : KernelParts
         The kernel.
     X : ndarray of shape (n, p)
-        The inputs.
+        The inputs; arrays of another array-API library (X, Y, landmarks) fit in their namespace and device.
     Y : ndarray of shape (n, d)
         The targets.
     lam : float
@@ -1386,8 +1528,8 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
     """
     system = NystromSystem(parts, landmarks)
     A = b = None
-    for sl in _chunks(len(X), chunk):
-        a_, b_ = system.terms(X[sl], Y[sl])
+    for sl in _chunks(X.shape[0], chunk):
+        a_, b_ = system.terms(X[sl, ...], Y[sl, ...])
         A, b = (a_, b_) if A is None else (A + a_, b + b_)
     return system.solve(A, b, lam)
 
@@ -1460,7 +1602,8 @@ class RandomFourierFeatures:
             raise ValueError(f"X must have dim = {kernel.output_dim} columns for {type(kernel).__name__}, got {p}")
         gamma = float(kernel.gamma if self.kind == "field" else kernel.scalar_kernel.gamma)
         self.kernel, self.p, self.D = kernel, p, D
-        self.center = np.zeros(p) if center is None else np.asarray(center, dtype=float)
+        self.center = (np.zeros(p) if center is None else center if is_array_api(center) else
+                       np.asarray(center, dtype=float))
         self.omega = np.random.default_rng(random_state).normal(scale=np.sqrt(2 * gamma), size=(D, p))
         self.dirs = self.T_eig = None
         if self.kind == "separable":
@@ -1471,6 +1614,8 @@ class RandomFourierFeatures:
         else:
             Q = _orthogonal_complements(self.omega)                      # (D, p, p-1)
             self.dirs = (np.linalg.norm(self.omega, axis=1)[:, None, None] * Q).transpose(0, 2, 1)
+        if is_array_api(self.center):   # another array library: the host draw (NumPy's) moved to the center's device
+            self.omega = _on(self.omega, self.center)
 
     @property
     def output_dim(self): return self.kernel.output_dim
@@ -1488,7 +1633,7 @@ class RandomFourierFeatures:
         ndarray of shape (n, 2 D)
             The features.
         """
-        xp = xp_of(X)               # any array library: omega and center then live in X's (`backend.xp_ridge_fit`)
+        xp = xp_of(X)               # any array library: omega and center then live in X's (an array-API `center`)
         P = (X - self.center) @ self.omega.T
         return xp.reshape(xp.stack([xp.cos(P), xp.sin(P)], axis=1), (P.shape[0], 2 * self.D)) / math.sqrt(self.D)
 
@@ -1537,7 +1682,7 @@ class RandomFourierFeatures:
             Z^T Y'.
         """
         Z = self.z(X)
-        Yr = Y @ self.T_eig[1] if self.kind == "separable" else Y
+        Yr = Y @ _like(self.T_eig[1], Y) if self.kind == "separable" else Y
         return Z.T @ Z, Z.T @ Yr
 
     def solve(self, G, R, lam) -> "RFFModel":
@@ -1559,18 +1704,16 @@ class RandomFourierFeatures:
         """
         if self.kind == "separable":                 # W = sum_l e_l (e_l G + lam I)^{-1} R_l V_l^T: one Cholesky per
             e, V = self.T_eig                           # distinct e_l (few for most T), else one eigh of G for all of them
-            groups = group_columns(e[None, :])
+            xp, groups = xp_of(G), group_columns(e[None, :])
             if len(groups) > 4:
                 g, Q = eigh_psd((G + G.T) / 2)
-                return RFFModel(self, EigenFactor(g, Q, e, V, V.T, Q.T @ R).smoothed(lam))
-            S = np.zeros_like(R)
+                return RFFModel(self, EigenFactor(g, Q, _like(e, G), _like(V, G), _like(V.T, G), Q.T @ R).smoothed(lam))
+            blocks = []
             for (el,), idx in groups:
-                if el > 0:
-                    A = G * el
-                    A[np.diag_indices_from(A)] += lam
-                    S[:, idx] = el * sla.cho_solve(sla.cho_factor(A, overwrite_a=True, check_finite=False), R[:, idx],
-                                                   check_finite=False)
-            return RFFModel(self, S @ V.T)
+                rhs = _cols(xp, R, idx)
+                blocks.append(float(el) * _spd_solve(xp, _add_diag(xp, G * float(el), lam), rhs, "the feature Gram plus lam I",
+                                                     fortran=False) if el > 0 else xp.zeros_like(rhs))
+            return RFFModel(self, _regroup(xp, blocks, groups) @ _like(V, G).T)
         t, Vf = self._vflat()
         A = G[np.ix_(t, t)] * (Vf @ Vf.T)
         b = np.einsum("ud,ud->u", R[t], Vf)
@@ -1625,8 +1768,8 @@ class RFFModel:
         ndarray of shape (n, d)
             The predictions.
         """
-        outs = [self.feats.z(X[sl]) @ self.W for sl in _chunks(len(X), chunk)]
-        return np.concatenate(outs) if outs else np.zeros((0, self.W.shape[1]))
+        outs = [self.feats.z(X[sl, ...]) @ self.W for sl in _chunks(X.shape[0], chunk)]
+        return _concat(xp_of(X), outs, self.W.shape[1])
 
 
 def rff_fit(kernel, X, Y, lam, n_components=100, random_state=None, chunk: int = 4096) -> RFFModel:
@@ -1638,7 +1781,8 @@ def rff_fit(kernel, X, Y, lam, n_components=100, random_state=None, chunk: int =
     kernel : Separable of RBF, CurlFreeRBF or DivFreeRBF
         The resolved kernel.
     X : ndarray of shape (n, p)
-        The inputs.
+        The inputs; arrays of another array-API library (Separable(RBF) only) fit in their namespace and device, the
+        frequencies drawn on the host (the draw NumPy makes) and moved there.
     Y : ndarray of shape (n, d)
         The targets.
     lam : float
@@ -1667,10 +1811,10 @@ def rff_fit(kernel, X, Y, lam, n_components=100, random_state=None, chunk: int =
     >>> model.W.shape
     (100, 2)
     """
-    feats = RandomFourierFeatures(kernel, X.shape[1], n_components, random_state, center=X.mean(0))
+    feats = RandomFourierFeatures(kernel, X.shape[1], n_components, random_state, center=xp_of(X).mean(X, axis=0))
     G = R = None
-    for sl in _chunks(len(X), chunk):
-        g, r = feats.terms(X[sl], Y[sl])
+    for sl in _chunks(X.shape[0], chunk):
+        g, r = feats.terms(X[sl, ...], Y[sl, ...])
         G, R = (g, r) if G is None else (G + g, R + r)
     return feats.solve(G, R, lam)
 

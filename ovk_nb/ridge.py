@@ -85,27 +85,15 @@ def _dense_cholesky(kernel, X, Y, lam):
 PRECONDITIONERS = ("auto", "jacobi", "separable", "nystrom")
 
 
+from .linalg import cg_solve, landmark_rows
+
+
 def _cg_solve(parts: KernelParts, X, Y, lam, tol=1e-10, max_iter=None, preconditioner="auto", landmarks=None):
-    """Preconditioned CG for (1) in the symmetric frame; returns (C, n_iter, converged). Vector-field kernels
-    (`linalg.is_field_kernel`) use their structured operator and, by default, the Nystrom preconditioner on `landmarks`."""
-    grams = parts.grams(X, X)
-    field = is_field_kernel(parts)
-    kind = ("separable" if parts.separable else "nystrom" if field else None) if preconditioner == "auto" else preconditioner
-    if kind == "separable" and not parts.separable:
-        raise ValueError("preconditioner='separable' needs a Separable kernel or a SumKernel of Separables")
-    L = X if landmarks is None else landmarks
-    M = (separable_preconditioner(parts, grams, lam) if kind == "separable" else
-         jacobi_preconditioner(parts, X, lam) if kind == "jacobi" else
-         _symmetric_frame(ov_nystrom_preconditioner(parts.kernel, X, lam, L), parts.s) if kind == "nystrom" else None)
-    s = parts.s
-    mv = field_matvec(parts, X, lam, grams) if field else kernel_matvec(parts, X, lam, grams)
-    Z, info = pcg(mv, Y * s, M, tol=tol, max_iter=max_iter)
-    return Z / s, info["iterations"], info["converged"]
-
-
-def _symmetric_frame(P, s):
-    "A preconditioner of K + lam I moved to the symmetric frame D (K + lam I) D^{-1}, D = I kron diag(s)."
-    return P if np.all(s == 1) else (lambda R: P(R / s) * s)
+    """Preconditioned CG for (1) in the symmetric frame (`linalg.cg_solve`, written once for NumPy and the array API);
+    returns (C, n_iter, converged). Vector-field kernels (`linalg.is_field_kernel`) use their structured operator and, by
+    default, the Nystrom preconditioner on `landmarks`."""
+    C, info = cg_solve(parts, X, Y, lam, tol, max_iter, preconditioner, landmarks)
+    return C, info["iterations"], info["converged"]
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ea4815b5
 SOLVERS = ("auto", "dense", "eigen", "cholesky", "cg", "nystrom", "rff")
@@ -207,7 +195,7 @@ def _solve(est, solver, parts, X, Y, lam):
 
 def _landmark_rows(est, n):
     "min(n_components, n) sorted row indices drawn with random_state: Nystrom's landmarks, CG's Nystrom preconditioner."
-    return np.sort(np.random.default_rng(est.random_state).choice(n, min(int(est.n_components), n), replace=False))
+    return landmark_rows(n, est.n_components, est.random_state)
 
 
 def _apply_chunked(kernel, X, X_fit, C, chunk=None):

@@ -106,6 +106,24 @@ def test_cg_against_numpy_and_the_exact_solve(lib):
 
 
 @pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("name", ["separable", "commuting sum", "non-commuting sum"])
+def test_cg_nystrom_preconditioner_equals_numpy(lib, name):
+    """CG's 'nystrom' preconditioner on array-API data: linalg.ov_nystrom_preconditioner (the block Grams on the landmarks
+    NumPy draws, its r x r Cholesky by the shim) in X's namespace, the same CG as NumPy's. (Not the weighted kernel: there
+    NumPy's own CG with this preconditioner does not converge, 1500 iterations and 1e-2 from the exact solve, measured; the
+    preconditioner is not symmetric in the weights' frame. Found here, left as it is on NumPy.)"""
+    X, Y, Xt = data()
+    K, a = Separable(RBF(1.5), paper000_J(3, 0.2)) if name == "separable" else SUMS[name], LIBS[lib]
+    kw = dict(lam=0.1, solver="cg", preconditioner="nystrom", n_components=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # both CGs converge (a ConvergenceWarning would raise)
+        ref = OVKRidge(K, **kw).fit(X, Y)
+        m = OVKRidge(K, **kw).fit(a(X.copy()), a(Y.copy()))
+    assert abs(m.n_iter_ - ref.n_iter_) <= max(1, 0.1 * ref.n_iter_)
+    assert rel(m.predict(a(Xt.copy())), ref.predict(Xt)) <= 1e-10
+
+
+@pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("solver", ["eigen", "cholesky", "cg"])
 def test_lam_paths_loo_and_std_equal_numpy(lib, solver):
     X, Y, Xt = data()
@@ -156,8 +174,6 @@ def test_kernels_follow_x(lib):
 def test_refusals(lib):
     X, Y, Xt = data(n=40)
     a = LIBS[lib]
-    with pytest.raises(ValueError, match="preconditioner"):
-        OVKRidge(solver="cg", preconditioner="nystrom").fit(a(X.copy()), a(Y.copy()))
     with pytest.raises(ValueError, match="array-API"):
         OVKRidge(CurlFreeRBF(1.0, 3)).fit(a(X.copy()), a(Y.copy()))
     with pytest.raises(ValueError, match="NumPy arrays only"):
