@@ -794,6 +794,13 @@ class StochasticMaskedLikelihood:
         "(kernel, s2, parts, K_o^{-1} B for the (n, N, d) stack B (zero at the missing entries), PCG iterations)."
         k, s2, parts, mv, pc = self.operator(theta)
         S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs)
+        R = mv(S) - B * self.M                                 # the true residual (the recursive one drifts)
+        res = np.sqrt(np.einsum("ikj,ikj->k", R, R))
+        bn = np.sqrt(np.einsum("ikj,ikj->k", B * self.M, B * self.M))
+        if (res > 100 * self.tol * np.where(bn > 0, bn, 1.0)).any():
+            warnings.warn(f"the masked PCG stopped at a relative residual {float((res / np.where(bn > 0, bn, 1.0)).max()):.1e}"
+                          f" after {it} iterations (tolerance {self.tol:.0e})", ConvergenceWarning)
+
         return k, s2, parts, S, it
 
     def __call__(self, theta, eval_gradient: bool = True):
