@@ -206,3 +206,35 @@ def test_float32_follows_x(solver, kernel, bound):
     P = m.predict(f32(Xt))
     assert P.dtype == torch.float32 and (m.coef_ is None or m.coef_.dtype == torch.float32)
     assert rel(P, OVKRidge(K, **kw).fit(X, Y).predict(Xt)) <= bound
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_linalg_follows_x(lib):
+    """The one dispatch point: linalg's solvers themselves (not only through OVKRidge) take arrays of another library and
+    give arrays of that library equal to their NumPy results (backend only routes to them)."""
+    from ovk_nb.kernels import xp_of
+    from ovk_nb.linalg import (EigenFactor, KernelParts, cg_solve, dense_solve, grouped_cholesky, landmark_rows,
+                               nystrom_fit, rff_fit)
+    X, Y, Xt = data()
+    a = LIBS[lib]
+    Xa, Ya, Xta = a(X.copy()), a(Y.copy()), a(Xt.copy())
+    xp = xp_of(Xa)
+
+    def same(P, R):
+        assert route_of(P) == "array_api" and rel(P, R) <= 1e-10
+
+    rows = landmark_rows(X.shape[0], 20, 0)
+    La = xp.take(Xa, xp.asarray(rows), axis=0)
+    for K in [Separable(RBF(1.5), paper000_J(3, 0.2)), *SUMS.values()]:
+        P = KernelParts(K)
+        if P.eig is not None:
+            same(grouped_cholesky(P, Xa, Ya, 0.1), grouped_cholesky(P, X, Y, 0.1))
+        if P.nc == 1:
+            E, V, Vinv = P.eig
+            same(EigenFactor.of(P.grams(Xa, Xa)[0], (E[0], V, Vinv), Ya).coef(0.1),
+                 EigenFactor.of(P.grams(X, X)[0], (E[0], V, Vinv), Y).coef(0.1))
+        same(dense_solve(K, Xa, Ya, 0.1), dense_solve(K, X, Y, 0.1))
+        same(cg_solve(P, Xa, Ya, 0.1)[0], cg_solve(P, X, Y, 0.1)[0])
+        same(nystrom_fit(P, Xa, Ya, 0.1, La).predict(Xta), nystrom_fit(P, X, Y, 0.1, X[rows]).predict(Xt))
+    K = Separable(RBF(1.5), paper000_J(3, 0.2))
+    same(rff_fit(K, Xa, Ya, 0.1, 30, 0).predict(Xta), rff_fit(K, X, Y, 0.1, 30, 0).predict(Xt))
