@@ -9,7 +9,8 @@ from ovk_nb.experiments.core import experiment_hashes
 
 HERE = Path(__file__).parent
 # folder -> the modules whose experiments it holds
-FOLDERS = {"papers_000_001_004": ("paper000", "paper001", "paper004"), "paper_003": ("paper003",), "paper_002": ("paper002",)}
+FOLDERS = {"papers_000_004": ("paper000", "paper004"), "paper_001": ("paper001",), "paper_001_lag": ("paper001",),
+           "paper_001_real": ("paper001",), "paper_003": ("paper003",), "paper_002": ("paper002",)}
 
 
 def git(*a):
