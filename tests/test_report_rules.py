@@ -93,3 +93,11 @@ def test_mlkr_has_verdict_rows_not_a_not_reproducible_line():
     for r in rows:
         assert r["standin"] and r["paper"] is None and verdict_kind(r["verdict"]) in ("shape holds", "differs"), r
     assert not any("MLKR" in res for (p, res) in NOT_ATTEMPTED if p == "003")
+
+
+def test_the_committed_full_size_summary_obeys_the_rules():
+    "Issue 22, section 4: the committed full-size results (bench/results/full_report/summary.csv) obey the verdict rules too."
+    rows = _rows(FULL / "summary.csv")
+    assert len({r["folder"] for r in rows}) >= 4
+    bad = [f"{r['folder']}: {r['experiment']}: {r['quantity']}: {p}" for r in rows for p in verdict_problems(r)]
+    assert not bad, "\n".join(bad)
