@@ -530,6 +530,18 @@ def _block_primal(self: OSKAAR, Xb, cb, reg):
     return G
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #19f33e27
+_STRICT_LOWER = {}
+
+
+def _strict_lower(m: int) -> np.ndarray:
+    "The m x m mask of the entries below the diagonal (ones), built once per m."
+    M = _STRICT_LOWER.get(m)
+    if M is None:
+        M = _STRICT_LOWER[m] = np.tri(m, m, -1)
+        M.flags.writeable = False
+    return M
+
+
 def _primal_step1(P: dict, F, Phi) -> tuple:
     "`primal_block` for one round (F: its Nystrom features (1, m), Phi its label features (1, D)), in O(m^2 + mD)."
     R, f = P["R"], F[0]
@@ -541,10 +553,15 @@ def _primal_step1(P: dict, F, Phi) -> tuple:
         if S.shape[1] < Phi.shape[1]:                               # new labels (ids) since: zero columns
             S = np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1])))
         G = (v @ S)[None]
-        s = 1.0 + np.concatenate(([0.0], np.cumsum(h * h)))         # s_0 .. s_m
-        T = np.cumsum((R[:, :0:-1] * h[:0:-1]), axis=1)[:, ::-1]   # T[:, k] = sum_{i > k} h_i R[:, i], k < m - 1
-        Rn = R * np.sqrt(s[1:] / s[:-1])
-        Rn[:, :-1] += T * (h[:-1] / np.sqrt(s[:-2] * s[1:-1]))
+        m = len(h)
+        s = np.empty(m + 1)                                         # s_0 .. s_m
+        s[0] = 1.0
+        np.cumsum(h * h, out=s[1:])
+        s[1:] += 1.0
+        Lh = np.outer(h, h / np.sqrt(s[:-1] * s[1:]))               # chol(I + h h^T): h_i h_k / sqrt(s_k s_{k+1}), i > k
+        Lh *= _strict_lower(m)
+        Lh.flat[::m + 1] = np.sqrt(s[1:] / s[:-1])                  # its diagonal sqrt(s_{k+1} / s_k)
+        Rn = R @ Lh                                                 # one BLAS-3 product (the decision above)
         new = {**P, "R": Rn, "S": S + np.outer(f, Phi[0])}
     if not (np.isfinite(G).all() and np.isfinite(Rn).all() and np.isfinite(new["S"]).all()):
         raise ValueError(f"the budgeted state overflows on these 1 inputs (Nystrom features up to "
