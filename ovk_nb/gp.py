@@ -17,12 +17,15 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .kernels import RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, resolve_kernel, sq_distances
+from .backend import check_xp_data, device_of, route_of, xp_gram_gradient
+from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
+                           resolve_kernel, sq_distances, xp_of)
 from .linalg import KernelParts, blas_threads, eigh_psd, masked_logdet_slq
-from .validation import Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing, fit_context
+from .validation import (Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing,
+                               fit_context, to_numpy)
 
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'ONE_THREAD_N', 'DENSE_MAX', 'gp_dense_reference',
+__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'ONE_THREAD_N', 'DENSE_MAX', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
            'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
            'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
@@ -98,13 +101,16 @@ def gp_posterior_dense_reference(kernel, X, Y, noise: float, Xs):
 class SeparableLikelihood:
     """The log marginal likelihood of Y (n, d) under K = Kx kron T + s2 I and its gradient in the joint eigenbasis
     (Kx = U diag(s) U^T, T = V diag(e) V^T): O(n^3) for a new bandwidth (one eigh of Kx, kept until the scalar kernel's
-    theta changes), O(n^2 d + d^3) for a new T or noise. `theta` = (kernel.theta, log noise)."""
+    theta changes), O(n^2 d + d^3) for a new T or noise. `theta` = (kernel.theta, log noise). X and Y of another array
+    library (PyTorch, CuPy): every n-sized array in their namespace and device, T's d x d eigenbasis on the host, the
+    value and gradient host floats (see "Array libraries" below)."""
     def __init__(self, kernel: Separable, X, Y):
         (self.sk, self.T, w), = _flat_parts(kernel)
         if w != 1.0:
             raise ValueError("a weighted one-part SumKernel: give the Separable itself")
         self.kernel, self.X, self.Y = kernel, X, Y
         self.nk = self.sk.n_dims
+        self.xp = xp_of(X)                                    # numpy itself for NumPy data: its operations unchanged
         self._key = None
 
     def _scalar(self, theta_k):
@@ -112,8 +118,13 @@ class SeparableLikelihood:
         key = tuple(theta_k)
         if key != self._key:
             sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
-            Kx, dKx = sk.gram_gradient(self.X)
-            s, U = eigh_psd(Kx)
+            Kx, dKx = xp_gram_gradient(sk, self.X)         # NumPy: sk.gram_gradient itself
+            try:
+                s, U = eigh_psd(Kx)
+            except ValueError:
+                raise
+            except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
+                raise ValueError(f"the eigendecomposition of the scalar Gram failed: {e}") from None
             self._cache, self._key = (s, U, U.T @ self.Y, dKx, sk), key
         return self._cache
 
@@ -125,6 +136,8 @@ class SeparableLikelihood:
         Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
         e, V = np.linalg.eigh(Tm)
         e = np.clip(e, 0, None)
+        if self.xp is not np:                                 # T's d x d eigenbasis on X's device (d^2 numbers cross)
+            e, V = _on(e, U), _on(V, U)
         s2 = float(np.exp(theta[-1]))
         lam = s[:, None] * e[None, :] + s2
         return s, U, e, V, UY @ V, lam, s2, sk, T, dKx
@@ -132,22 +145,22 @@ class SeparableLikelihood:
     def __call__(self, theta, eval_gradient: bool = True, kernel_grad: bool = True):
         "(lml, gradient); kernel_grad=False leaves the scalar kernel's entries out of the gradient (O(n d^2) then)."
         s, U, e, V, Yt, lam, s2, sk, T, dKx = self.state(theta)
-        n, d = Yt.shape
+        xp, (n, d) = self.xp, Yt.shape
         At = Yt / lam                                         # alpha in the eigenbasis
-        lml = -0.5 * float(np.sum(Yt * At)) - 0.5 * float(np.sum(np.log(lam))) - 0.5 * n * d * LOG2PI
+        lml = -0.5 * float(xp.sum(Yt * At)) - 0.5 * float(xp.sum(xp.log(lam))) - 0.5 * n * d * LOG2PI
         if not eval_gradient:
             return lml
         grad = []
         if self.nk and kernel_grad:                           # dL/dKx = 1/2 (A T A^T - U diag(sum_l e_l / lam_al) U^T)
-            AV = U @ (At * np.sqrt(e))                        # A T A^T = U At diag(e) At^T U^T
+            AV = U @ (At * xp.sqrt(e))                        # A T A^T = U At diag(e) At^T U^T
             Gx = AV @ AV.T
-            Gx -= (U * (e / lam).sum(1)) @ U.T
-            grad += [0.5 * float(np.sum(Gx * g)) for g in dKx]
+            Gx -= (U * xp.sum(e / lam, axis=1)) @ U.T
+            grad += [0.5 * float(xp.sum(Gx * g)) for g in dKx]
         if isinstance(T, Params) and T.n_dims:               # dL/dT = 1/2 (A^T Kx A - V diag(sum_a s_a / lam_al) V^T)
-            M = (At * s[:, None]).T @ At
-            GT = 0.5 * (V @ (M - np.diag((s[:, None] / lam).sum(0))) @ V.T)
+            M, Vh = to_numpy((At * s[:, None]).T @ At), to_numpy(V)       # d x d: on the host
+            GT = 0.5 * (Vh @ (M - np.diag(to_numpy(xp.sum(s[:, None] / lam, axis=0)))) @ Vh.T)
             grad += list(T.theta_gradient(GT))
-        grad.append(0.5 * s2 * (float(np.sum(At * At)) - float(np.sum(1.0 / lam))))
+        grad.append(0.5 * s2 * (float(xp.sum(At * At)) - float(xp.sum(1.0 / lam))))
         return lml, np.array(grad)
 
 
@@ -343,10 +356,25 @@ def loo(self: DenseLikelihood, theta, eval_gradient: bool = True):
     return self._masked.loo(theta, eval_gradient)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #f8ac1f7f
+def _rotate_covs(C, V2):
+    "sum_l C_l V2[o, l] as (m, m, d): the per-output covariances from the directions' (d, m, m) (`np.einsum` on NumPy)."
+    xp = xp_of(C)
+    if xp is np:
+        return np.einsum("lij,ol->ijo", C, V2)
+    return xp.permute_dims(xp.tensordot(V2, C, axes=1), (1, 2, 0))        # (o, i, j) -> (i, j, o)
+
+
+def _rotate_draws(V, G):
+    "V G_m for each m of G (m, d, n_samples): draws in T's eigenbasis rotated back (`np.einsum` on NumPy)."
+    return np.einsum("ol,mls->mos", V, G) if xp_of(G) is np else V @ G
+
+
 class _SeparablePosterior:
-    "The posterior of f from the eigenbasis of the fit: mean, variance and covariance without the (n d)^2 matrix."
+    """The posterior of f from the eigenbasis of the fit: mean, variance and covariance without the (n d)^2 matrix; in the
+    namespace and device of the fit's X (`sample` draws on the host: NumPy's generator, the same draws as on NumPy)."""
     def __init__(self, lik: SeparableLikelihood, theta):
         s, U, e, V, Yt, lam, s2, sk, T, _ = lik.state(theta)
+        self.xp = lik.xp
         self.X, self.sk, self.U, self.e, self.V, self.lam = lik.X, sk, U, e, V, lam
         self.At = Yt / lam
         self.alpha = U @ self.At @ V.T                       # (K^{-1} vec Y) as (n, d)
@@ -362,25 +390,27 @@ class _SeparablePosterior:
         "Var f_o(x_i): diag of k(x,x) T - (k_x kron T) K^{-1} (k_x kron T)^T, (m, d)."
         Q = self._Q(Xs) if Q is None else Q
         c = self.e * self.sk.diag(Xs)[:, None] - self.e ** 2 * ((Q * Q) @ (1.0 / self.lam))
-        return np.clip(c @ (self.V ** 2).T, 0, None)
+        return self.xp.clip(c @ (self.V ** 2).T, 0, None)
 
     def _direction_covs(self, Xs, Q):
         "C_l = e_l Kss - e_l^2 Q diag(1/lam_l) Q^T: the posterior covariance along T's eigenvector l, (d, m, m)."
         Kss = self.sk(Xs)
-        return np.stack([el * Kss - el ** 2 * (Q / self.lam[:, l]) @ Q.T for l, el in enumerate(self.e)])
+        e = self.e
+        return self.xp.stack([e[l] * Kss - e[l] ** 2 * (Q / self.lam[:, l]) @ Q.T for l in range(e.shape[0])])
 
     def cov(self, Xs, Q=None):
         "Per output: Cov(f_o(x_i), f_o(x_j)), (m, m, d)."
         Q = self._Q(Xs) if Q is None else Q
-        return np.einsum("lij,ol->ijo", self._direction_covs(Xs, Q), self.V ** 2)
+        return _rotate_covs(self._direction_covs(Xs, Q), self.V ** 2)
 
     def sample(self, Xs, n_samples, rng):
         "Joint draws of f at Xs, (m, d, n_samples): independent along T's eigenvectors, rotated back."
         Q = self._Q(Xs)
         mean = self.mean(Xs, Q)
-        G = np.stack([rng.multivariate_normal(np.zeros(len(Xs)), C, n_samples).T
-                      for C in self._direction_covs(Xs, Q)], 1)          # (m, d, n_samples) in the eigenbasis
-        return mean[:, :, None] + np.einsum("ol,mls->mos", self.V, G)
+        Cs = to_numpy(self._direction_covs(Xs, Q))                     # (d, m, m) to the host's generator
+        G = np.stack([rng.multivariate_normal(np.zeros(Xs.shape[0]), C, n_samples).T
+                      for C in Cs], 1)                                   # (m, d, n_samples) in the eigenbasis
+        return mean[:, :, None] + _rotate_draws(self.V, G if self.xp is np else _on(G, mean))
 
 
 class _DensePosterior:
@@ -1135,6 +1165,110 @@ def _nanmoments(Y):
     return mu, np.where(cnt > 0, np.sqrt(var), 1.0)
 
 
+def _fit_data(est, X, Y):
+    """The NumPy fit's data: (X, Y, normalised Yn (NaN where missing), y1d, mean, scale, resolved kernel, likelihood, the
+    mean variance of Yn's outputs (the noise's start))."""
+    X, Y, y1d, miss = _check_X_Y_missing(X, Y, est.missing)
+    if est.normalize_y:
+        mu, sd = _nanmoments(Y)
+        sd = np.where(sd > 0, sd, 1.0)
+    else:
+        mu, sd = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+    Yn = (Y - mu) / sd
+    if miss is not None:
+        Yn[miss] = np.nan
+    Yfill = Yn if miss is None else np.where(miss, _nanmoments(Yn)[0], Yn)     # the kernel's start (T from Y's covariance)
+    kernel = resolve_kernel(est.kernel, X, Yfill, default=_default_kernel, name="kernel")
+    if kernel.output_dim != Y.shape[1]:
+        raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {kernel.output_dim}")
+    lik = _likelihood(kernel, X, Yn, est)
+    if est.objective == "loo" and not hasattr(lik, "loo"):
+        raise ValueError(f"objective='loo' is implemented for the exact likelihoods (method='exact', or 'auto' within its "
+                         f"limits), not for {type(lik).__name__}; use objective='lml' here")
+    v = float((_nanmoments(Yn)[1] ** 2).mean()) if len(Yn) > 1 else 0.0
+    return X, Y, Yn, y1d, mu, sd, kernel, lik, v
+
+
+GP_RESOLVE_ROWS = 2000      # an array-API fit resolves the kernel's data rules (gamma='scale', T from Y) on this many rows
+
+
+def _xp_refusal(est, X, Y):
+    "What of `est` runs on NumPy only, for array-API data (None: the exact eigenbasis route fits it)."
+    if est.method not in ("auto", "exact"):
+        return f"method={est.method!r}"
+    if est.objective != "lml":
+        return f"objective={est.objective!r}"
+    if est.kernel is not None and not isinstance(est.kernel, Separable):
+        return f"kernel={type(est.kernel).__name__} (a sum of separable parts: the dense fallback)"
+    if est.missing == "ignore" and is_array_api(Y):
+        xp = xp_of(Y)
+        if xp.isdtype(Y.dtype, "real floating") and bool(xp.any(xp.isnan(Y))):
+            return "missing='ignore' with missing outputs (NaN in Y: the masked likelihood)"
+    return None
+
+
+def _xp_moments(xp, Y):
+    "Per-output mean and standard deviation (NumPy's population formulas) in Y's namespace."
+    mu = xp.sum(Y, axis=0) / Y.shape[0]
+    return mu, xp.sqrt(xp.sum((Y - mu) ** 2, axis=0) / Y.shape[0])
+
+
+def _fit_data_xp(est, X, Y):
+    """`_fit_data` for array-API data (PyTorch, CuPy, ...): checked in X's namespace (no copy), the exact eigenbasis likelihood
+    there; the kernel's data rules resolved on the host from at most GP_RESOLVE_ROWS rows (all of them below: NumPy's start)."""
+    what = _xp_refusal(est, X, Y)
+    if what is not None:
+        raise ValueError(f"{what}: runs on NumPy arrays only; on array-API data (PyTorch, CuPy, ...) OVKGaussianProcess "
+                         "fits one Separable kernel by the exact likelihood (method 'auto' or 'exact', objective 'lml', no "
+                         "missing outputs): pass NumPy arrays for the others")
+    if not is_array_api(Y) or xp_of(Y) is not xp_of(X):
+        raise ValueError(f"Y must be an array of X's library ({type(X).__module__.split('.')[0]}), got {type(Y).__name__}")
+    X, Y, y1d, xp = check_xp_data(X, Y)
+    n, d = Y.shape
+    if est.normalize_y:
+        mu, sd = _xp_moments(xp, Y)
+        sd = xp.where(sd > 0, sd, xp.ones_like(sd))
+    else:
+        mu, sd = xp.zeros(d, dtype=Y.dtype, device=device_of(Y)), xp.ones(d, dtype=Y.dtype, device=device_of(Y))
+    Yn = (Y - mu) / sd
+    rows = (np.arange(n) if n <= GP_RESOLVE_ROWS else
+            np.sort(np.random.default_rng(est.random_state).choice(n, GP_RESOLVE_ROWS, replace=False)))
+    r = xp.asarray(rows, device=device_of(X))
+    kernel = resolve_kernel(est.kernel, to_numpy(xp.take(X, r, axis=0)).astype(float),
+                            to_numpy(xp.take(Yn, r, axis=0)).astype(float), default=_default_kernel, name="kernel")
+    if kernel.output_dim != d:
+        raise ValueError(f"Y has {d} outputs but the kernel has output_dim {kernel.output_dim}")
+    if not isinstance(kernel, Separable):
+        raise ValueError(f"kernel={type(kernel).__name__}: runs on NumPy arrays only (array-API data fits one Separable)")
+    lik = SeparableLikelihood(kernel, X, Yn)
+    v = float(xp.mean(_xp_moments(xp, Yn)[1] ** 2)) if n > 1 else 0.0
+    return X, Y, Yn, y1d, mu, sd, kernel, lik, v
+
+
+def _copied(A):
+    "A copy of A in its own library (the fitted training data must not share memory with the caller's array)."
+    return A.copy() if xp_of(A) is np else xp_of(A).asarray(A, copy=True)
+
+
+def _query(est, X):
+    """Query rows, checked: NumPy's `check_X` for a model fitted on NumPy data, else an array of the fit's library, in its
+    namespace (no copy); a library other than the fit's is a ValueError naming X."""
+    check_fitted(est, "kernel_")
+    on_xp = is_array_api(est.X_train_)
+    if not (on_xp or is_array_api(X)):
+        return check_X(est, X)
+    if not (on_xp and is_array_api(X) and xp_of(X) is xp_of(est.X_train_)):
+        raise ValueError("X must be an array of the library the model was fitted on (fitted on "
+                         f"{type(est.X_train_).__module__.split('.')[0]}, got {type(X).__name__})")
+    X = check_xp_data(X)[0]
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but OVKGaussianProcess is expecting {est.n_features_in_} features "
+                         "as input.")
+    if X.dtype != est.X_train_.dtype:
+        raise ValueError(f"X must have the training inputs' dtype {est.X_train_.dtype}, got {X.dtype}")
+    return X
+
+
 @patch
 @fit_context
 def fit(self: OVKGaussianProcess, X, Y):
@@ -1145,35 +1279,23 @@ def fit(self: OVKGaussianProcess, X, Y):
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Training inputs.
+        Training inputs. A PyTorch tensor, CuPy array or other array-API array is fitted in its namespace and device (one
+        Separable kernel, exact likelihood; the other routes raise a ValueError naming them): the fitted arrays and the
+        predictions are then of that library.
     Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
-        Training outputs; with ``missing='ignore'`` NaN entries are missing outputs (whole rows allowed).
+        Training outputs (of X's library, dtype and device for array-API X); with ``missing='ignore'`` NaN entries are
+        missing outputs (whole rows allowed, NumPy only).
 
     Returns
     -------
     self : OVKGaussianProcess
         The fitted estimator (``kernel_``, ``noise_``, ``output_matrix_``, ``log_marginal_likelihood_value_``).
     """
-    X, Y, y1d, miss = _check_X_Y_missing(X, Y, self.missing)
-    if self.normalize_y:
-        mu, sd = _nanmoments(Y)
-        sd = np.where(sd > 0, sd, 1.0)
-    else:
-        mu, sd = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
-    Yn = (Y - mu) / sd
-    if miss is not None:
-        Yn[miss] = np.nan
-    Yfill = Yn if miss is None else np.where(miss, _nanmoments(Yn)[0], Yn)     # the kernel's start (T from Y's covariance)
-    kernel = resolve_kernel(self.kernel, X, Yfill, default=_default_kernel, name="kernel")
-    if kernel.output_dim != Y.shape[1]:
-        raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {kernel.output_dim}")
-    lik = _likelihood(kernel, X, Yn, self)
-    if self.objective == "loo" and not hasattr(lik, "loo"):
-        raise ValueError(f"objective='loo' is implemented for the exact likelihoods (method='exact', or 'auto' within its "
-                         f"limits), not for {type(lik).__name__}; use objective='lml' here")
+    # the one route: PyTorch, CuPy, ... fit the exact eigenbasis likelihood in X's namespace and device
+    prepare = _fit_data_xp if route_of(X) == "array_api" else _fit_data
+    X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     noise0 = self.noise
     if noise0 is None:
-        v = float((_nanmoments(Yn)[1] ** 2).mean()) if len(Yn) > 1 else 0.0
         noise0 = 0.1 * v if v > 0 and np.isfinite(v) else 0.1
     fixed = isinstance(self.noise_bounds, str)
     nb = np.log([noise0, noise0]) if fixed else np.log(np.asarray(self.noise_bounds, dtype=float))
@@ -1182,7 +1304,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     # one BLAS thread below ONE_THREAD_N: many small eigh/products, where threads only contend (measured 14x slower
     # per evaluation at n = 300 on a loaded 2-core machine)
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
-    with blas_threads(1 if len(X) * (1 if fast else Y.shape[1]) < ONE_THREAD_N else None):
+    with blas_threads(1 if X.shape[0] * (1 if fast else Y.shape[1]) < ONE_THREAD_N else None):
         theta, value = _optimize(self, lik, theta, bounds)
         lml = value if self.objective == "lml" else lik(theta, False)
     if not (np.isfinite(lml) and np.isfinite(value)):
@@ -1208,7 +1330,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     self.output_matrices_ = mats
     self.output_matrix_ = mats[0] if len(mats) == 1 else sum(mats)
     self.alpha_ = self._post.alpha[:, 0] if y1d else self._post.alpha
-    self.X_train_, self.y_train_ = X.copy(), (Yn[:, 0] if y1d else Yn).copy()
+    self.X_train_, self.y_train_ = _copied(X), _copied(Yn[:, 0] if y1d else Yn)
     self._mu, self._sd, self._y1d = mu, sd, y1d
     self.n_features_in_, self.n_outputs_ = X.shape[1], Y.shape[1]
     return self
@@ -1252,7 +1374,7 @@ def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: b
     Parameters
     ----------
     X : array-like of shape (m, n_features)
-        Where to predict.
+        Where to predict (of the fit's library for a model fitted on array-API data; the outputs are then too).
     return_std : bool, default=False
         Also return the posterior standard deviation of the latent f (same shape as the mean).
     return_cov : bool, default=False
@@ -1267,13 +1389,13 @@ def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: b
     """
     if return_std and return_cov:
         raise ValueError("return_std and return_cov: at most one of them can be requested")
-    X = check_X(self, X)
+    X = _query(self, X)
     post = self._post
     Q = post._Q(X) if isinstance(post, _SeparablePosterior) else None
     mean = post.mean(X, Q) * self._sd + self._mu
     out = mean[:, 0] if self._y1d else mean
     if return_std:
-        std = np.sqrt(post.var(X, Q)) * self._sd
+        std = xp_of(X).sqrt(post.var(X, Q)) * self._sd
         return out, (std[:, 0] if self._y1d else std)
     if return_cov:
         cov = post.cov(X, Q) * self._sd ** 2
@@ -1288,7 +1410,8 @@ def sample_y(self: OVKGaussianProcess, X, n_samples: int = 1, random_state=0):
     Parameters
     ----------
     X : array-like of shape (m, n_features)
-        Where to draw.
+        Where to draw (of the fit's library for a model fitted on array-API data: the draws are NumPy's generator's, made
+        on the host from the (d, m, m) posterior covariances, then returned in that library).
     n_samples : int, default=1
         Number of draws.
     random_state : int, Generator or None, default=0
@@ -1299,9 +1422,9 @@ def sample_y(self: OVKGaussianProcess, X, n_samples: int = 1, random_state=0):
     ndarray of shape (m, d, n_samples), or (m, n_samples) for a 1-D y
         The draws, as scikit-learn's ``sample_y``.
     """
-    X = check_X(self, X)
+    X = _query(self, X)
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
         raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}")
     rng = check_random_state(random_state)
     F = self._post.sample(X, int(n_samples), rng) * self._sd[None, :, None] + self._mu[None, :, None]
-    return F[:, 0] if self._y1d else F
+    return F[:, 0, ...] if self._y1d else F
