@@ -6,10 +6,14 @@ GPU machine's own CPU; Nystrom n = 1e6, p = 2000 <= 5 s. Equality: predictions o
 (relative, fp64), where the NumPy fit is affordable (n <= 20000 exact; Nystrom on the first 1e5 rows). Besides the targets:
 CG (`linalg.pcg` on the device, separable preconditioner) on a sum of two non-commuting separable kernels at n = 5000,
 its iterations and equality against NumPy's CG; float32 at n = 20000 against NumPy's float64 fit; PyTorch's CUDA peak
-memory of each fit in units of one n x n float64 array.
+memory of each fit in units of one n x n float64 array; OVKGaussianProcess (the default kernel: RBF bandwidth, full-rank
+T = W W^T + diag(kappa) and the noise learned, exact likelihood in the joint eigenbasis) at n = 2000 on the device against
+NumPy (time, LML, predictions, std) and at n = 5000 on the device (fit time; one likelihood-and-gradient evaluation at a
+new bandwidth, device vs CPU).
 
     python bench/gpu_check.py            # on a GPU machine (after gpu_check.sh's installs)
     python bench/gpu_check.py --dry-run  # toy sizes on the CPU (PyTorch CPU tensors), to check the script itself
+    GPU_CHECK_RESULTS=/tmp/gc python bench/gpu_check.py --dry-run    # ... writing gpu.md / gpu.csv there instead
 """
 from __future__ import annotations
 
@@ -22,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ovk_nb.gp import OVKGaussianProcess
 from ovk_nb.kernels import RBF, Separable, SumKernel, paper000_J
 from ovk_nb.ridge import OVKRidge
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = Path(os.environ.get("GPU_CHECK_RESULTS") or Path(__file__).resolve().parent / "results")
 DRY = "--dry-run" in sys.argv
 D, P_IN, LAM = 4, 10, 1e-2
 
@@ -83,6 +88,56 @@ def peak_n2(name, n):
         return None
     import torch
     return torch.cuda.max_memory_allocated() / (8.0 * n * n)
+
+
+def gp_rows(libs, Xt):
+    """OVKGaussianProcess (default kernel, fp64) on the device against NumPy at n = 2000 (fit time, LML, predictions and std
+    on 200 test points), and at n = 5000 on the device only (fit time) with one evaluation of the likelihood and its gradient
+    at a new bandwidth (one n x n eigh and the O(n^3) bandwidth gradient) timed on the device and on the CPU."""
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    out = []
+    n_cmp, n_dev = (150, 300) if DRY else (2000, 5000)
+    X, Y = data(n_cmp)
+    row = {"case": "GP, default kernel (RBF, W W^T + diag, noise learned), fp64", "n": n_cmp}
+    row["cpu numpy fit (s)"], ref = timed(lambda: OVKGaussianProcess().fit(X, Y))
+    Fr, Sr = ref.predict(Xt, return_std=True)
+    for name, to, sync in libs:
+        Xd, Yd = to(X), to(Y)
+        peak_reset()
+        t, m = timed(lambda: OVKGaussianProcess().fit(Xd, Yd), sync)
+        F, S = (host(A) for A in m.predict(to(Xt), return_std=True))
+        row[f"{name} fit (s)"] = t
+        row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
+        row[f"{name} LML rel. diff"] = abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) / abs(
+            ref.log_marginal_likelihood_value_)
+        row[f"{name} max rel. diff"] = float(np.abs(F - Fr).max() / np.abs(Fr).max())
+        row[f"{name} std max rel. diff"] = float(np.abs(S - Sr).max() / np.abs(Sr).max())
+        if peak_n2(name, n_cmp) is not None:
+            row[f"{name} peak GPU memory (n^2 fp64)"] = peak_n2(name, n_cmp)
+    out.append(row)
+    print(row, flush=True)
+    X, Y = data(n_dev)
+    row = {"case": "GP, default kernel, fp64: fit on the device; one LML + gradient at a new bandwidth", "n": n_dev}
+    theta = None
+    for name, to, sync in libs:
+        Xd, Yd = to(X), to(Y)
+        peak_reset()
+        t, m = timed(lambda: OVKGaussianProcess().fit(Xd, Yd), sync)
+        row[f"{name} fit (s)"] = t
+        if peak_n2(name, n_dev) is not None:
+            row[f"{name} peak GPU memory (n^2 fp64)"] = peak_n2(name, n_dev)
+        theta = m._theta.copy()
+        theta[0] += 0.1                                   # a new bandwidth: one eigh of the n x n Gram, then the gradient
+        row[f"{name} LML + gradient (s)"], _ = timed(lambda: m.log_marginal_likelihood(theta, True), sync)
+        theta[0] += 0.1
+    if theta is not None:                                 # the same evaluation on the CPU (NumPy), its likelihood built once
+        ref = OVKGaussianProcess(optimizer=None, kernel=m.kernel_, noise=m.noise_).fit(X, Y)
+        row["cpu numpy LML + gradient (s)"], _ = timed(lambda: ref.log_marginal_likelihood(theta, True))
+    out.append(row)
+    print(row, flush=True)
+    return out
 
 
 def main():
@@ -144,6 +199,7 @@ def main():
         row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
     rows.append(row)
     print(row, flush=True)
+    rows += gp_rows(libs, Xt[:200])
     X, Y = data(ny_n)
     row = {"case": f"Nystrom p = {ny_p}, fp64", "n": ny_n}
     sub = min(ny_n, 100_000)
@@ -163,7 +219,7 @@ def main():
     with open(OUT / "gpu.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys); w.writeheader(); w.writerows(rows)
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
-    lines = ["# OVKRidge on a GPU (bench/gpu_check.py)", "",
+    lines = ["# OVKRidge and OVKGaussianProcess on a GPU (bench/gpu_check.py)", "",
              f"Machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs); libraries: "
              + ", ".join(n for n, _, _ in libs) + (" -- DRY RUN on the CPU at toy sizes" if DRY else ""), "",
              "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
