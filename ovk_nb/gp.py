@@ -110,8 +110,12 @@ class SeparableLikelihood:
             raise ValueError("a weighted one-part SumKernel: give the Separable itself")
         self.kernel, self.X, self.Y = kernel, X, Y
         self.nk = self.sk.n_dims
-        self.xp = xp_of(X)                                    # numpy itself for NumPy data: its operations unchanged
         self._key = None
+
+    @property
+    def xp(self):
+        "X's namespace: numpy itself for NumPy data, so the NumPy operations are the old ones (not stored: pickling)."
+        return xp_of(self.X)
 
     def _scalar(self, theta_k):
         "(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth."
@@ -374,10 +378,14 @@ class _SeparablePosterior:
     namespace and device of the fit's X (`sample` draws on the host: NumPy's generator, the same draws as on NumPy)."""
     def __init__(self, lik: SeparableLikelihood, theta):
         s, U, e, V, Yt, lam, s2, sk, T, _ = lik.state(theta)
-        self.xp = lik.xp
         self.X, self.sk, self.U, self.e, self.V, self.lam = lik.X, sk, U, e, V, lam
         self.At = Yt / lam
         self.alpha = U @ self.At @ V.T                       # (K^{-1} vec Y) as (n, d)
+
+    @property
+    def xp(self):
+        "The fit's namespace (numpy for NumPy fits, Nystrom's included)."
+        return xp_of(self.V)
 
     def _Q(self, Xs):
         return self.sk(Xs, self.X) @ self.U
