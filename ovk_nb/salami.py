@@ -14,7 +14,7 @@ from .decoding import Decoder
 from .kernels import ScalarKernel
 from .linalg import NystromFeatures
 from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates
-from .streaming import step_record
+from .streaming import gram_rows, step_record
 from .validation import Interval, InstanceOf, check_fitted
 from .weights import exp_weights
 
@@ -297,12 +297,16 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     points, the primal state of its dictionary: `primal_start` / `primal_block`)."""
     g, B, m, x0 = self.n_seen_, len(Xb), self.budget, self._x0
     self._store(Xb, cb)                                            # stored rows: rounds x0 .. g + B - 1
-    Kbo = self.kernel_(Xb, self._X[:g - x0]) if g > x0 else np.zeros((B, 0))
-    Kbb = self.kernel_(Xb)
+    if B == 1:                                                     # one round (learn_one): one kernel row, x itself included
+        K = gram_rows([self.kernel_], Xb, self._X[:g - x0 + 1])[0]
+        Kbo, Kbb = K[:, :g - x0], K[:, g - x0:]
+    else:
+        Kbo = self.kernel_(Xb, self._X[:g - x0]) if g > x0 else np.zeros((B, 0))
+        Kbb = self.kernel_(Xb)
     starts = np.concatenate([self._starts, g + np.arange(B)])
     ends = np.array([s + lifespan(int(s), self.lifetime) for s in starts])
     old = self._factors + [KAARFactor(self.lam)] * B
-    rows, who, when, factors = [], [], [], []
+    rows, lives, firsts, factors = [], [], [], []
     Phi = None                                                     # phi of every stored label, once per block (below)
     if type(self.decoder_).stats is Decoder.stats:
         Phi = self.decoder_.features(self._codes[:self._n_in], reg)
@@ -324,9 +328,12 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
             G, f = primal_block(f, Xb[a + k:a + r], self.decoder_.features(cb[a + k:a + r], reg))
             parts.append(G)
         rows.append(np.vstack(parts) if len(parts) > 1 else parts[0])
-        who.append(np.full(r, e)); when.append(a + np.arange(r))
+        lives.append(r); firsts.append(a)
         factors.append(f)
-    return np.concatenate(rows), np.concatenate(who), np.concatenate(when), starts, ends, factors
+    r, n = np.array(lives), sum(lives)                             # expert e's rows: rounds a_e .. a_e + r_e - 1 of the block
+    who = np.repeat(np.arange(len(r)), r)
+    when = np.repeat(np.array(firsts) - (np.cumsum(r) - r), r) + np.arange(n)
+    return np.concatenate(rows), who, when, starts, ends, factors
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #9a72a675
 @patch
