@@ -1008,6 +1008,13 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     Cov(f_o(x_i), f_o(x_j)), shape (m, m, d) ((m, m) for a 1-D y), as scikit-learn's multi-target form; the cross-output
     covariances are in `sample_y`'s joint draws.
 
+    A PyTorch tensor, CuPy array or other array-API array X (with Y of its library, dtype and device) is fitted in its
+    namespace and device by the exact route (one Separable kernel, method 'auto' or 'exact', objective 'lml', complete
+    Y): the n x n eigendecomposition, likelihood, gradient and posterior there, L-BFGS-B and the d x d output matrix on
+    the host; `alpha_`, `X_train_`, `y_train_` and the outputs of `predict` and `sample_y` are then of that library. The
+    other routes raise a ValueError saying they run on NumPy arrays only. float32 X gives float32 results (about 1e-5 to
+    1e-3 from the float64 fit).
+
     Examples
     --------
     >>> import numpy as np
