@@ -92,8 +92,8 @@ def peak_n2(name, n):
 
 def gp_rows(libs, Xt):
     """OVKGaussianProcess (default kernel, fp64) on the device against NumPy at n = 2000 (fit time, LML, predictions and std
-    on 200 test points), and at n = 5000 on the device only (fit time) with one evaluation of the likelihood and its gradient
-    at a new bandwidth (one n x n eigh and the O(n^3) bandwidth gradient) timed on the device and on the CPU."""
+    on 200 test points), and at n = 5000 one fit on the first device library (its time) and one evaluation of the likelihood
+    and its gradient at a new bandwidth (one n x n eigh and the O(n^3) bandwidth gradient) on each library and on the CPU."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
     warnings.simplefilter("ignore", ConvergenceWarning)
