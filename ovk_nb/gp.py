@@ -297,17 +297,27 @@ def gp_loo_dense_reference(kernel, X, Y, noise: float):
     return float(out)
 
 
+def _loo_mq(rt, Q, D):
+    "sum_i rt_il rt_im Q_ilm + diag(sum_i Q_ill / D_il): the T-gradient's contraction (`np.einsum` on NumPy), (d, d)."
+    xp = xp_of(Q)
+    if xp is np:
+        return np.einsum("il,im,ilm->lm", rt, rt, Q) + np.diag(np.einsum("ill,il->l", Q, 1.0 / D))
+    dg = xp.sum(xp.linalg.diagonal(Q) / D, axis=0)                          # sum_i Q_ill / D_il
+    return xp.sum(rt[:, :, None] * rt[:, None, :] * Q, axis=0) + xp.eye(D.shape[1], dtype=D.dtype, device=device_of(D)) * dg
+
+
 @patch
 def loo(self: SeparableLikelihood, theta, eval_gradient: bool = True):
-    "The leave-one-sample-out log predictive probability and its gradient in the joint eigenbasis (see above)."
+    """The leave-one-sample-out log predictive probability and its gradient in the joint eigenbasis (see above); in X's
+    namespace for array-API data (T's d x d gradient on the host)."""
     s, U, e, V, Yt, lam, s2, sk, T, dKx = self.state(theta)
-    n, d = Yt.shape
+    xp, (n, d) = self.xp, Yt.shape
     At = Yt / lam
     U2 = U * U
     at = U @ At                                           # rows of a = K^{-1} y in T's eigenbasis
     D = U2 @ (1.0 / lam)                                  # the diagonal blocks B_ii in that basis
     rt = at / D                                           # the LOO residuals
-    f = -0.5 * float(np.sum(at * rt)) + 0.5 * float(np.sum(np.log(D))) - 0.5 * n * d * LOG2PI
+    f = -0.5 * float(xp.sum(at * rt)) + 0.5 * float(xp.sum(xp.log(D))) - 0.5 * n * d * LOG2PI
     if not eval_gradient:
         return f
     Pt = (U.T @ rt) / lam                                 # p = B r in the joint eigenbasis
@@ -319,14 +329,14 @@ def loo(self: SeparableLikelihood, theta, eval_gradient: bool = True):
         for l in range(d):
             Bl = (U / lam[:, l]) @ U.T
             Gx -= 0.5 * e[l] * (Bl * m[:, l]) @ Bl
-        grad += [float(np.sum(Gx * g)) for g in dKx]
+        grad += [float(xp.sum(Gx * g)) for g in dKx]
     if isinstance(T, Params) and T.n_dims:
         GA = At.T @ (s[:, None] * Pt)
-        Q = (U2 @ (s[:, None, None] / (lam[:, :, None] * lam[:, None, :])).reshape(len(s), d * d)).reshape(n, d, d)
-        MQ = np.einsum("il,im,ilm->lm", rt, rt, Q) + np.diag(np.einsum("ill,il->l", Q, 1.0 / D))
-        GT = V @ (0.5 * (GA + GA.T) - 0.5 * MQ) @ V.T
+        Q = xp.reshape(U2 @ xp.reshape(s[:, None, None] / (lam[:, :, None] * lam[:, None, :]), (s.shape[0], d * d)), (n, d, d))
+        GA, MQ, Vh = to_numpy(GA), to_numpy(_loo_mq(rt, Q, D)), to_numpy(V)          # d x d: on the host
+        GT = Vh @ (0.5 * (GA + GA.T) - 0.5 * MQ) @ Vh.T
         grad += list(T.theta_gradient(GT))
-    grad.append(s2 * (float(np.sum(At * Pt)) - 0.5 * float(np.sum(m * (U2 @ (1.0 / lam ** 2))))))
+    grad.append(s2 * (float(xp.sum(At * Pt)) - 0.5 * float(xp.sum(m * (U2 @ (1.0 / lam ** 2))))))
     return f, np.array(grad)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #66dc071a
@@ -1009,7 +1019,7 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     covariances are in `sample_y`'s joint draws.
 
     A PyTorch tensor, CuPy array or other array-API array X (with Y of its library, dtype and device) is fitted in its
-    namespace and device by the exact route (one Separable kernel, method 'auto' or 'exact', objective 'lml', complete
+    namespace and device by the exact route (one Separable kernel, method 'auto' or 'exact', either objective, complete
     Y): the n x n eigendecomposition, likelihood, gradient and posterior there, L-BFGS-B and the d x d output matrix on
     the host; `alpha_`, `X_train_`, `y_train_` and the outputs of `predict` and `sample_y` are then of that library. The
     other routes raise a ValueError saying they run on NumPy arrays only. float32 X gives float32 results (about 1e-5 to
@@ -1211,8 +1221,6 @@ def _xp_refusal(est, X, Y):
     "What of `est` runs on NumPy only, for array-API data (None: the exact eigenbasis route fits it)."
     if est.method not in ("auto", "exact"):
         return f"method={est.method!r}"
-    if est.objective != "lml":
-        return f"objective={est.objective!r}"
     if est.kernel is not None and not isinstance(est.kernel, Separable):
         return f"kernel={type(est.kernel).__name__} (a sum of separable parts: the dense fallback)"
     if est.missing == "ignore" and is_array_api(Y):
@@ -1234,8 +1242,8 @@ def _fit_data_xp(est, X, Y):
     what = _xp_refusal(est, X, Y)
     if what is not None:
         raise ValueError(f"{what}: runs on NumPy arrays only; on array-API data (PyTorch, CuPy, ...) OVKGaussianProcess "
-                         "fits one Separable kernel by the exact likelihood (method 'auto' or 'exact', objective 'lml', no "
-                         "missing outputs): pass NumPy arrays for the others")
+                         "fits one Separable kernel by the exact likelihood or leave-one-out objective (method 'auto' or "
+                         "'exact', no missing outputs): pass NumPy arrays for the others")
     if not is_array_api(Y) or xp_of(Y) is not xp_of(X):
         raise ValueError(f"Y must be an array of X's library ({type(X).__module__.split('.')[0]}), got {type(Y).__name__}")
     X, Y, y1d, xp = check_xp_data(X, Y)
@@ -1295,7 +1303,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     ----------
     X : array-like of shape (n_samples, n_features)
         Training inputs. A PyTorch tensor, CuPy array or other array-API array is fitted in its namespace and device (one
-        Separable kernel, exact likelihood; the other routes raise a ValueError naming them): the fitted arrays and the
+        Separable kernel, exact likelihood or leave-one-out; the other routes raise a ValueError naming them): the fitted arrays and the
         predictions are then of that library.
     Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
         Training outputs (of X's library, dtype and device for array-API X); with ``missing='ignore'`` NaN entries are

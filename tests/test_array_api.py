@@ -252,6 +252,7 @@ GP_FITS = {   # identifiable hyper-parameters: theta itself is compared (a full-
     "fixed T, normalize_y": dict(kernel=Separable(RBF(0.7), np.eye(3) + 0.5), normalize_y=True),
     "Laplacian, fixed T": dict(kernel=Separable(Laplacian(0.5), paper000_J(3, 0.2))),
     "1-D y": dict(kernel=Separable(RBF(0.7), np.eye(1)), y1d=True),
+    "fixed T, objective='loo'": dict(kernel=Separable(RBF(0.7), np.eye(3) + 0.5), objective="loo"),
 }
 
 
@@ -309,6 +310,9 @@ def test_gp_likelihood_and_gradient_equal_numpy(lib):
             (f, g), (fr, gr) = lik(t, True, kernel_grad=kg), likr(t, True, kernel_grad=kg)
             assert isinstance(f, float) and abs(f - fr) <= 1e-10 * abs(fr)
             assert isinstance(g, np.ndarray) and np.abs(g - gr).max() <= 1e-10 * np.abs(gr).max()
+        (f, g), (fr, gr) = lik.loo(t), likr.loo(t)                 # the leave-one-out objective (measured 3e-15)
+        assert isinstance(f, float) and abs(f - fr) <= 1e-10 * abs(fr)
+        assert isinstance(g, np.ndarray) and np.abs(g - gr).max() <= 1e-10 * np.abs(gr).max()
     for k in (RBF(0.7), Laplacian(0.3), Linear()):
         (G, dG), (Gr, dGr) = xp_gram_gradient(k, a(X.copy())), k.gram_gradient(X)
         assert rel(G, Gr) <= 1e-12 and len(dG) == len(dGr) and all(rel(g, h) <= 1e-12 for g, h in zip(dG, dGr))
@@ -350,14 +354,14 @@ def test_gp_float32_follows_x(kw, bound, sbound):
 
 @pytest.mark.parametrize("lib", LIBS)
 def test_gp_refusals(lib):
-    """The routes that run on NumPy only say so (never a silent host copy): Nystrom, stochastic, leave-one-out, sums of
-    separable parts (the dense fallback), missing outputs; a fit that fails leaves the estimator as it was; queries of
+    """The routes that run on NumPy only say so (never a silent host copy): Nystrom, stochastic, sums of separable parts (the dense fallback), missing outputs; a fit that fails leaves the estimator as it was; queries of
     another library than the fit's are refused."""
     X, Y, Xt = gp_data(n=30)
     a = LIBS[lib]
     Xa, Ya = a(X.copy()), a(Y.copy())
     for kw, what in [(dict(method="nystrom"), "method='nystrom'"), (dict(method="stochastic"), "method='stochastic'"),
-                     (dict(objective="loo"), "objective='loo'"), (dict(kernel=SUMS["commuting sum"]), "SumKernel")]:
+                     (dict(kernel=SUMS["commuting sum"]), "SumKernel"),
+                     (dict(kernel=SUMS["commuting sum"], objective="loo"), "SumKernel")]:
         with pytest.raises(ValueError, match="NumPy arrays only") as e:
             OVKGaussianProcess(**kw).fit(Xa, Ya)
         assert what in str(e.value)
