@@ -17,7 +17,7 @@ from sklearn.utils.validation import column_or_1d
 
 from .kernels import OVKernel, resolve_kernel
 from .linalg import KernelParts, group_columns
-from .streaming import KernelStream, StreamLearner, gram_rows
+from .streaming import _SERIAL_GEMV, KernelStream, StreamLearner, gram_rows
 from .validation import Options, check_fitted, check_input
 
 # %% auto #0
@@ -367,6 +367,14 @@ def _solve_block(self: ONORMA, Xb, Yb, etas, dec, lo):
     self._D = float(Dk[-1])
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #eb417db9
+@patch
+def _one_row_may_thread(self: ONORMA) -> bool:
+    """A squared-loss step on separable parts multiplies one Gram row (1 x w) by the window's coefficients (w x d) and
+    d x d output matrices: below `streaming._SERIAL_GEMV` entries (w d), OpenBLAS runs them on one thread anyway."""
+    P = self._parts
+    return self.loss != "squared" or P.gen or (self.n_seen_ - self._lo + 1) * P.d >= _SERIAL_GEMV
+
+
 @patch
 def _step1(self: ONORMA, x, y, eta: float, dec: float, lo0: int, lo1: int):
     "One step of `learn_one` (`KernelStream._run_one`): the one-row block of `_solve_block`, without its block machinery."

@@ -793,6 +793,17 @@ class _BlasLimit:
                     put(n)
 
 
+_SERIAL_GEMV = 2304 * 4   # OpenBLAS runs a gemv on one thread below m n = 2304 GEMM_MULTITHREAD_THRESHOLD (4 by default)
+
+
+@patch
+def _one_row_may_thread(self: StreamLearner) -> bool:
+    """Whether a one-row step may reach a threaded BLAS call, so that `_learn` must limit the threads (True by default).
+    A learner whose one-row products are all row-times-matrix products below `_SERIAL_GEMV` entries says False: OpenBLAS
+    runs them on one thread anyway, and the limit's C calls (about 2.5 us, twice per library) are skipped."""
+    return True
+
+
 @patch
 def _undo_point(self: StreamLearner, n):
     """A copy of the rows a pass of n rows may write in place (`_tail_rows`: (attribute name, first row) pairs), to write
@@ -814,7 +825,8 @@ def _learn(self: StreamLearner, X, T):
     into the committed buffers are written back (`fit_context` puts the attributes back), so the learner is unchanged."""
     saved = self._undo_point(len(X))
     try:
-        with _BlasLimit(self._threads):     # small products: one thread (the decision above `_run`)
+        limit = self._threads if len(X) > 1 or self._one_row_may_thread() else None
+        with _BlasLimit(limit):             # small products: one thread (the decision above `_run`)
             (self._run_one if len(X) == 1 else self._run)(X, T)
         self.cumulative_error_ = self._err_sum / self.n_seen_
         if not math.isfinite(self.cumulative_error_):      # a Python float: no numpy call per row

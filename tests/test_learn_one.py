@@ -190,3 +190,19 @@ def test_dict_rows_are_read_by_name_whatever_their_key_order():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_one_row_steps_skip_the_blas_limit_only_below_openblas_serial_size():
+    """ONORMA's one-row squared-loss step skips `_BlasLimit` while its row-times-window products stay below OpenBLAS's
+    serial gemv size (w d < 9216 entries), and limits the threads again once the window is that wide."""
+    from ovk_nb.kernels import RBF, Separable
+    from ovk_nb.onorma import ONORMA
+    from ovk_nb.streaming import _SERIAL_GEMV
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(60, 3)), rng.normal(size=(60, 4))
+    small = ONORMA(Separable(RBF(0.5), np.eye(4)), truncation=20).partial_fit(X, Y)
+    assert not small._one_row_may_thread()                       # 21 x 4 entries
+    wide = ONORMA(Separable(RBF(0.5), np.eye(4))).partial_fit(X, Y)
+    wide._lo, wide.n_seen_ = 0, _SERIAL_GEMV // 4                # a window of 2304 rows x 4 outputs: at the threshold
+    assert wide._one_row_may_thread()
+    assert ONORMA(loss="margin").fit(X, np.sign(Y[:, 0]))._one_row_may_thread()   # the margin step: always limited
