@@ -1303,8 +1303,8 @@ def fit(self: OVKGaussianProcess, X, Y):
     ----------
     X : array-like of shape (n_samples, n_features)
         Training inputs. A PyTorch tensor, CuPy array or other array-API array is fitted in its namespace and device (one
-        Separable kernel, exact likelihood or leave-one-out; the other routes raise a ValueError naming them): the fitted arrays and the
-        predictions are then of that library.
+        Separable kernel, exact likelihood or leave-one-out; the other routes raise a ValueError naming them): the fitted
+        arrays and the predictions are then of that library.
     Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
         Training outputs (of X's library, dtype and device for array-API X); with ``missing='ignore'`` NaN entries are
         missing outputs (whole rows allowed, NumPy only).

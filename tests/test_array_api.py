@@ -275,8 +275,8 @@ def gp_pair(kw, lib, X, Y):
 @pytest.mark.parametrize("name", GP_FITS)
 def test_gp_fit_equals_numpy(lib, name):
     """theta, the LML, alpha, predictions, std, per-output covariance and sample_y equal NumPy's to 1e-10 (measured: theta
-    6e-17 to 6e-13, LML 1e-12, predictions 5e-14, std and covariances 2e-12); the fitted arrays and the outputs are of X's library and device; log_marginal_likelihood gives host
-    floats and a NumPy gradient, as scikit-learn's."""
+    6e-17 to 6e-13, LML 1e-12, predictions 5e-14, std and covariances 2e-12); the fitted arrays and the outputs are of X's
+    library and device; log_marginal_likelihood gives host floats and a NumPy gradient, as scikit-learn's."""
     X, Y, Xt = gp_data()
     ref, m = gp_pair(GP_FITS[name], lib, X, Y)
     a = LIBS[lib]
@@ -354,8 +354,9 @@ def test_gp_float32_follows_x(kw, bound, sbound):
 
 @pytest.mark.parametrize("lib", LIBS)
 def test_gp_refusals(lib):
-    """The routes that run on NumPy only say so (never a silent host copy): Nystrom, stochastic, sums of separable parts (the dense fallback), missing outputs; a fit that fails leaves the estimator as it was; queries of
-    another library than the fit's are refused."""
+    """The routes that run on NumPy only say so (never a silent host copy): Nystrom, stochastic, sums of separable parts
+    (the dense fallback), missing outputs; a fit that fails leaves the estimator as it was; queries of another library
+    than the fit's are refused."""
     X, Y, Xt = gp_data(n=30)
     a = LIBS[lib]
     Xa, Ya = a(X.copy()), a(Y.copy())
