@@ -232,7 +232,23 @@ class MaskedLikelihood:
         return np.array(grad)
 
 
-class _MaskedPosterior:
+class _JointPosterior:
+    """What the posteriors that hold the joint (m d) x (m d) covariance `_joint(Xs)` share: the mean K_*o alpha, the
+    per-output covariances and joint samples (`kernel`, `X`, `alpha`, `d` set by the subclass)."""
+    def mean(self, Xs, Q=None):
+        return self.kernel.apply(Xs, self.X, self.alpha)
+
+    def cov(self, Xs, Q=None):
+        m, d = len(Xs), self.d
+        return np.einsum("iojo->ijo", self._joint(Xs).reshape(m, d, m, d))
+
+    def sample(self, Xs, n_samples, rng):
+        m, d = len(Xs), self.d
+        F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
+        return F.reshape(m, d, n_samples)
+
+
+class _MaskedPosterior(_JointPosterior):
     "The posterior of f given the observed entries only, from MaskedLikelihood's Cholesky factor (exact)."
     def __init__(self, lik: MaskedLikelihood, theta, chunk_entries: int = 4_000_000):
         self.kernel, s2, self.L, a, parts, _ = lik.factor(theta)
@@ -240,9 +256,6 @@ class _MaskedPosterior:
         self.parts = [(sk, Tm, w) for sk, Tm, _, w in parts]
         self.alpha = np.zeros(lik.Y.shape)
         self.alpha[lik.obs] = a
-
-    def mean(self, Xs, Q=None):
-        return self.kernel.apply(Xs, self.X, self.alpha)
 
     def _v(self, Xs):
         "L^{-1} K_{o*}: (n_o, m d), columns i*d + o."
@@ -263,15 +276,6 @@ class _MaskedPosterior:
     def _joint(self, Xs):
         v = self._v(Xs)
         return self.kernel.gram(Xs) - v.T @ v
-
-    def cov(self, Xs, Q=None):
-        m, d = len(Xs), self.d
-        return np.einsum("iojo->ijo", self._joint(Xs).reshape(m, d, m, d))
-
-    def sample(self, Xs, n_samples, rng):
-        m, d = len(Xs), self.d
-        F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
-        return F.reshape(m, d, n_samples)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e42c8ef4
 def gp_loo_dense_reference(kernel, X, Y, noise: float):
@@ -431,7 +435,7 @@ class _SeparablePosterior:
         return mean[:, :, None] + _rotate_draws(self.V, G if self.xp is np else _on(G, mean))
 
 
-class _DensePosterior:
+class _DensePosterior(_JointPosterior):
     "The posterior for sums of separable parts (LMC), from the Cholesky factor of the (n d) x (n d) Gram (small n)."
     def __init__(self, kernel, X, Y, noise):
         self.kernel, self.X, self.d = kernel, X, Y.shape[1]
@@ -439,9 +443,6 @@ class _DensePosterior:
         K[np.diag_indices_from(K)] += noise
         self.L = sla.cholesky(K, lower=True)
         self.alpha = sla.cho_solve((self.L, True), Y.ravel()).reshape(Y.shape)
-
-    def mean(self, Xs, Q=None):
-        return self.kernel.apply(Xs, self.X, self.alpha)
 
     def _joint(self, Xs):
         v = sla.solve_triangular(self.L, self.kernel.gram(Xs, self.X).T, lower=True)
@@ -451,16 +452,6 @@ class _DensePosterior:
         v = sla.solve_triangular(self.L, self.kernel.gram(Xs, self.X).T, lower=True)
         kd = np.einsum("moo->mo", self.kernel.diag(Xs))
         return np.clip(kd - (v * v).sum(0).reshape(len(Xs), self.d), 0, None)
-
-    def cov(self, Xs, Q=None):
-        m, d = len(Xs), self.d
-        C = self._joint(Xs).reshape(m, d, m, d)
-        return np.einsum("iojo->ijo", C)
-
-    def sample(self, Xs, n_samples, rng):
-        m, d = len(Xs), self.d
-        F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
-        return F.reshape(m, d, n_samples)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #eb4cec53
 NYSTROM_JITTER = 1e-8       # K_mm + NYSTROM_JITTER * mean diag(K_mm) I: the landmark Gram's Cholesky (fixed at construction)
@@ -877,7 +868,7 @@ class StochasticMaskedLikelihood:
         return lml, np.array(grad)
 
 
-class _PCGPosterior:
+class _PCGPosterior(_JointPosterior):
     """The posterior after a stochastic fit, by the same PCG (exact to its tolerance): the mean from alpha = K_o^{-1} y_o,
     the covariance K** - K_*o K_o^{-1} K_o* with K_o^{-1} K_o* solved for `chunk` test points at a time (m d right-hand
     sides each: O(n^2 d^2 m) per PCG step, slow for many test points, stated)."""
@@ -886,9 +877,6 @@ class _PCGPosterior:
         self.kernel, _, _, S, _ = lik.solve(theta, lik.Y0[:, None, :])
         self.alpha = S[:, 0]
         self.X, self.d = lik.X, lik.Y.shape[1]
-
-    def mean(self, Xs, Q=None):
-        return self.kernel.apply(Xs, self.X, self.alpha)
 
     def _joint(self, Xs):
         "The posterior covariance of f at Xs, (m d) x (m d), row i*d + o."
@@ -900,15 +888,6 @@ class _PCGPosterior:
     def var(self, Xs, Q=None):
         out = [np.diag(self._joint(Xs[i:i + self.chunk])).reshape(-1, self.d) for i in range(0, len(Xs), self.chunk)]
         return np.clip(np.concatenate(out), 0, None) if out else np.zeros((0, self.d))
-
-    def cov(self, Xs, Q=None):
-        m, d = len(Xs), self.d
-        return np.einsum("iojo->ijo", self._joint(Xs).reshape(m, d, m, d))
-
-    def sample(self, Xs, n_samples, rng):
-        m, d = len(Xs), self.d
-        F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
-        return F.reshape(m, d, n_samples)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #d5539770
 ONE_THREAD_N = 2000         # below this n the fit runs with one BLAS thread (see the decision above)
