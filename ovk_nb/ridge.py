@@ -74,12 +74,7 @@ def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
     return np.linalg.solve(G, Y.reshape(-1)).reshape(Y.shape)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #4b664acd
-from .linalg import dense_solve
-
-
-def _dense_cholesky(kernel, X, Y, lam):
-    "Cholesky of D (K + lam I) D^{-1}, D = I kron W^{1/2} (identity without weights). O((nd)^3): small problems only."
-    return dense_solve(kernel, X, Y, lam)          # written once in linalg, for NumPy and the array API
+from .linalg import dense_solve  # solver='dense': the Cholesky of D (K + lam I) D^{-1}, written once in linalg
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #01470d24
 PRECONDITIONERS = ("auto", "jacobi", "separable", "nystrom")
@@ -173,7 +168,7 @@ def _solve(est, solver, parts, X, Y, lam):
     one pass of a non-iterative solver), _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_)."""
     est.n_iter_, est.coef_, est._nystrom, est._eig_cache, est._rff = 1, None, None, None, None
     if solver == "dense":
-        est.coef_ = _dense_cholesky(est.kernel_, X, Y, lam)
+        est.coef_ = dense_solve(est.kernel_, X, Y, lam)
     elif solver == "eigen":
         est._eig_cache = _eigen_factor(parts, X, Y)
         est.coef_ = est._eig_cache.coef(lam)
