@@ -5,6 +5,7 @@
 # %% ../nbs/1_shared/05_decoding.ipynb #96139d6a
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -633,24 +634,18 @@ class Decoder:
     __hash__ = None
 
 # %% ../nbs/1_shared/05_decoding.ipynb #43d09460
-_HAMMING_TABLES = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _hamming_table(a: int, q: int, centre: bool) -> np.ndarray:
     """Row c: the embedding of symbol c at one position, (a,): 1/sqrt(q) at c and 0 elsewhere, centred and rescaled when
     `centre` (see "Centred embeddings"). `Hamming.features` gathers these rows by the codes (one `take`: 10x faster than
     filling an (n, q a) array by fancy indexing, which a one-round `learn_one` step paid twice), the same values."""
-    key = (a, q, centre)
-    T = _HAMMING_TABLES.get(key)
-    if T is None:
-        on, off = 1.0 / np.sqrt(q), 0.0
-        if centre:                            # minus the uniform law's mean, rescaled to norm 1 (see "Centred embeddings")
-            c, s = 1.0 / (a * np.sqrt(q)), np.sqrt(1.0 - 1.0 / a)
-            on, off = (on - c) / s, (off - c) / s             # the two values, computed once (not over the n x qa array)
-        T = np.full((a, a), off)
-        T[np.arange(a), np.arange(a)] = on
-        T.flags.writeable = False
-        _HAMMING_TABLES[key] = T
+    on, off = 1.0 / np.sqrt(q), 0.0
+    if centre:                                # minus the uniform law's mean, rescaled to norm 1 (see "Centred embeddings")
+        c, s = 1.0 / (a * np.sqrt(q)), np.sqrt(1.0 - 1.0 / a)
+        on, off = (on - c) / s, (off - c) / s                 # the two values, computed once (not over the n x qa array)
+    T = np.full((a, a), off)
+    T[np.arange(a), np.arange(a)] = on
+    T.flags.writeable = False                 # shared by every call (cached): read-only
     return T
 
 

@@ -5,6 +5,7 @@
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #14f0298b
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -372,8 +373,8 @@ def _labels(self: OSKAAR, Y, name: str = "Y", warn: bool = True):
 @patch
 def _run(self: OSKAAR, X, T):
     """Blocks of at most `_block_size` rounds, cut where the budgeted variant switches to its primal form; compute, then
-    commit: the caller (`StreamLearner._learn`) saved the buffers' free rows the pass may write (`_undo_point`, from
-    `_free_rows`) and writes them back if any block raises; `fit_context` / `learn_one` put the attributes back."""
+    commit: the caller (`StreamLearner._learn`) saved the buffers' free rows the pass may write (`_free_rows`) and writes
+    them back if any block raises; `fit_context` / `learn_one` put the attributes back."""
     try:                                                  # BLAS threads: limited by the caller (StreamLearner), once
         self._run_blocks(X, *T)
     except np.linalg.LinAlgError as e:                    # K + lam I is positive definite: only overflow breaks it
@@ -382,19 +383,12 @@ def _run(self: OSKAAR, X, T):
 
 
 @patch
-def _undo_point(self: OSKAAR, n):
-    "`StreamLearner._undo_point` over `_free_rows` (the records, stored inputs and codes, and the live factors' buffers)."
-    return [(a, s.start, a[s].copy()) for a, s in self._free_rows(n)]
-
-
-@patch
 def _free_rows(self: OSKAAR, n) -> list:
     """(array, rows) of every buffer that a pass of n rounds may write in place: the rows past the live ones of the per-step
     records, the stored inputs and codes, and the live exact factors' buffers (`KAARFactor.extend` borders in place). A
     buffer that fills is replaced by a new array, so no write lands past these rows: saving them costs O(n x row)."""
-    r, g = self.n_seen_ - self._rec0, self._n_in
-    rows = [(getattr(self, k), slice(r, r + n)) for k in self._step_records]
-    rows += [(self._X, slice(g, g + n)), (self._codes, slice(g, g + n))]
+    g = self._n_in
+    rows = StreamLearner._free_rows(self, n) + [(self._X, slice(g, g + n)), (self._codes, slice(g, g + n))]
     return rows + [(f.buf, slice(f.n, f.n + n)) for f in self._exact_factors()]
 
 
@@ -530,15 +524,11 @@ def _block_primal(self: OSKAAR, Xb, cb, reg):
     return G
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #19f33e27
-_STRICT_LOWER = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _strict_lower(m: int) -> np.ndarray:
-    "The m x m mask of the entries below the diagonal (ones), built once per m."
-    M = _STRICT_LOWER.get(m)
-    if M is None:
-        M = _STRICT_LOWER[m] = np.tri(m, m, -1)
-        M.flags.writeable = False
+    "The m x m mask of the entries below the diagonal (ones), built once per m (cached: read-only)."
+    M = np.tri(m, m, -1)
+    M.flags.writeable = False
     return M
 
 

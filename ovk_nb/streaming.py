@@ -250,9 +250,11 @@ class StreamLearner(BaseEstimator):
         "The per-step records this learner keeps: all of `_step_records` (KernelStream: only with `record_errors=True`)."
         return self._step_records
 
-    def _tail_rows(self):
-        "(name, first row) of every array a pass writes in place from that row on: the per-step records (see `_learn`)."
-        return [(name, self.n_seen_ - self._rec0) for name in self._records()]
+    def _free_rows(self, n):
+        """(array, rows) of every buffer a pass of n rows writes in place past its live rows: the per-step records (see
+        `_learn`; learners add their own buffers)."""
+        r = self.n_seen_ - self._rec0
+        return [(getattr(self, name), slice(r, r + n)) for name in self._records()]
 
 
 @patch
@@ -353,19 +355,11 @@ class KernelStream(StreamLearner):
         "The per-step records, kept only with `record_errors=True` (they grow with the stream)."
         return self._step_records if getattr(self, "record_errors", False) else ()
 
-    def _tail_rows(self):
-        "Buffers a pass writes in place from a row on: the records, and the inputs and coefficients after the live rows."
-        end = self.n_seen_ - self._base
-        return StreamLearner._tail_rows(self) + [("_X", end), ("_C", end)]
-
-    def _undo_point(self, n):
-        "`StreamLearner._undo_point` of `_tail_rows`, spelled out (a one-row step pays it at every call)."
-        e, X, C = self.n_seen_ - self._base, self._X, self._C
-        out = [(X, e, X[e:e + n].copy()), (C, e, C[e:e + n].copy())]
-        for name in self._records():
-            a, r = getattr(self, name), self.n_seen_ - self._rec0
-            out.append((a, r, a[r:r + n].copy()))
-        return out
+    def _free_rows(self, n):
+        "The records' free rows, and the inputs and coefficients after the live rows."
+        e = self.n_seen_ - self._base
+        s = slice(e, e + n)
+        return [(self._X, s), (self._C, s)] + StreamLearner._free_rows(self, n)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #48e8b344
 @patch
@@ -806,10 +800,9 @@ def _one_row_may_thread(self: StreamLearner) -> bool:
 
 @patch
 def _undo_point(self: StreamLearner, n):
-    """A copy of the rows a pass of n rows may write in place (`_tail_rows`: (attribute name, first row) pairs), to write
-    back if it fails: O(n) per buffer. A learner whose in-place buffers are not attributes (OSKAAR's factor) overrides
-    this with its own list of (array, first row, saved rows); `_learn` is then the pass's only undo point."""
-    return [(a, r, a[r:r + n].copy()) for a, r in ((getattr(self, name), r) for name, r in self._tail_rows())]
+    """A copy of the rows a pass of n rows may write in place (`_free_rows`: (array, rows) pairs), to write back if it
+    fails: O(n) per buffer; `_learn` is the pass's only undo point."""
+    return [(a, s, a[s].copy()) for a, s in self._free_rows(n)]
 
 
 @patch
@@ -834,8 +827,8 @@ def _learn(self: StreamLearner, X, T):
                           "for a stable gradient step; scale the inputs (or the kernel) down or lower eta",
                           RuntimeWarning, stacklevel=2)
     except BaseException:
-        for a, r, rows in saved:
-            a[r:r + len(rows)] = rows
+        for a, s, rows in saved:
+            a[s] = rows
         raise
     return self
 
