@@ -18,7 +18,7 @@ from .validation import to_numpy      # the host copy, written once on floor 1 (
 
 # %% auto #0
 __all__ = ['XP_SOLVERS', 'route_of', 'namespace', 'device_of', 'check_xp_data', 'xp_eigen_factor', 'xp_exact_model',
-           'xp_ridge_fit', 'xp_ridge_predict', 'xp_gram_gradient']
+           'xp_ridge_fit', 'xp_ridge_predict']
 
 # %% ../nbs/1_shared/09_backend.ipynb #3eca5ac2
 def route_of(X) -> str:
@@ -365,54 +365,3 @@ def xp_ridge_predict(model: dict, X_fit, X, chunk: int = 4096):
             out.append(F)
     return xp.concat(out, axis=0)
 
-
-# %% ../nbs/1_shared/09_backend.ipynb #a559b81b
-def xp_gram_gradient(kernel, X):
-    """(k(X, X), dk(X, X) / dtheta) in X's namespace, dtype and device: the scalar Gram and its derivatives with respect to the
-    kernel's `theta` (log gamma for RBF and Laplacian), what a Gaussian process's bandwidth gradient needs.
-
-    Parameters
-    ----------
-    kernel : ScalarKernel
-        Resolved. On array-API data: RBF, Laplacian, or a kernel without learnable parameters that `scalar_gram` covers.
-    X : array of shape (n, p)
-        The inputs (NumPy: the kernel's own `gram_gradient`, bit for bit).
-
-    Returns
-    -------
-    K : array of shape (n, n)
-        The Gram matrix.
-    dK : sequence of n_dims arrays of shape (n, n)
-        Its derivatives (a NumPy array of shape (n_dims, n, n) on NumPy, a list otherwise).
-
-    Raises
-    ------
-    ValueError
-        Naming the kernel when it has learnable parameters but no array-API gradient.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ovk_nb.kernels import RBF
-    >>> K, dK = xp_gram_gradient(RBF(1.0), np.array([[0.0], [1.0]]))
-    >>> bool(np.isclose(dK[0][0, 1], -np.exp(-1.0)))
-    True
-    """
-    xp = xp_of(X)
-    if xp is np:
-        return kernel.gram_gradient(X)
-    from .kernels import RBF, Laplacian, _xp_pair_sums, _xp_sq_distances
-    kernel.validate()
-    tk = type(kernel)
-    if tk is RBF or tk is Laplacian:                     # the operations of `_bandwidth_gram_gradient`, in X's namespace
-        D = _xp_sq_distances(xp, X, X) if tk is RBF else _xp_pair_sums(xp, X, X, xp.abs)
-        D *= -float(kernel.gamma)
-        K = xp.exp(D)
-        if not bool(xp.all(xp.isfinite(K))):
-            raise ValueError(f"kernel: {type(kernel).__name__} gives a non-finite Gram on these inputs")
-        D *= K
-        return K, [D]
-    if getattr(kernel, "n_dims", 0):
-        raise ValueError(f"kernel: {type(kernel).__name__} has learnable parameters but no array-API gradient (RBF and "
-                         "Laplacian have); fix its parameters or pass NumPy arrays")
-    return scalar_gram(kernel, X, X, xp), []

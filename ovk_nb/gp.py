@@ -12,14 +12,13 @@ import numpy as np
 import scipy.linalg as sla
 from fastcore.basics import patch
 from scipy.optimize import minimize
-from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .backend import check_xp_data, device_of, route_of, xp_gram_gradient
+from .backend import check_xp_data, device_of, route_of
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
-                           resolve_kernel, sq_distances, xp_of)
+                           resolve_kernel, xp_of)
 from .linalg import KernelParts, blas_threads, eigh_psd, masked_logdet_slq
 from .validation import (Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing,
                                fit_context, to_numpy)
@@ -122,7 +121,7 @@ class SeparableLikelihood:
         key = tuple(theta_k)
         if key != self._key:
             sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
-            Kx, dKx = xp_gram_gradient(sk, self.X)         # NumPy: sk.gram_gradient itself
+            Kx, dKx = sk.gram_gradient(self.X)             # in X's namespace (kernels' gram_gradient follows X)
             try:
                 s, U = eigh_psd(Kx)
             except ValueError:
@@ -458,17 +457,12 @@ NYSTROM_JITTER = 1e-8       # K_mm + NYSTROM_JITTER * mean diag(K_mm) I: the lan
 
 
 def _cross_gram_gradient(sk, A, B):
-    "(k(A, B), d k(A, B) / d theta of shape (n_dims, len(A), len(B))): RBF and Laplacian (log gamma), or no parameter."
-    K = sk(A, B)
-    if not sk.n_dims:
-        return K, np.zeros((0, *K.shape))
-    if isinstance(sk, (RBF, Laplacian)):
-        D = sq_distances(A, B) if isinstance(sk, RBF) else cdist(A, B, "cityblock")
-        D *= -sk.gamma
-        D *= K
-        return K, D[None]
-    raise ValueError(f"kernel: method='nystrom' learns the parameters of RBF or Laplacian scalar kernels (or none), got "
-                     f"{type(sk).__name__}")
+    """(k(A, B), d k(A, B) / d theta of shape (n_dims, len(A), len(B))) by the kernel's own `gram_gradient`: RBF and
+    Laplacian (log gamma), or no parameter; other learnable kernels refused naming the method."""
+    if sk.n_dims and not isinstance(sk, (RBF, Laplacian)):
+        raise ValueError(f"kernel: method='nystrom' learns the parameters of RBF or Laplacian scalar kernels (or none), "
+                         f"got {type(sk).__name__}")
+    return sk.gram_gradient(A, B)
 
 
 def nystrom_landmarks(X, n_components: int, random_state=None):

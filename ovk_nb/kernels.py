@@ -2294,20 +2294,23 @@ _Bandwidth._hp = _bandwidth_hp
 _Bandwidth._with_theta = lambda self, theta: type(self)(gamma=float(np.exp(theta[0])))
 
 
-def _scalar_gram_gradient(self, X):
-    """The Gram matrix k(X, X) and its derivatives with respect to ``theta``.
+def _scalar_gram_gradient(self, X, Y=None):
+    """The Gram matrix k(X, Y) and its derivatives with respect to ``theta``.
 
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        The inputs.
+        The inputs; a PyTorch, CuPy or other array-API array gives both results in its library, dtype and device.
+    Y : array-like of shape (m_samples, n_features) or None, default=None
+        The second inputs (of X's library); None: X.
 
     Returns
     -------
-    K : ndarray of shape (n_samples, n_samples)
+    K : ndarray of shape (n_samples, m_samples)
         The Gram matrix.
-    dK : ndarray of shape (n_dims, n_samples, n_samples)
-        dK / dtheta (for `RBF` and `Laplacian`, the derivative with respect to log gamma).
+    dK : ndarray of shape (n_dims, n_samples, m_samples)
+        dK / dtheta (for `RBF` and `Laplacian`, the derivative with respect to log gamma); for array-API inputs a list of
+        n_dims arrays of shape (n_samples, m_samples) (the standard does not iterate over an array's first axis).
 
     Examples
     --------
@@ -2318,20 +2321,28 @@ def _scalar_gram_gradient(self, X):
     >>> bool(np.isclose(dK[0, 0, 1], -np.exp(-1.0)))
     True
     """
-    X = check_matrix(X, "X", allow_1d=True)
-    K = self(X)
+    K = self(X, Y)
     if self.n_dims:
         raise ValueError(f"{type(self).__name__} has learnable hyper-parameters but no gram_gradient")
-    return K, np.zeros((0, len(X), len(X)))
+    return K, ([] if is_array_api(K) else np.zeros((0, *K.shape)))
 
 
-def _bandwidth_gram_gradient(self, X):
-    "(K, dK) with dK[0] = dK / dlog(gamma) = -gamma D * K (D the squared Euclidean or the L1 distances)."
+def _bandwidth_gram_gradient(self, X, Y=None):
+    """(K, dK) with dK[0] = dK / dlog(gamma) = -gamma D * K (D the squared Euclidean or the L1 distances of X and Y); an
+    array-API X computes in its namespace with the distances of `scalar_gram` (dK then a list of one array)."""
     self.validate()
-    X = check_matrix(X, "X", allow_1d=True)
-    D = sq_distances(X, X) if self._metric == "sqeuclidean" else cdist(X, X, "cityblock")
+    X = _matrix(X, "X", allow_1d=True)
+    Y = X if Y is None else _matrix(Y, "Y", allow_1d=True, like=X)
+    if is_array_api(X):                       # in place up to exp, as `scalar_gram`: two (n, m) arrays at the peak
+        xp = xp_of(X)
+        D = _xp_sq_distances(xp, X, Y) if self._metric == "sqeuclidean" else _xp_pair_sums(xp, X, Y, xp.abs)
+        D *= -float(self.gamma)
+        K = check_gram_finite(xp.exp(D), self, X, Y)
+        D *= K
+        return K, [D]
+    D = sq_distances(X, Y) if self._metric == "sqeuclidean" else cdist(X, Y, "cityblock")
     D *= -self.gamma
-    K = check_gram_finite(np.exp(D), self, X)
+    K = check_gram_finite(np.exp(D), self, X, Y)
     return K, (D * K)[None]
 
 
