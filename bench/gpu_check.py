@@ -98,7 +98,7 @@ def gp_rows(libs, Xt):
     from sklearn.exceptions import ConvergenceWarning
     warnings.simplefilter("ignore", ConvergenceWarning)
     out = []
-    n_cmp, n_dev = (150, 300) if DRY else (2000, 5000)
+    n_cmp = 150 if DRY else 2000
     X, Y = data(n_cmp)
     row = {"case": "GP, default kernel (RBF, W W^T + diag, noise learned), fp64", "n": n_cmp}
     row["cpu numpy fit (s)"], ref = timed(lambda: OVKGaussianProcess().fit(X, Y))
@@ -116,8 +116,17 @@ def gp_rows(libs, Xt):
         row[f"{name} std max rel. diff"] = float(np.abs(S - Sr).max() / np.abs(Sr).max())
         if peak_n2(name, n_cmp) is not None:
             row[f"{name} peak GPU memory (n^2 fp64)"] = peak_n2(name, n_cmp)
+        del m, Xd, Yd
+        free_device()
     out.append(row)
     print(row, flush=True)
+    return out
+
+
+def gp_device_rows(libs):
+    "The n = 5000 half of `gp_rows` (its own section: the deadline can skip it)."
+    n_dev = 300 if DRY else 5000
+    out = []
     X, Y = data(n_dev)
     row = {"case": "GP, default kernel, fp64: fit on the first device library; one LML + gradient at a new bandwidth",
            "n": n_dev}
@@ -145,21 +154,66 @@ def gp_rows(libs, Xt):
     return out
 
 
-def main():
+T0 = time.perf_counter()
+DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", "inf"))   # seconds from the start: later sections are skipped
+
+
+def free_device():
+    "Hand the libraries' cached device memory back between fits (PyTorch's and CuPy's pools would otherwise stack)."
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:
+        pass
+    try:
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
+    except ImportError:
+        pass
+
+
+def write(rows, libs):
+    "Write gpu.csv and gpu.md from the rows so far (after every section: a run stopped at its limit keeps what it did)."
+    OUT.mkdir(parents=True, exist_ok=True)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    with open(OUT / "gpu.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys); w.writeheader(); w.writerows(rows)
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
+    lines = ["# OVKRidge and OVKGaussianProcess on a GPU (bench/gpu_check.py)", "", ENV_LINE + (
+             " -- DRY RUN on the CPU at toy sizes" if DRY else ""), "",
+             "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |" for r in rows]
+    (OUT / "gpu.md").write_text("\n".join(lines) + "\n")
+
+
+def environment(libs):
+    "One line: machine, CPUs, GPU and the versions that matter."
+    import scipy, sklearn
+    parts = [f"Machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs)",
+             f"Python {platform.python_version()}", f"numpy {np.__version__}", f"scipy {scipy.__version__}",
+             f"scikit-learn {sklearn.__version__}"]
+    try:
+        import torch
+        parts.append(f"torch {torch.__version__}" + (f" on {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""))
+    except ImportError:
+        pass
+    try:
+        import cupy
+        parts.append(f"cupy {cupy.__version__}")
+    except ImportError:
+        pass
+    return "; ".join(parts) + "; libraries timed: " + ", ".join(n for n, _, _ in libs)
+
+
+def exact_rows(libs, Xt, refs):
     sizes = [200, 400, 800] if DRY else [5000, 20000, 40000]
-    ny_n, ny_p = (5000, 100) if DRY else (1_000_000, 2000)
     cpu_max = sizes[1]                                  # the NumPy exact fit beyond this takes minutes: not timed
     K = Separable(RBF(0.5), np.eye(D))
-    Xt, _ = data(1000, seed=1)
-    rows = []
-    libs = libraries()
-    for name, to, sync in libs:                          # warm-up: CUDA context, kernels, cuSOLVER handles
-        X, Y = data(500)
-        OVKRidge(K, lam=LAM, solver="cholesky").fit(to(X), to(Y)).predict(to(Xt)); sync()
-    refs = {}
+    out = []
     for n in sizes:
         X, Y = data(n)
-        row = {"case": f"exact separable, T = I (cholesky), fp64", "n": n}
+        row = {"case": "exact separable, T = I (cholesky), fp64", "n": n}
         ref = None
         if n <= cpu_max:
             row["cpu numpy fit (s)"], ref = timed(lambda: OVKRidge(K, lam=LAM, solver="cholesky").fit(X, Y))
@@ -174,18 +228,32 @@ def main():
                 P, Pr = host(m.predict(to(Xt))), ref.predict(Xt)
                 row[f"{name} max rel. diff"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
                 row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
-        refs[n] = ref
-        rows.append(row)
+            del m, Xd, Yd
+            free_device()
+        if n == cpu_max:
+            refs["exact"] = (n, ref)                     # the fp32 section compares against this fit
+        out.append(row)
         print(row, flush=True)
-    X, Y = data(cpu_max)                                 # float32 follows X: its time, and its accuracy against NumPy's fp64
-    row = {"case": "exact separable, T = I (cholesky), fp32 vs NumPy fp64", "n": cpu_max}
+    return out
+
+
+def fp32_rows(libs, Xt, refs):
+    n, ref = refs["exact"]                               # float32 follows X: its time, and its accuracy against NumPy's fp64
+    K = Separable(RBF(0.5), np.eye(D))
+    X, Y = data(n)
+    row = {"case": "exact separable, T = I (cholesky), fp32 vs NumPy fp64", "n": n}
     for name, to, sync in libs:
         Xd, Yd = to(X.astype(np.float32)), to(Y.astype(np.float32))
         t, m = timed(lambda: OVKRidge(K, lam=LAM, solver="cholesky").fit(Xd, Yd), sync)
-        P, Pr = host(m.predict(to(Xt.astype(np.float32)))), refs[cpu_max].predict(Xt)
+        P, Pr = host(m.predict(to(Xt.astype(np.float32)))), ref.predict(Xt)
         row[f"{name} fit (s)"], row[f"{name} max rel. diff"] = t, float(np.abs(P - Pr).max() / np.abs(Pr).max())
-    rows.append(row)
+        del m, Xd, Yd
+        free_device()
     print(row, flush=True)
+    return [row]
+
+
+def cg_rows(libs, Xt):
     n_cg = 300 if DRY else 5000                          # CG: a sum whose T's do not commute (no grouped Cholesky, no eigen)
     K_cg = SumKernel([Separable(RBF(0.5), paper000_J(D, 0.3)), Separable(RBF(2.0), np.diag(np.arange(1.0, D + 1)))])
     X, Y = data(n_cg)
@@ -202,9 +270,15 @@ def main():
         row[f"{name} fit (s)"], row[f"{name} CG iterations"] = t, m.n_iter_
         row[f"{name} max rel. diff"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
         row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
-    rows.append(row)
+        del m, Xd, Yd
+        free_device()
     print(row, flush=True)
-    rows += gp_rows(libs, Xt[:200])
+    return [row]
+
+
+def nystrom_rows(libs, Xt):
+    ny_n, ny_p = (5000, 100) if DRY else (1_000_000, 2000)
+    K = Separable(RBF(0.5), np.eye(D))
     X, Y = data(ny_n)
     row = {"case": f"Nystrom p = {ny_p}, fp64", "n": ny_n}
     sub = min(ny_n, 100_000)
@@ -212,24 +286,53 @@ def main():
     row[f"cpu numpy fit on {sub} rows (s)"] = t_cpu
     for name, to, sync in libs:
         Xd, Yd = to(X), to(Y)
+        peak_reset()
         t, m = timed(lambda: OVKRidge(K, lam=LAM, solver="nystrom", n_components=ny_p, random_state=0).fit(Xd, Yd), sync)
         row[f"{name} fit (s)"] = t
+        if name.startswith("torch (cuda"):
+            import torch
+            row[f"{name} peak GPU memory (GB)"] = torch.cuda.max_memory_allocated() / 1e9
+        del m, Xd, Yd
+        free_device()
         ms = OVKRidge(K, lam=LAM, solver="nystrom", n_components=ny_p, random_state=0).fit(to(X[:sub]), to(Y[:sub]))
         P, Pr = host(ms.predict(to(Xt))), ref.predict(Xt)
         row[f"{name} max rel. diff ({sub} rows)"] = float(np.abs(P - Pr).max() / np.abs(Pr).max())
-    rows.append(row)
+        del ms
+        free_device()
     print(row, flush=True)
-    OUT.mkdir(exist_ok=True)
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(OUT / "gpu.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys); w.writeheader(); w.writerows(rows)
-    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
-    lines = ["# OVKRidge and OVKGaussianProcess on a GPU (bench/gpu_check.py)", "",
-             f"Machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs); libraries: "
-             + ", ".join(n for n, _, _ in libs) + (" -- DRY RUN on the CPU at toy sizes" if DRY else ""), "",
-             "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |" for r in rows]
-    (OUT / "gpu.md").write_text("\n".join(lines) + "\n")
+    return [row]
+
+
+ENV_LINE = ""
+
+
+def main():
+    global ENV_LINE
+    import traceback
+    Xt, _ = data(1000, seed=1)
+    libs = libraries()
+    ENV_LINE = environment(libs)
+    print(ENV_LINE, flush=True)
+    for name, to, sync in libs:                          # warm-up: CUDA context, kernels, cuSOLVER handles
+        X, Y = data(500)
+        OVKRidge(Separable(RBF(0.5), np.eye(D)), lam=LAM, solver="cholesky").fit(to(X), to(Y)).predict(to(Xt)); sync()
+    rows, refs = [], {}
+    sections = [("exact", lambda: exact_rows(libs, Xt, refs)), ("nystrom", lambda: nystrom_rows(libs, Xt)),
+                ("fp32", lambda: fp32_rows(libs, Xt, refs)), ("cg", lambda: cg_rows(libs, Xt)),
+                ("gp", lambda: gp_rows(libs, Xt[:200])), ("gp n = 5000", lambda: gp_device_rows(libs))]
+    for label, run in sections:                          # the targets first; each section on its own, errors recorded
+        elapsed = time.perf_counter() - T0
+        if elapsed > DEADLINE:
+            rows.append({"case": f"{label}: skipped", "n": "", "note": f"{elapsed:.0f} s elapsed > deadline {DEADLINE:.0f} s"})
+        else:
+            try:
+                rows += run()
+            except Exception as e:                       # noqa: BLE001 -- the check reports every failure and goes on
+                traceback.print_exc()
+                rows.append({"case": f"{label}: FAILED", "n": "", "note": f"{type(e).__name__}: {e}"[:300]})
+            free_device()
+        print(f"[{label}] done at {time.perf_counter() - T0:.0f} s", flush=True)
+        write(rows, libs)
     print((OUT / "gpu.md").read_text())
 
 
