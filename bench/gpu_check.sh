@@ -28,4 +28,4 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"       # the package from this checkout, no install needed
 python3 bench/gpu_check.py "$@"
 RES="${GPU_CHECK_RESULTS:-bench/results}"                  # GPU_CHECK_RESULTS=/tmp/gc: write the results there instead
-if [ -n "${OUT:-}" ] && [ -f "$RES"/gpu.md ]; then cp "$RES"/gpu.md "$RES"/gpu.csv "$OUT"/; fi
+if [ -n "${OUT:-}" ] && [ -f "$RES"/gpu.md ] && [ "$(realpath "$RES")" != "$(realpath "$OUT")" ]; then cp "$RES"/gpu.md "$RES"/gpu.csv "$OUT"/; fi
