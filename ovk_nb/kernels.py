@@ -324,6 +324,19 @@ def _xp_sq_distances(xp, X, Y):
     return d
 
 
+def _exp_inplace(xp, D):
+    """exp(D) written over D where the library can (PyTorch's `exp_`, CuPy's `out=`): one (n, m) array at the Gram's peak
+    instead of two. The standard's `exp` has no `out=`, so other libraries (array-api-strict) get a new array; D is always
+    a temporary of the caller's, never a user's array."""
+    c = _compat()
+    if c.is_torch_array(D):
+        return D.exp_()
+    if c.is_cupy_array(D):
+        import cupy
+        return cupy.exp(D, out=D)
+    return xp.exp(D)
+
+
 def scalar_gram(kernel, X, Y, xp=None):
     """k(X, Y) in X's namespace, dtype and device: the one place the scalar kernels' formulas meet the array API.
 
@@ -360,10 +373,10 @@ def scalar_gram(kernel, X, Y, xp=None):
     xp = xp or xp_of(X)
     kernel.validate()          # numbers as Python floats: a NumPy scalar times an array of another library is NumPy's
     tk = type(kernel)
-    if tk is RBF or tk is Laplacian:                 # in place up to exp (the standard has no out=): two (n, m) at the peak
+    if tk is RBF or tk is Laplacian:                 # in place, exp included where the library can (`_exp_inplace`)
         D = _xp_sq_distances(xp, X, Y) if tk is RBF else _xp_pair_sums(xp, X, Y, xp.abs)
         D *= -float(kernel.gamma)
-        return xp.exp(D)
+        return _exp_inplace(xp, D)
     if tk is Polynomial:
         G = X @ Y.T
         G *= float(kernel.gamma)

@@ -170,6 +170,17 @@ def test_kernels_follow_x(lib):
         assert rel(K.diag(a(A.copy())), K.diag(A)) <= 1e-12
 
 
+def test_gram_exp_in_place_on_torch():
+    "PyTorch's RBF / Laplacian Gram is exp written over its distance array (one n x n at the peak): same storage, NumPy's values."
+    from ovk_nb.kernels import _exp_inplace
+    D = torch.asarray(np.random.default_rng(8).normal(size=(6, 4)))
+    ptr, ref = D.data_ptr(), np.exp(D.numpy().copy())
+    E = _exp_inplace(torch, D)
+    assert E.data_ptr() == ptr and np.abs(E.numpy() - ref).max() <= 1e-15
+    S = xps.asarray(np.zeros((2, 2)))                      # a library without out=: a new array, the input untouched
+    assert np.array_equal(to_numpy(_exp_inplace(xps, S)), np.ones((2, 2))) and np.array_equal(to_numpy(S), np.zeros((2, 2)))
+
+
 @pytest.mark.parametrize("lib", LIBS)
 def test_refusals(lib):
     X, Y, Xt = data(n=40)
