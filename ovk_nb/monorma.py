@@ -136,6 +136,12 @@ class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     --------
     ovk_nb.onorma.ONORMA : the same learner with one kernel.
 
+    Notes
+    -----
+    Runs on NumPy, on the CPU: a step is a few small BLAS calls on one row, which a GPU would spend in launch latency.
+    PyTorch or CuPy arrays (on any device) are copied to the host with a warning naming the argument; `OVKRidge`,
+    `OVKRidgeCV` and `OVKGaussianProcess` are the estimators that run on the array's own device.
+
     References
     ----------
     .. [1] J. Audiffren and H. Kadri, "Online Learning with Multiple Operator-valued Kernels", 2013

@@ -171,6 +171,12 @@ class ONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     ovk_nb.monorma.MONORMA : the same online learner over several kernels, their weights learnt.
     ovk_nb.ridge.OVKRidge : the batch regularised least-squares solution.
 
+    Notes
+    -----
+    Runs on NumPy, on the CPU: a step is a few small BLAS calls on one row, which a GPU would spend in launch latency.
+    PyTorch or CuPy arrays (on any device) are copied to the host with a warning naming the argument; `OVKRidge`,
+    `OVKRidgeCV` and `OVKGaussianProcess` are the estimators that run on the array's own device.
+
     References
     ----------
     .. [1] J. Audiffren and H. Kadri, "Online Learning with Multiple Operator-valued Kernels", 2013
