@@ -12,11 +12,12 @@ import warnings
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg.blas import dtrsv
 
 from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, finite_labels, n_items
 from .linalg import NystromFeatures
 from .kernels import RBF, ScalarKernel, resolve_kernel
-from .streaming import StreamLearner, gram_rows, step_record
+from .streaming import _SERIAL_GEMV, StreamLearner, gram_rows, step_record
 from .validation import Interval, InstanceOf, check_fitted, check_input
 
 # %% auto #0
@@ -387,8 +388,11 @@ def _free_rows(self: OSKAAR, n) -> list:
     """(array, rows) of every buffer that a pass of n rounds may write in place: the rows past the live ones of the per-step
     records, the stored inputs and codes, and the live exact factors' buffers (`KAARFactor.extend` borders in place). A
     buffer that fills is replaced by a new array, so no write lands past these rows: saving them costs O(n x row)."""
+    rows = StreamLearner._free_rows(self, n)
+    if self._primal is not None:                          # primal: inputs and codes are no longer stored, no factor
+        return rows
     g = self._n_in
-    rows = StreamLearner._free_rows(self, n) + [(self._X, slice(g, g + n)), (self._codes, slice(g, g + n))]
+    rows += [(self._X, slice(g, g + n)), (self._codes, slice(g, g + n))]
     return rows + [(f.buf, slice(f.n, f.n + n)) for f in self._exact_factors()]
 
 
@@ -532,31 +536,74 @@ def _strict_lower(m: int) -> np.ndarray:
     return M
 
 
+def _tri_solver(R) -> tuple:
+    """(A, lower, flip) for SciPy's f2py `dtrsv` on the lower-triangular R with no copy: R itself when it is Fortran-ordered,
+    else its transpose (the C-ordered R read column-major: upper-triangular, so `trans` is flipped)."""
+    if R.flags.f_contiguous:
+        return R, 1, 0
+    if R.flags.c_contiguous:
+        return R.T, 0, 1
+    return np.asfortranarray(R), 1, 0
+
+
 def _primal_step1(P: dict, F, Phi) -> tuple:
     "`primal_block` for one round (F: its Nystrom features (1, m), Phi its label features (1, D)), in O(m^2 + mD)."
-    R, f = P["R"], F[0]
+    R, f, S = P["R"], F[0], P["S"]
+    if S.shape[1] < Phi.shape[1]:                                   # new labels (ids) since: zero columns
+        S = np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1])))
+    A, lower, flip = _tri_solver(R)
+    m, D = S.shape
+    out = np.empty(m * m + m * D + D)                               # R, S and g in one buffer: one finiteness check
+    mm, mD = m * m, m * m + m * D
+    Rn, Sn, g = out[:mm].reshape(m, m), out[mm:mD].reshape(m, D), out[mD:]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):     # overflow is refused below, by name
-        h = _trsv(R, len(R), f, transpose=False)
-        q = 1.0 + h @ h
-        v = _trsv(R, len(R), h / q, transpose=True)
-        S = P["S"]
-        if S.shape[1] < Phi.shape[1]:                               # new labels (ids) since: zero columns
-            S = np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1])))
-        G = (v @ S)[None]
-        m = len(h)
+        h = dtrsv(A, f, lower=lower, trans=flip)                    # R^{-1} f (x copied: f is left alone)
+        q = 1.0 + h.dot(h)
+        v = dtrsv(A, h / q, lower=lower, trans=1 - flip)            # R^{-T} h / q
+        np.dot(v, S, out=g)
         s = np.empty(m + 1)                                         # s_0 .. s_m
         s[0] = 1.0
-        np.cumsum(h * h, out=s[1:])
+        (h * h).cumsum(out=s[1:])
         s[1:] += 1.0
-        Lh = np.outer(h, h / np.sqrt(s[:-1] * s[1:]))               # chol(I + h h^T): h_i h_k / sqrt(s_k s_{k+1}), i > k
+        Lh = h[:, None] * (h / np.sqrt(s[:-1] * s[1:]))             # chol(I + h h^T): h_i h_k / sqrt(s_k s_{k+1}), i > k
         Lh *= _strict_lower(m)
-        Lh.flat[::m + 1] = np.sqrt(s[1:] / s[:-1])                  # its diagonal sqrt(s_{k+1} / s_k)
-        Rn = R @ Lh                                                 # one BLAS-3 product (the decision above)
-        new = {**P, "R": Rn, "S": S + np.outer(f, Phi[0])}
-    if not (np.isfinite(G).all() and np.isfinite(Rn).all() and np.isfinite(new["S"]).all()):
+        Lh.reshape(-1)[::m + 1] = np.sqrt(s[1:] / s[:-1])           # its diagonal sqrt(s_{k+1} / s_k)
+        np.matmul(R, Lh, out=Rn)                                    # one BLAS-3 product (the decision above)
+        np.multiply(f[:, None], Phi[0], out=Sn)                     # S + f phi^T, the bits of np.outer
+        Sn += S
+    if not np.isfinite(out).all():
         raise ValueError(f"the budgeted state overflows on these 1 inputs (Nystrom features up to "
                          f"{float(np.abs(F).max()):.3g}): scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
-    return G, new
+    return g[None], {**P, "R": Rn, "S": Sn}
+
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #5f9490e0
+_SERIAL_GEMM = 65536 * 4  # OpenBLAS runs a gemm on one thread up to m n k = SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD
+
+
+@patch
+def _one_row_may_thread(self: OSKAAR) -> bool:
+    """A primal round's products (`_primal_step1`: the decision above) stay below OpenBLAS's threading sizes for a small
+    budget: then False, and `learn_one` skips the BLAS thread limit. Exact rounds and the switch: True."""
+    P = self._primal
+    if P is None:
+        return True
+    m, r = P["nf"].proj.shape
+    return r ** 3 > _SERIAL_GEMM or max(m, P["S"].shape[1]) * r >= _SERIAL_GEMV
+
+
+@patch
+def _run_one(self: OSKAAR, X, T):
+    "One round of `learn_one` (`StreamLearner._run_one`): a primal round without the block loop, else `_run`."
+    P = self._primal
+    if P is None:                                         # exact rounds, the switch: the block route
+        return self._run(X, T)
+    codes, reg = T
+    self._grow_records(1)
+    nf = P["nf"]
+    F = gram_rows([nf.scalar_kernel], X, nf.landmarks)[0] @ nf.proj
+    G, self._primal = _primal_step1(P, F, self.decoder_.features(codes, reg))
+    self._record(G, codes, reg)
+    self._reg = reg
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch

@@ -206,3 +206,45 @@ def test_one_row_steps_skip_the_blas_limit_only_below_openblas_serial_size():
     wide._lo, wide.n_seen_ = 0, _SERIAL_GEMV // 4                # a window of 2304 rows x 4 outputs: at the threshold
     assert wide._one_row_may_thread()
     assert ONORMA(loss="margin").fit(X, np.sign(Y[:, 0]))._one_row_may_thread()   # the margin step: always limited
+
+
+def test_budgeted_oskaar_primal_rounds_skip_the_blas_limit_only_below_openblas_serial_sizes():
+    """A primal round of budgeted OSKAAR (two dtrsv, never threaded by OpenBLAS; products k Q, v S and R L_h) skips
+    `_BlasLimit` while R L_h stays at most `_SERIAL_GEMM` multiply-adds and the row products below `_SERIAL_GEMV`;
+    exact rounds (and the switch) are limited as before; budgeted SALAMI is not affected."""
+    from ovk_nb.oskaar import _SERIAL_GEMM
+    X, Y, _ = data("oskaar-budget", 80)
+    est = MAKERS["oskaar-budget"]()
+    for x, y in zip(X[:15], Y[:15]):
+        est.learn_one(x, y)
+        assert est._one_row_may_thread()                            # exact rounds, then the switch at round 15
+    est.learn_one(X[15], Y[15])
+    assert not est._one_row_may_thread()                            # a 15 x 15 primal state
+    r = est._primal["nf"].proj.shape[1]
+    assert r ** 3 <= _SERIAL_GEMM
+    big = dict(est._primal, S=np.zeros((r, 10_000)))                # label features this wide: v S may thread
+    est._primal, small = big, est._primal
+    assert est._one_row_may_thread()
+    est._primal = small
+    sal = MAKERS["salami-budget"]().partial_fit(X, Y)
+    assert sal._one_row_may_thread()
+
+
+def test_a_failing_primal_round_leaves_budgeted_oskaar_as_it_was():
+    """learn_one on the primal state that overflows (a linear kernel on a row of 1e200) is refused by name, and the learner
+    is byte for byte as before (records' free rows included); the stream then goes on as its twin's."""
+    from ovk_nb.kernels import Linear
+    from test_oskaar import state_bytes
+    X, Y, _ = data("oskaar-budget", 60)
+    est, twin = (OSKAAR(Linear(), lam=0.3, decoder=Hamming(), budget=5) for _ in range(2))
+    for x, y in zip(X[:20], Y[:20]):
+        est.learn_one(x, y); twin.learn_one(x, y)
+    assert est._primal is not None
+    before = state_bytes(vars(est))
+    with pytest.raises(ValueError, match="budgeted state overflows"):
+        est.learn_one(np.full(4, 1e200), Y[20])
+    assert state_bytes(vars(est)) == before
+    for x, y in zip(X[20:], Y[20:]):
+        est.learn_one(x, y); twin.learn_one(x, y)
+    np.testing.assert_array_equal(est.surrogate_losses_, twin.surrogate_losses_)
+    np.testing.assert_array_equal(est._feature_estimates(X), twin._feature_estimates(X))
