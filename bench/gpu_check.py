@@ -1,5 +1,5 @@
 """The GPU check of issue 24 (run by bench/gpu_check.sh): OVKRidge on PyTorch CUDA tensors and CuPy arrays against NumPy on the
-same machine's CPU. Writes bench/results/gpu.md and gpu.csv.
+same machine's CPU. Writes bench/results/gpu_table.md and gpu.csv (the summary, gpu.md, is written by hand from them).
 
 Targets (issue 24): exact separable fp64 n = 20000 <= 1.5 s on one H100; n = 5000 >= 15x faster than our CPU path on the
 GPU machine's own CPU; Nystrom n = 1e6, p = 2000 <= 5 s. Equality: predictions on 1000 test points against the NumPy fit
@@ -13,7 +13,7 @@ likelihood-and-gradient evaluation at a new bandwidth on each library and on the
 
     python bench/gpu_check.py            # on a GPU machine (after gpu_check.sh's installs)
     python bench/gpu_check.py --dry-run  # toy sizes on the CPU (PyTorch CPU tensors), to check the script itself
-    GPU_CHECK_RESULTS=/tmp/gc python bench/gpu_check.py --dry-run    # ... writing gpu.md / gpu.csv there instead
+    GPU_CHECK_RESULTS=/tmp/gc python bench/gpu_check.py --dry-run    # ... writing gpu_table.md / gpu.csv there instead
 """
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def free_device():
 
 
 def write(rows, libs):
-    "Write gpu.csv and gpu.md from the rows so far (after every section: a run stopped at its limit keeps what it did)."
+    "Write gpu.csv and gpu_table.md from the rows so far (after every section: a run stopped at its limit keeps what it did)."
     OUT.mkdir(parents=True, exist_ok=True)
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with open(OUT / "gpu.csv", "w", newline="") as f:
@@ -193,7 +193,7 @@ def write(rows, libs):
              " -- DRY RUN on the CPU at toy sizes" if DRY else ""), "",
              "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |" for r in rows]
-    (OUT / "gpu.md").write_text("\n".join(lines) + "\n")
+    (OUT / "gpu_table.md").write_text("\n".join(lines) + "\n")
 
 
 def environment(libs):
@@ -352,7 +352,7 @@ def main():
             free_device()
         print(f"[{label}] done at {time.perf_counter() - T0:.0f} s", flush=True)
         write(rows, libs)
-    print((OUT / "gpu.md").read_text())
+    print((OUT / "gpu_table.md").read_text())
 
 
 if __name__ == "__main__":

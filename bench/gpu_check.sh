@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 24's GPU check, in one call on a lent GPU machine (run from the repository root):
-#   bash bench/gpu_check.sh            -> bench/results/gpu.md and bench/results/gpu.csv (copied to $OUT when set)
+#   bash bench/gpu_check.sh            -> bench/results/gpu_table.md and bench/results/gpu.csv (copied to $OUT when set)
 # The lent machines (see the device tool's KINDS.md) have python3 with torch (CUDA), cupy-cuda13x, numpy, scipy,
 # scikit-learn, matplotlib and threadpoolctl, and no network: the two pure-Python packages they lack travel as wheels,
 # fetched beforehand on the development machine into .whl/ (git-ignored) and carried with the call:
@@ -11,7 +11,7 @@
 # Then bench/gpu_check.py: equality against NumPy and times for n = 5000, 20000, 40000 (exact separable ridge, fp64, T = I:
 # one Cholesky), CG on a sum of two non-commuting separable kernels at n = 5000, OVKGaussianProcess at n = 2000 (against
 # NumPy) and 5000, and n = 1e6 Nystrom (p = 2000), the CPU times of the same machine beside them. `--dry-run`: toy sizes,
-# CPU; GPU_CHECK_RESULTS=/tmp/gc writes gpu.md / gpu.csv there instead of bench/results.
+# CPU; GPU_CHECK_RESULTS=/tmp/gc writes gpu_table.md / gpu.csv there instead of bench/results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
@@ -28,4 +28,4 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"       # the package from this checkout, no install needed
 python3 bench/gpu_check.py "$@"
 RES="${GPU_CHECK_RESULTS:-bench/results}"                  # GPU_CHECK_RESULTS=/tmp/gc: write the results there instead
-if [ -n "${OUT:-}" ] && [ -f "$RES"/gpu.md ] && [ "$(realpath "$RES")" != "$(realpath "$OUT")" ]; then cp "$RES"/gpu.md "$RES"/gpu.csv "$OUT"/; fi
+if [ -n "${OUT:-}" ] && [ -f "$RES"/gpu_table.md ] && [ "$(realpath "$RES")" != "$(realpath "$OUT")" ]; then cp "$RES"/gpu_table.md "$RES"/gpu.csv "$OUT"/; fi
