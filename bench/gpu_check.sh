@@ -5,7 +5,7 @@
 # scikit-learn, matplotlib and threadpoolctl, and no network: the two pure-Python packages they lack travel as wheels,
 # fetched beforehand on the development machine into .whl/ (git-ignored) and carried with the call:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#     --platform manylinux_2_28_x86_64 -d .whl "fastcore<2" "array-api-compat>=1.9" "scikit-learn==1.9.1"
+#     --platform manylinux_2_28_x86_64 -d .whl "fastcore<2" "array-api-compat>=1.9" "array-api-extra>=0.7" "scikit-learn==1.9.1"
 # GPU_CHECK_DEADLINE=SECONDS skips the sections that would start after that many seconds (a lease is short).
 # On a machine with a registry and no such image, GPU_CHECK_PIP=1 installs torch and cupy-cuda12x into a venv instead.
 # Then bench/gpu_check.py: equality against NumPy and times for n = 5000, 20000, 40000 (exact separable ridge, fp64, T = I:
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 if [ "${GPU_CHECK_PIP:-0}" = 1 ]; then
   python3 -m venv /tmp/ovk-gpu-venv && . /tmp/ovk-gpu-venv/bin/activate
-  pip install -q torch cupy-cuda12x "array-api-compat>=1.9" numpy scipy scikit-learn matplotlib threadpoolctl "fastcore<2"
+  pip install -q torch cupy-cuda12x "array-api-compat>=1.9" "array-api-extra>=0.7" numpy scipy scikit-learn matplotlib threadpoolctl "fastcore<2"
 elif [ -d .whl ]; then                                     # scikit-learn's wheel only where the image's is older than 1.6
   WHEELS=$(ls .whl/*.whl | grep -v scikit_learn || true)
   python3 -c "import sklearn, sys; sys.exit(tuple(map(int, sklearn.__version__.split('.')[:2])) < (1, 6))" 2>/dev/null \

@@ -123,10 +123,11 @@ def _zeros(xp, shape, like):
 
 
 def _kron(xp, G, S):
-    "kron(G, S) of two matrices: np.kron on NumPy, the same products by broadcasting elsewhere (the standard has no kron)."
+    "kron(G, S) of two matrices: np.kron on NumPy, array-api-extra's `kron` elsewhere (the standard has no kron)."
     if xp is np:
         return np.kron(G, S)
-    return xp.reshape(G[:, None, :, None] * S[None, :, None, :], (G.shape[0] * S.shape[0], G.shape[1] * S.shape[1]))
+    import array_api_extra as xpx                            # the [array-api] extra, beside array-api-compat
+    return xpx.kron(G, S, xp=xp)
 
 
 def _concat(xp, outs, cols):
