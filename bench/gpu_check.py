@@ -132,6 +132,66 @@ def gp_rows(libs, Xt):
     return out
 
 
+def gp_nystrom_rows(libs, Xt):
+    """OVKGaussianProcess(method='nystrom') (SoR / DTC likelihood, m landmarks, default kernel learned): on the device against
+    NumPy at n = 10000 (fit time, LML, predictions and std at each library's own optimum and at NumPy's hyper-parameters),
+    and fits on the device alone at n = 1e5 and 1e6 (NumPy's n = 1e5 fit: 590 s on the 2-core development machine)."""
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    n_cmp, sizes, m = (400, [2000], 50) if DRY else (10000, [100_000, 1_000_000], 500)
+    kw = dict(method="nystrom", n_components=m, random_state=0)
+    out = []
+    X, Y = data(n_cmp)
+    row = {"case": f"GP nystrom m = {m}, default kernel learned, fp64", "n": n_cmp}
+    row["cpu numpy fit (s)"], ref = timed(lambda: OVKGaussianProcess(**kw).fit(X, Y))
+    Fr, Sr = ref.predict(Xt, return_std=True)
+    ref_fixed = OVKGaussianProcess(optimizer=None, kernel=ref.kernel_, noise=ref.noise_, **kw).fit(X, Y)
+    Ff, Sf = ref_fixed.predict(Xt, return_std=True)
+    for name, to, sync in libs:
+        Xd, Yd = to(X), to(Y)
+        peak_reset()
+        t, mdl = timed(lambda: OVKGaussianProcess(**kw).fit(Xd, Yd), sync)
+        row[f"{name} fit (s)"], row[f"{name} speed-up vs cpu"] = t, row["cpu numpy fit (s)"] / t
+        F, S = (host(A) for A in mdl.predict(to(Xt), return_std=True))
+        row[f"{name} LML rel. diff"] = abs(mdl.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) / abs(
+            ref.log_marginal_likelihood_value_)
+        row[f"{name} max rel. diff"] = float(np.abs(F - Fr).max() / np.abs(Fr).max())
+        fixed = OVKGaussianProcess(optimizer=None, kernel=ref.kernel_, noise=ref.noise_, **kw).fit(Xd, Yd)
+        F, S = (host(A) for A in fixed.predict(to(Xt), return_std=True))
+        row[f"{name} at NumPy's hyper-parameters: LML rel. diff"] = abs(
+            fixed.log_marginal_likelihood_value_ - ref_fixed.log_marginal_likelihood_value_) / abs(
+            ref_fixed.log_marginal_likelihood_value_)
+        row[f"{name} at NumPy's hyper-parameters: max rel. diff"] = float(np.abs(F - Ff).max() / np.abs(Ff).max())
+        row[f"{name} at NumPy's hyper-parameters: std max rel. diff"] = float(np.abs(S - Sf).max() / np.abs(Sf).max())
+        del mdl, fixed, Xd, Yd
+        free_device()
+    out.append(row)
+    print(row, flush=True)
+    name, to, sync = libs[0]                              # the large sizes on the first library only (device minutes)
+    for n in sizes:
+        X, Y = data(n)
+        Xd, Yd = to(X), to(Y)
+        peak_reset()
+        row = {"case": f"GP nystrom m = {m}, default kernel learned, fp64 (device only)", "n": n}
+        row[f"{name} fit (s)"], mdl = timed(lambda: OVKGaussianProcess(**kw).fit(Xd, Yd), sync)
+        if name.startswith("torch (cuda"):
+            import torch
+            row[f"{name} peak GPU memory (GB)"] = torch.cuda.max_memory_allocated() / 1e9
+        F = host(mdl.predict(to(Xt)))
+        row[f"{name} test MSE (noise-free targets)"] = float(np.mean((F - truth(Xt)) ** 2))
+        del mdl, Xd, Yd
+        free_device()
+        out.append(row)
+        print(row, flush=True)
+    return out
+
+
+def truth(X):
+    "The noise-free targets of `data`."
+    return np.column_stack([np.sin(3 * X[:, 0]), X[:, 1] * X[:, 2], np.cos(2 * X[:, 3]), X[:, 4] ** 2])
+
+
 def gp_device_rows(libs):
     "The n = 5000 half of `gp_rows` (its own section: the deadline can skip it)."
     n_dev = 300 if DRY else 5000
@@ -338,7 +398,12 @@ def main():
     rows, refs = [], {}
     sections = [("exact", lambda: exact_rows(libs, Xt, refs)), ("nystrom", lambda: nystrom_rows(libs, Xt)),
                 ("fp32", lambda: fp32_rows(libs, Xt, refs)), ("cg", lambda: cg_rows(libs, Xt)),
-                ("gp", lambda: gp_rows(libs, Xt[:200])), ("gp n = 5000", lambda: gp_device_rows(libs))]
+                ("gp", lambda: gp_rows(libs, Xt[:200])), ("gp n = 5000", lambda: gp_device_rows(libs)),
+                ("gp nystrom", lambda: gp_nystrom_rows(libs, Xt[:200]))]
+    only = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")]   # --only=gp nystrom,exact: those alone
+    if only:
+        keep = {x.strip() for x in only[0].split(",")}
+        sections = [(label, run) for label, run in sections if label in keep]
     for label, run in sections:                          # the targets first; each section on its own, errors recorded
         elapsed = time.perf_counter() - T0
         if elapsed > DEADLINE:
