@@ -38,7 +38,7 @@ D, P_IN, LAM = 4, 10, 1e-2
 def data(n, seed=0):
     r = np.random.default_rng(seed)
     X = r.uniform(-1, 1, size=(n, P_IN))
-    F = np.column_stack([np.sin(3 * X[:, 0]), X[:, 1] * X[:, 2], np.cos(2 * X[:, 3]), X[:, 4] ** 2])
+    F = truth(X)
     return X, F + 0.1 * r.normal(size=F.shape)
 
 
@@ -90,84 +90,63 @@ def peak_n2(name, n):
     return torch.cuda.max_memory_allocated() / (8.0 * n * n)
 
 
-def gp_rows(libs, Xt):
-    """OVKGaussianProcess (default kernel, fp64) on the device against NumPy at n = 2000 (fit time, LML, predictions and std
-    on 200 test points), and at n = 5000 one fit on the first device library (its time) and one evaluation of the likelihood
-    and its gradient at a new bandwidth (one n x n eigh and the O(n^3) bandwidth gradient) on each library and on the CPU."""
-    import warnings
-    from sklearn.exceptions import ConvergenceWarning
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    out = []
-    n_cmp = 150 if DRY else 2000
-    X, Y = data(n_cmp)
-    row = {"case": "GP, default kernel (RBF, W W^T + diag, noise learned), fp64", "n": n_cmp}
-    row["cpu numpy fit (s)"], ref = timed(lambda: OVKGaussianProcess().fit(X, Y))
+def gp_compare_row(libs, Xt, X, Y, case, **kw):
+    """One row: OVKGaussianProcess(**kw) (hyper-parameters learned) on NumPy and on each device library, the fit times,
+    LML, predictions and std at each library's own optimum, and again at NumPy's learned hyper-parameters (no search: the
+    computation alone, apart from where L-BFGS-B stops)."""
+    n = X.shape[0]
+    row = {"case": case, "n": n}
+    row["cpu numpy fit (s)"], ref = timed(lambda: OVKGaussianProcess(**kw).fit(X, Y))
     Fr, Sr = ref.predict(Xt, return_std=True)
-    ref_fixed = OVKGaussianProcess(optimizer=None, kernel=ref.kernel_, noise=ref.noise_).fit(X, Y)  # no search: the
-    Ff, Sf = ref_fixed.predict(Xt, return_std=True)                # computation alone, apart from where L-BFGS-B stops
+    ref_fixed = OVKGaussianProcess(optimizer=None, kernel=ref.kernel_, noise=ref.noise_, **kw).fit(X, Y)
+    Ff, Sf = ref_fixed.predict(Xt, return_std=True)
+    rel = lambda A, R: float(np.abs(A - R).max() / np.abs(R).max())
     for name, to, sync in libs:
         Xd, Yd = to(X), to(Y)
         peak_reset()
-        t, m = timed(lambda: OVKGaussianProcess().fit(Xd, Yd), sync)
+        t, m = timed(lambda: OVKGaussianProcess(**kw).fit(Xd, Yd), sync)
         F, S = (host(A) for A in m.predict(to(Xt), return_std=True))
         row[f"{name} fit (s)"] = t
         row[f"{name} speed-up vs cpu"] = row["cpu numpy fit (s)"] / t
         row[f"{name} LML rel. diff"] = abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) / abs(
             ref.log_marginal_likelihood_value_)
-        row[f"{name} max rel. diff"] = float(np.abs(F - Fr).max() / np.abs(Fr).max())
-        row[f"{name} std max rel. diff"] = float(np.abs(S - Sr).max() / np.abs(Sr).max())
-        if peak_n2(name, n_cmp) is not None:
-            row[f"{name} peak GPU memory (n^2 fp64)"] = peak_n2(name, n_cmp)
-        fixed = OVKGaussianProcess(optimizer=None, kernel=ref.kernel_, noise=ref.noise_).fit(Xd, Yd)
-        F, S = (host(A) for A in fixed.predict(to(Xt), return_std=True))
-        row[f"{name} at NumPy's hyper-parameters: LML rel. diff"] = abs(
-            fixed.log_marginal_likelihood_value_ - ref_fixed.log_marginal_likelihood_value_) / abs(
-            ref_fixed.log_marginal_likelihood_value_)
-        row[f"{name} at NumPy's hyper-parameters: max rel. diff"] = float(np.abs(F - Ff).max() / np.abs(Ff).max())
-        row[f"{name} at NumPy's hyper-parameters: std max rel. diff"] = float(np.abs(S - Sf).max() / np.abs(Sf).max())
-        del m, fixed, Xd, Yd
-        free_device()
-    out.append(row)
-    print(row, flush=True)
-    return out
-
-
-def gp_nystrom_rows(libs, Xt):
-    """OVKGaussianProcess(method='nystrom') (SoR / DTC likelihood, m landmarks, default kernel learned): on the device against
-    NumPy at n = 10000 (fit time, LML, predictions and std at each library's own optimum and at NumPy's hyper-parameters),
-    and fits on the device alone at n = 1e5 and 1e6 (NumPy's n = 1e5 fit: 590 s on the 2-core development machine)."""
-    import warnings
-    from sklearn.exceptions import ConvergenceWarning
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    n_cmp, sizes, m = (400, [2000], 50) if DRY else (10000, [100_000, 1_000_000], 500)
-    kw = dict(method="nystrom", n_components=m, random_state=0)
-    out = []
-    X, Y = data(n_cmp)
-    row = {"case": f"GP nystrom m = {m}, default kernel learned, fp64", "n": n_cmp}
-    row["cpu numpy fit (s)"], ref = timed(lambda: OVKGaussianProcess(**kw).fit(X, Y))
-    Fr, Sr = ref.predict(Xt, return_std=True)
-    ref_fixed = OVKGaussianProcess(optimizer=None, kernel=ref.kernel_, noise=ref.noise_, **kw).fit(X, Y)
-    Ff, Sf = ref_fixed.predict(Xt, return_std=True)
-    for name, to, sync in libs:
-        Xd, Yd = to(X), to(Y)
-        peak_reset()
-        t, mdl = timed(lambda: OVKGaussianProcess(**kw).fit(Xd, Yd), sync)
-        row[f"{name} fit (s)"], row[f"{name} speed-up vs cpu"] = t, row["cpu numpy fit (s)"] / t
-        F, S = (host(A) for A in mdl.predict(to(Xt), return_std=True))
-        row[f"{name} LML rel. diff"] = abs(mdl.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) / abs(
-            ref.log_marginal_likelihood_value_)
-        row[f"{name} max rel. diff"] = float(np.abs(F - Fr).max() / np.abs(Fr).max())
+        row[f"{name} max rel. diff"], row[f"{name} std max rel. diff"] = rel(F, Fr), rel(S, Sr)
+        if peak_n2(name, n) is not None and kw.get("method") != "nystrom":
+            row[f"{name} peak GPU memory (n^2 fp64)"] = peak_n2(name, n)
         fixed = OVKGaussianProcess(optimizer=None, kernel=ref.kernel_, noise=ref.noise_, **kw).fit(Xd, Yd)
         F, S = (host(A) for A in fixed.predict(to(Xt), return_std=True))
         row[f"{name} at NumPy's hyper-parameters: LML rel. diff"] = abs(
             fixed.log_marginal_likelihood_value_ - ref_fixed.log_marginal_likelihood_value_) / abs(
             ref_fixed.log_marginal_likelihood_value_)
-        row[f"{name} at NumPy's hyper-parameters: max rel. diff"] = float(np.abs(F - Ff).max() / np.abs(Ff).max())
-        row[f"{name} at NumPy's hyper-parameters: std max rel. diff"] = float(np.abs(S - Sf).max() / np.abs(Sf).max())
-        del mdl, fixed, Xd, Yd
+        row[f"{name} at NumPy's hyper-parameters: max rel. diff"] = rel(F, Ff)
+        row[f"{name} at NumPy's hyper-parameters: std max rel. diff"] = rel(S, Sf)
+        del m, fixed, Xd, Yd
         free_device()
-    out.append(row)
     print(row, flush=True)
+    return row
+
+
+def gp_rows(libs, Xt):
+    """OVKGaussianProcess (default kernel, fp64) on the device against NumPy at n = 2000 (fit time, LML, predictions and std
+    on 200 test points; `gp_device_rows` is the n = 5000 half)."""
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    X, Y = data(150 if DRY else 2000)
+    return [gp_compare_row(libs, Xt, X, Y, "GP, default kernel (RBF, W W^T + diag, noise learned), fp64")]
+
+
+def gp_nystrom_rows(libs, Xt):
+    """OVKGaussianProcess(method='nystrom') (SoR / DTC likelihood, m landmarks, default kernel learned): on the device against
+    NumPy at n = 10000 (`gp_compare_row`), and fits on the device alone at n = 1e5 and 1e6 (NumPy's n = 1e5 fit: 590 s on
+    the 2-core development machine)."""
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    n_cmp, sizes, m = (400, [2000], 50) if DRY else (10000, [100_000, 1_000_000], 500)
+    kw = dict(method="nystrom", n_components=m, random_state=0)
+    X, Y = data(n_cmp)
+    out = [gp_compare_row(libs, Xt, X, Y, f"GP nystrom m = {m}, default kernel learned, fp64", **kw)]
     name, to, sync = libs[0]                              # the large sizes on the first library only (device minutes)
     for n in sizes:
         X, Y = data(n)
