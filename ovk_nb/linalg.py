@@ -44,15 +44,30 @@ def _cholesky(xp, A, name="the block Gram plus lam I"):
     return L
 
 
+def _solve_triangular(xp, L, B, lower: bool = True, trans: bool = False):
+    """op(L)^{-1} B for a triangular L (op(L) = L, or L^T with trans), B of shape (k,) or (k, r): SciPy's
+    `solve_triangular` on NumPy (check_finite=False), PyTorch's and CuPy's (a transposed factor as the transposed view,
+    the other triangle), `linalg.solve` of op(L) elsewhere (array-api-strict: O(k^3), tests only)."""
+    if xp is np:
+        return sla.solve_triangular(L, B, lower=lower, trans=1 if trans else 0, check_finite=False)
+    if B.ndim == 1:
+        return xp.reshape(_solve_triangular(xp, L, xp.reshape(B, (-1, 1)), lower, trans), (-1,))
+    c = _compat()
+    A, low = (xp.matrix_transpose(L), not lower) if trans else (L, lower)
+    if c.is_torch_array(L):
+        import torch
+        return torch.linalg.solve_triangular(A, B, upper=not low)
+    if c.is_cupy_array(L):
+        from cupyx.scipy.linalg import solve_triangular
+        return solve_triangular(A, B, lower=low)
+    return xp.linalg.solve(A, B)
+
+
 def _cho_solve(xp, L, B):
     "(L L^T)^{-1} B for a lower Cholesky factor L (not NumPy): two triangular solves where the library has them."
     c = _compat()
-    if c.is_torch_array(L):
-        import torch
-        return torch.linalg.solve_triangular(L.mT, torch.linalg.solve_triangular(L, B, upper=False), upper=True)
-    if c.is_cupy_array(L):
-        from cupyx.scipy.linalg import solve_triangular
-        return solve_triangular(L.T, solve_triangular(L, B, lower=True), lower=False)
+    if c.is_torch_array(L) or c.is_cupy_array(L):
+        return _solve_triangular(xp, L, _solve_triangular(xp, L, B), trans=True)
     return xp.linalg.solve(L @ L.T, B)
 
 
