@@ -495,6 +495,12 @@ def feature_space_loss(kernel, Y, Y_pred) -> np.ndarray:
     return kernel_diag(kernel, Y, "output_kernel") + kernel_diag(kernel, Y_pred, "output_kernel") - 2 * cross
 
 # %% ../nbs/1_shared/05_decoding.ipynb #fcdb318d
+def _surrogate_of(G, F) -> np.ndarray:
+    """`Decoder.surrogate` from the label features: ``||g - phi(y)||^2`` per row of G, F = phi(codes) (the same call for a
+    learner that has embedded the labels already: OSKAAR's primal round)."""
+    return np.maximum(((G - F) ** 2).sum(1), 0.0)
+
+
 class Decoder:
     """A loss Delta(z, y) = <psi(z), phi(y)> with its label embedding and decoding rule (paper 002).
 
@@ -587,8 +593,7 @@ class Decoder:
         ndarray of shape (n,)
             The losses (>= 0).
         """
-        F = self.features(codes, reg)
-        return np.maximum(((G - F) ** 2).sum(1), 0.0)
+        return _surrogate_of(G, self.features(codes, reg))
 
     def output_kernel(self, codes_a, codes_b, reg) -> np.ndarray:
         """The output kernel <phi(a), phi(b)> between two sets of codes.
@@ -711,13 +716,18 @@ class Hamming(Decoder):
         Y = np.asarray(Y)
         if Y.ndim != 2 or Y.shape[1] == 0 or Y.dtype.kind not in "biuf":
             raise ValueError(f"Y must be a 2-D array of symbols (one row of q labels per sample), got shape {Y.shape}")
-        whole = Y.dtype.kind != "f" or (np.isfinite(Y).all() and not (Y != np.round(Y)).any())  # integers: no float checks
-        if not whole or Y.min() < 0 or Y.max() >= self.alphabet:
-            raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
+        if Y.dtype.kind == "f":                                # floats: whole numbers in range, then cast
+            if not (np.isfinite(Y).all() and not (Y != np.round(Y)).any()) or Y.min() < 0 or Y.max() >= self.alphabet:
+                raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
+            codes = Y.astype(np.int64)
+        else:                                                  # integers: one max over the codes read as unsigned (a
+            codes = Y.astype(np.int64)                         # negative symbol reads as 2^64 - |y|): both ends at once
+            if codes.view(np.uint64).max() >= self.alphabet:
+                raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
         q = reg.get("q", Y.shape[1])
         if Y.shape[1] != q:
             raise ValueError(f"Y must have {q} labels per row (as before), got {Y.shape[1]}")
-        return Y.astype(np.int64), {"q": q}
+        return codes, {"q": q}
 
     def features(self, codes, reg):
         """The label embedding phi(codes), one row per code.

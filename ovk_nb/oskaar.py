@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.blas import dtrsv
 
-from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, finite_labels, n_items
+from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, _surrogate_of, finite_labels, n_items
 from .linalg import NystromFeatures
 from .kernels import RBF, ScalarKernel, resolve_kernel
 from .streaming import _SERIAL_GEMV, StreamLearner, gram_rows, step_record
@@ -379,8 +379,13 @@ def _run(self: OSKAAR, X, T):
     try:                                                  # BLAS threads: limited by the caller (StreamLearner), once
         self._run_blocks(X, *T)
     except np.linalg.LinAlgError as e:                    # K + lam I is positive definite: only overflow breaks it
-        raise ValueError(f"the factorisation of K + lam I failed ({e}): the kernel's values are too large; scale the "
-                         "inputs (e.g. StandardScaler) or choose a smaller gamma") from None
+        raise _factor_failed(e) from None
+
+
+def _factor_failed(e) -> ValueError:
+    "The refusal of a failed factorisation of K + lam I (overflow: K + lam I is positive definite), by name."
+    return ValueError(f"the factorisation of K + lam I failed ({e}): the kernel's values are too large; scale the "
+                      "inputs (e.g. StandardScaler) or choose a smaller gamma")
 
 
 @patch
@@ -452,18 +457,23 @@ def _block_exact(self: OSKAAR, Xb, cb, reg):
 
 
 @patch
-def _record(self: OSKAAR, G, cb, reg):
-    "Decode the block's rounds, record decisions, task and surrogate losses; the stream moves on by B rounds."
+def _record(self: OSKAAR, G, cb, reg, checked: bool = False, Phi=None):
+    """Decode the block's rounds, record decisions, task and surrogate losses; the stream moves on by B rounds. `checked`:
+    G is known finite (`_primal_step1` checked it with the state it returns); `Phi`: the block's label features, when
+    the caller has them (the surrogate loss then does not embed the labels again, unless the decoder has its own)."""
     g, B, dec = self.n_seen_, len(G), self.decoder_
-    if not np.isfinite(G).all():                          # overflow in the factor or the primal state: never a silent NaN
+    if not checked and not np.isfinite(G).all():          # overflow in the factor or the primal state: never a silent NaN
         raise ValueError(f"non-finite feature estimates at rounds {g}..{g + B - 1}: the kernel's values on these inputs "
                          "overflow the factorisation; scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
-    Z = dec.decode(G, reg, g + np.arange(B))
+    Z = dec.decode(G, reg, np.arange(g, g + B))
     loss = dec.task_loss(Z, cb, reg)
     r = g - self._rec0                                    # the records keep the steps from `_rec0` on
     self._dec[r:r + B], self._losses[r:r + B] = Z, loss
-    self._surr[r:r + B] = dec.surrogate(G, cb, reg)
-    self._err_sum += float(loss.sum())
+    if Phi is not None and type(dec).surrogate is Decoder.surrogate:
+        self._surr[r:r + B] = _surrogate_of(G, Phi)
+    else:
+        self._surr[r:r + B] = dec.surrogate(G, cb, reg)
+    self._err_sum += float(loss[0] if B == 1 else loss.sum())     # one round: its loss (the sum's bits)
     self.n_seen_ = g + B
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #af2622e4
@@ -546,6 +556,15 @@ def _tri_solver(R) -> tuple:
     return np.asfortranarray(R), 1, 0
 
 
+@functools.lru_cache(maxsize=None)
+def _zeros(n: int) -> np.ndarray:
+    "n zeros, built once per n (cached: read-only): `_primal_step1`'s finiteness check."
+    z = np.zeros(n)
+    z.flags.writeable = False
+    return z
+
+
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")     # overflow is refused below, by name
 def _primal_step1(P: dict, F, Phi) -> tuple:
     "`primal_block` for one round (F: its Nystrom features (1, m), Phi its label features (1, D)), in O(m^2 + mD)."
     R, f, S = P["R"], F[0], P["S"]
@@ -553,25 +572,25 @@ def _primal_step1(P: dict, F, Phi) -> tuple:
         S = np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1])))
     A, lower, flip = _tri_solver(R)
     m, D = S.shape
-    out = np.empty(m * m + m * D + D)                               # R, S and g in one buffer: one finiteness check
     mm, mD = m * m, m * m + m * D
+    out = np.empty(mD + D)                                          # R, S and g in one buffer: one finiteness check
     Rn, Sn, g = out[:mm].reshape(m, m), out[mm:mD].reshape(m, D), out[mD:]
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):     # overflow is refused below, by name
-        h = dtrsv(A, f, lower=lower, trans=flip)                    # R^{-1} f (x copied: f is left alone)
-        q = 1.0 + h.dot(h)
-        v = dtrsv(A, h / q, lower=lower, trans=1 - flip)            # R^{-T} h / q
-        np.dot(v, S, out=g)
-        s = np.empty(m + 1)                                         # s_0 .. s_m
-        s[0] = 1.0
-        (h * h).cumsum(out=s[1:])
-        s[1:] += 1.0
-        Lh = h[:, None] * (h / np.sqrt(s[:-1] * s[1:]))             # chol(I + h h^T): h_i h_k / sqrt(s_k s_{k+1}), i > k
-        Lh *= _strict_lower(m)
-        Lh.reshape(-1)[::m + 1] = np.sqrt(s[1:] / s[:-1])           # its diagonal sqrt(s_{k+1} / s_k)
-        np.matmul(R, Lh, out=Rn)                                    # one BLAS-3 product (the decision above)
-        np.multiply(f[:, None], Phi[0], out=Sn)                     # S + f phi^T, the bits of np.outer
-        Sn += S
-    if not np.isfinite(out).all():
+    h = dtrsv(A, f, lower=lower, trans=flip)                        # R^{-1} f (x copied: f is left alone)
+    q = 1.0 + h.dot(h)
+    v = dtrsv(A, h / q, lower=lower, trans=1 - flip)                # R^{-T} h / q
+    np.dot(v, S, out=g)
+    s = np.empty(m + 1)                                             # s_0 .. s_m
+    s[0] = 1.0
+    s0, s1 = s[:-1], s[1:]
+    (h * h).cumsum(out=s1)
+    s1 += 1.0
+    Lh = h[:, None] * (h / np.sqrt(s0 * s1))                        # chol(I + h h^T): h_i h_k / sqrt(s_k s_{k+1}), i > k
+    Lh *= _strict_lower(m)
+    Lh.reshape(-1)[::m + 1] = np.sqrt(s1 / s0)                      # its diagonal sqrt(s_{k+1} / s_k)
+    np.matmul(R, Lh, out=Rn)                                        # one BLAS-3 product (the decision above)
+    np.multiply(f[:, None], Phi[0], out=Sn)                         # S + f phi^T, the bits of np.outer
+    Sn += S
+    if out.dot(_zeros(len(out))) != 0.0:                            # NaN iff a NaN or an infinity is in `out` (0 inf = NaN)
         raise ValueError(f"the budgeted state overflows on these 1 inputs (Nystrom features up to "
                          f"{float(np.abs(F).max()):.3g}): scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
     return g[None], {**P, "R": Rn, "S": Sn}
@@ -580,29 +599,48 @@ def _primal_step1(P: dict, F, Phi) -> tuple:
 _SERIAL_GEMM = 65536 * 4  # OpenBLAS runs a gemm on one thread up to m n k = SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD
 
 
+_SERIAL_DOT = 10_000      # OpenBLAS's ddot runs on one thread up to n = 10000 (where it threads at all)
+
+
 @patch
 def _one_row_may_thread(self: OSKAAR) -> bool:
-    """A primal round's products (`_primal_step1`: the decision above) stay below OpenBLAS's threading sizes for a small
-    budget: then False, and `learn_one` skips the BLAS thread limit. Exact rounds and the switch: True."""
-    P = self._primal
-    if P is None:
+    """Whether a `learn_one` round may reach a threaded BLAS call (the decision above): False for a primal round below
+    OpenBLAS's threading sizes, and for an exact round with a Gaussian kernel (its row by `cdist`), n <= 10000 points and
+    KAAR weights times the labels' features below `_SERIAL_GEMV` entries (or label ids: one bincount); True otherwise
+    (the switch to the primal state, another kernel's own Gram row, a decoder's own statistics)."""
+    P, n, dec = self._primal, self.n_seen_, self.decoder_
+    if P is not None:
+        m, r = P["nf"].proj.shape
+        return r ** 3 > _SERIAL_GEMM or max(m, P["S"].shape[1]) * r >= _SERIAL_GEMV
+    if (self.budget is not None and n >= self.budget) or type(self.kernel_) is not RBF or n >= _SERIAL_DOT:
         return True
-    m, r = P["nf"].proj.shape
-    return r ** 3 > _SERIAL_GEMM or max(m, P["S"].shape[1]) * r >= _SERIAL_GEMV
+    if type(dec).stats is ZeroOne.stats:                  # label ids (ZeroOne, CandidateSet): one bincount, no BLAS
+        return False
+    if type(dec).stats is not Decoder.stats or not n:     # a decoder's own statistics; the first round: W is 1 x 1
+        return bool(n)
+    return (n + 1) * dec.features(self._codes[:1], self._reg).shape[1] >= _SERIAL_GEMV
 
 
 @patch
 def _run_one(self: OSKAAR, X, T):
-    "One round of `learn_one` (`StreamLearner._run_one`): a primal round without the block loop, else `_run`."
-    P = self._primal
-    if P is None:                                         # exact rounds, the switch: the block route
-        return self._run(X, T)
-    codes, reg = T
+    """One round of `learn_one` (`StreamLearner._run_one`): `_run_blocks` for one row without its loop and slices, the same
+    calls (`_block_exact`; a primal round with `primal_block`'s one-round branch written out); the switch takes `_run`."""
+    P, (codes, reg) = self._primal, T
+    if P is None and self.budget is not None and self.n_seen_ == self.budget:
+        return self._run(X, T)                            # the switch to the primal state: the block route
     self._grow_records(1)
-    nf = P["nf"]
-    F = gram_rows([nf.scalar_kernel], X, nf.landmarks)[0] @ nf.proj
-    G, self._primal = _primal_step1(P, F, self.decoder_.features(codes, reg))
-    self._record(G, codes, reg)
+    if P is None:
+        try:
+            G = self._block_exact(X, codes, reg)
+        except np.linalg.LinAlgError as e:
+            raise _factor_failed(e) from None
+        self._record(G, codes, reg)
+    else:
+        nf = P["nf"]
+        F = gram_rows([nf.scalar_kernel], X, nf.landmarks)[0] @ nf.proj
+        Phi = self.decoder_.features(codes, reg)
+        G, self._primal = _primal_step1(P, F, Phi)
+        self._record(G, codes, reg, checked=True, Phi=Phi)
     self._reg = reg
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7

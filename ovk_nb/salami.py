@@ -274,6 +274,18 @@ def _run_blocks(self: SALAMI, X, codes, reg):
         self._block_salami(X[i:i + self._block_size], codes[i:i + self._block_size], reg)
     self._reg = reg
 
+
+@patch
+def _run_one(self: SALAMI, X, T):
+    "A `learn_one` round: SALAMI's block of one (`_run`: every live expert's round, then the mixture), not OSKAAR's round."
+    self._run(X, T)
+
+
+@patch
+def _one_row_may_thread(self: SALAMI) -> bool:
+    "A SALAMI round borders every live expert (products of several sizes): the BLAS thread limit stays (the core's rule)."
+    return True
+
 @patch
 def _exact_factors(self: SALAMI) -> list:
     "The experts' live `KAARFactor`s (`OSKAAR._free_rows` saves the rows a pass may border in place)."

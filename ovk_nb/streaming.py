@@ -515,11 +515,13 @@ def gram_rows(kernels, x, Y) -> list:
     >>> [g.shape for g in gram_rows([RBF(0.5), RBF(2.0)], X[:1], X)]
     [(1, 5), (1, 5)]
     """
-    if kernels and len(Y) and all(type(k) is RBF for k in kernels):
+    k0 = kernels[0] if len(kernels) == 1 else None
+    if type(k0) is RBF and k0.gamma > 0 and len(Y):        # one Gaussian kernel, the common case: no loop over kernels
         E = _sqeuclidean()(x, Y)                            # C code: an overflowing difference is +inf, no warning
-        if len(kernels) == 1 and kernels[0].gamma > 0:
-            E *= -kernels[0].gamma                          # (-E) gamma, the bits of `KernelParts.grams`
-            return [np.exp(E, out=E)]                       # exp(-inf) = 0: no warning either
+        E *= -k0.gamma                                      # (-E) gamma, the bits of `KernelParts.grams`
+        return [np.exp(E, out=E)]                           # exp(-inf) = 0: no warning either
+    if kernels and len(Y) and all(type(k) is RBF for k in kernels):
+        E = _sqeuclidean()(x, Y)
         with np.errstate(over="ignore", invalid="ignore"):
             np.negative(E, out=E)
             out = [np.exp(np.multiply(E, k.gamma)) for k in kernels]
@@ -818,9 +820,13 @@ def _learn(self: StreamLearner, X, T):
     into the committed buffers are written back (`fit_context` puts the attributes back), so the learner is unchanged."""
     saved = self._undo_point(len(X))
     try:
+        run = self._run_one if len(X) == 1 else self._run
         limit = self._threads if len(X) > 1 or self._one_row_may_thread() else None
-        with _BlasLimit(limit):             # small products: one thread (the decision above `_run`)
-            (self._run_one if len(X) == 1 else self._run)(X, T)
+        if limit is None:                   # nothing to limit: no context to enter (a one-row step pays every call)
+            run(X, T)
+        else:
+            with _BlasLimit(limit):         # small products: one thread (the decision above `_run`)
+                run(X, T)
         self.cumulative_error_ = self._err_sum / self.n_seen_
         if not math.isfinite(self.cumulative_error_):      # a Python float: no numpy call per row
             warnings.warn(f"{type(self).__name__} diverged (non-finite online error): eta_t ||K(x, x)|| is too large "
@@ -980,8 +986,12 @@ def _y_rows(self: StreamLearner, y):
 
 @patch
 def _fast_target(self: StreamLearner, x1, y):
-    "The targets of one row, checked as `partial_fit` checks them (`_targets`); None sends the row to the full path."
-    return None if isinstance(y, Mapping) else self._targets(x1, np.asarray([y]))
+    """The targets of one row, checked as `partial_fit` checks them (`_targets`); None sends the row to the full path. A
+    plain array y is made a batch of one by a view (`y[None]`, what `np.asarray([y])` copies from a list: the same shape and
+    dtype), which `_targets` checks and encodes."""
+    if isinstance(y, Mapping):
+        return None
+    return self._targets(x1, y[None] if type(y) is np.ndarray else np.asarray([y]))
 
 
 @patch

@@ -208,16 +208,22 @@ def test_one_row_steps_skip_the_blas_limit_only_below_openblas_serial_size():
     assert ONORMA(loss="margin").fit(X, np.sign(Y[:, 0]))._one_row_may_thread()   # the margin step: always limited
 
 
-def test_budgeted_oskaar_primal_rounds_skip_the_blas_limit_only_below_openblas_serial_sizes():
-    """A primal round of budgeted OSKAAR (two dtrsv, never threaded by OpenBLAS; products k Q, v S and R L_h) skips
-    `_BlasLimit` while R L_h stays at most `_SERIAL_GEMM` multiply-adds and the row products below `_SERIAL_GEMV`;
-    exact rounds (and the switch) are limited as before; budgeted SALAMI is not affected."""
+def test_oskaar_rounds_skip_the_blas_limit_only_below_openblas_serial_sizes():
+    """A `learn_one` round of OSKAAR skips `_BlasLimit` only while none of its BLAS calls can thread: an exact round with a
+    Gaussian kernel (its row by cdist; two dtrsv, never threaded) while the KAAR weights times the label features stay
+    below `_SERIAL_GEMV` entries (label ids: a bincount), a primal round while R L_h stays at most `_SERIAL_GEMM`
+    multiply-adds and its row products below `_SERIAL_GEMV`. The switch to the primal state, another kernel's own Gram row
+    and wide label features are limited as before; SALAMI always is."""
+    from ovk_nb.decoding import ZeroOne
+    from ovk_nb.kernels import Linear
     from ovk_nb.oskaar import _SERIAL_GEMM
+    from ovk_nb.streaming import _SERIAL_GEMV
     X, Y, _ = data("oskaar-budget", 80)
     est = MAKERS["oskaar-budget"]()
     for x, y in zip(X[:15], Y[:15]):
         est.learn_one(x, y)
-        assert est._one_row_may_thread()                            # exact rounds, then the switch at round 15
+        assert not est._one_row_may_thread() or est.n_seen_ == 15    # exact rounds (3 x 2 features), then the switch
+    assert est._one_row_may_thread()                                # round 15 builds the primal state
     est.learn_one(X[15], Y[15])
     assert not est._one_row_may_thread()                            # a 15 x 15 primal state
     r = est._primal["nf"].proj.shape[1]
@@ -226,8 +232,13 @@ def test_budgeted_oskaar_primal_rounds_skip_the_blas_limit_only_below_openblas_s
     est._primal, small = big, est._primal
     assert est._one_row_may_thread()
     est._primal = small
-    sal = MAKERS["salami-budget"]().partial_fit(X, Y)
-    assert sal._one_row_may_thread()
+    exact = OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()).partial_fit(X, Y)
+    assert not exact._one_row_may_thread()                          # 81 x 6 entries
+    exact.n_seen_ = _SERIAL_GEMV // 6                               # 1536 + 1 weights x 6 features: may thread
+    assert exact._one_row_may_thread()
+    assert OSKAAR(Linear(), lam=0.3, decoder=Hamming()).partial_fit(X, Y)._one_row_may_thread()    # its own Gram row
+    assert not OSKAAR(RBF(0.5), decoder=ZeroOne()).partial_fit(X, Y[:, 0])._one_row_may_thread()  # one bincount
+    assert MAKERS["salami-budget"]().partial_fit(X, Y)._one_row_may_thread()
 
 
 def test_a_failing_primal_round_leaves_budgeted_oskaar_as_it_was():
