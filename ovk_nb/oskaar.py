@@ -356,7 +356,7 @@ def _labels(self: OSKAAR, Y, name: str = "Y", warn: bool = True):
     scikit-learn's DataConversionWarning) and non-integer numbers (a continuous target) are refused."""
     if Y is None:
         raise ValueError(f"{name}: {type(self).__name__} requires y to be passed, but the target y is None")
-    if hasattr(Y, "__array__") and not isinstance(Y, np.ndarray):
+    if not isinstance(Y, np.ndarray) and hasattr(Y, "__array__"):
         Y = np.asarray(Y)
     if isinstance(self.decoder_, ZeroOne) and isinstance(Y, np.ndarray) and Y.dtype.kind in "biuf":
         if Y.ndim == 2 and Y.shape[1] == 1:
@@ -393,7 +393,8 @@ def _free_rows(self: OSKAAR, n) -> list:
     """(array, rows) of every buffer that a pass of n rounds may write in place: the rows past the live ones of the per-step
     records, the stored inputs and codes, and the live exact factors' buffers (`KAARFactor.extend` borders in place). A
     buffer that fills is replaced by a new array, so no write lands past these rows: saving them costs O(n x row)."""
-    rows = StreamLearner._free_rows(self, n)
+    r = self.n_seen_ - self._rec0                         # the records' rows (`StreamLearner._free_rows`)
+    rows = [(getattr(self, name), slice(r, r + n)) for name in self._records()]
     if self._primal is not None:                          # primal: inputs and codes are no longer stored, no factor
         return rows
     g = self._n_in
@@ -575,9 +576,9 @@ def _primal_step1(P: dict, F, Phi) -> tuple:
     mm, mD = m * m, m * m + m * D
     out = np.empty(mD + D)                                          # R, S and g in one buffer: one finiteness check
     Rn, Sn, g = out[:mm].reshape(m, m), out[mm:mD].reshape(m, D), out[mD:]
-    h = dtrsv(A, f, lower=lower, trans=flip)                        # R^{-1} f (x copied: f is left alone)
+    h = dtrsv(A, f, 1, 0, lower, flip)                              # R^{-1} f (x copied: f is left alone)
     q = 1.0 + h.dot(h)
-    v = dtrsv(A, h / q, lower=lower, trans=1 - flip)                # R^{-T} h / q
+    v = dtrsv(A, h / q, 1, 0, lower, 1 - flip)                      # R^{-T} h / q (incx 1, offx 0, lower, trans)
     np.dot(v, S, out=g)
     s = np.empty(m + 1)                                             # s_0 .. s_m
     s[0] = 1.0

@@ -261,12 +261,14 @@ class StreamLearner(BaseEstimator):
 def _grow_records(self: StreamLearner, n):
     """Room for n more rows in every per-step record. With `history=k` the steps older than the last k are dropped when
     the records fill (then they hold at most 2 (k + n) rows); geometric growth: amortised O(1) per step."""
-    names = self._records()
-    if not names:
+    names, r0 = self._records(), self._rec0
+    need = self.n_seen_ + n - r0
+    for name in names:                    # room in every record (the common case of a one-row step): nothing to do
+        if len(getattr(self, name)) < need:
+            break
+    else:
         return
-    k, r0 = self._history(), self._rec0
-    if min(len(getattr(self, name)) for name in names) >= self.n_seen_ + n - r0:
-        return
+    k = self._history()
     new0 = r0 if k is None else max(r0, self.n_seen_ - k)
     keep = self.n_seen_ - new0
     for name in names:
@@ -708,8 +710,9 @@ def _params_key(self: StreamLearner) -> tuple:
 @patch
 def _params_unchanged(self: StreamLearner) -> bool:
     "True when every hyper-parameter is the object validated at the last call (nothing set since)."
-    old = self.__dict__.get("_pkey")
-    return old is not None and all(map(operator.is_, self._params_key(), old))
+    d = self.__dict__
+    old, names = d.get("_pkey"), _PARAM_NAMES.get(type(self))      # names: stored with the key (`_params_key`)
+    return old is not None and names is not None and all(map(operator.is_, map(d.get, names), old))
 
 
 @patch
@@ -989,9 +992,9 @@ def _fast_target(self: StreamLearner, x1, y):
     """The targets of one row, checked as `partial_fit` checks them (`_targets`); None sends the row to the full path. A
     plain array y is made a batch of one by a view (`y[None]`, what `np.asarray([y])` copies from a list: the same shape and
     dtype), which `_targets` checks and encodes."""
-    if isinstance(y, Mapping):
-        return None
-    return self._targets(x1, y[None] if type(y) is np.ndarray else np.asarray([y]))
+    if type(y) is np.ndarray:                          # first: the common case, and cheaper than the Mapping ABC check
+        return self._targets(x1, y[None])
+    return None if isinstance(y, Mapping) else self._targets(x1, np.asarray([y]))
 
 
 @patch
