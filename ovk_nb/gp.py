@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from .backend import check_xp_data, device_of, route_of
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            resolve_kernel, xp_of)
-from .linalg import KernelParts, blas_threads, eigh_psd, masked_logdet_slq
+from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, masked_logdet_slq
 from .validation import (Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing,
                                fit_context, to_numpy)
 
@@ -397,7 +397,7 @@ class _SeparablePosterior:
 
     @property
     def xp(self):
-        "The fit's namespace (numpy for NumPy fits, Nystrom's included)."
+        "The fit's namespace: numpy for NumPy fits, X's for array-API fits (Nystrom's too: its factors moved there)."
         return xp_of(self.V)
 
     def _Q(self, Xs):
@@ -471,7 +471,7 @@ def nystrom_landmarks(X, n_components: int, random_state=None):
     Parameters
     ----------
     X : ndarray of shape (n, p)
-        The training inputs.
+        The training inputs (only their number of rows is read: an array of any library, never copied).
     n_components : int
         The number of landmarks m (all rows when n <= m).
     random_state : int, Generator or None, default=None
@@ -480,7 +480,7 @@ def nystrom_landmarks(X, n_components: int, random_state=None):
     Returns
     -------
     ndarray of int of shape (min(m, n),)
-        The sorted row indices.
+        The sorted row indices (NumPy, drawn on the host: the same rows for the same seed whatever X's library).
 
     Examples
     --------
@@ -488,7 +488,7 @@ def nystrom_landmarks(X, n_components: int, random_state=None):
     >>> nystrom_landmarks(np.zeros((10, 2)), 4, random_state=0).shape
     (4,)
     """
-    n = len(X)
+    n = X.shape[0] if is_array_api(X) else len(X)
     if n <= n_components:
         return np.arange(n)
     return np.sort(check_random_state(random_state).choice(n, int(n_components), replace=False))
@@ -564,11 +564,13 @@ class NystromLikelihood:
     kernel : Separable
         One separable kernel k T (k: RBF, Laplacian or a kernel without learnable parameters).
     X : ndarray of shape (n, p)
-        The training inputs.
+        The training inputs. A PyTorch, CuPy or other array-API array: the n-sized work (Phi, its products with itself
+        and Y, the gradient's pass over X) in its namespace, dtype and device, the m x m and m x d algebra on the host
+        (see "The Nystrom route on array libraries").
     Y : ndarray of shape (n, d)
-        The training targets (no missing entry).
+        The training targets (no missing entry; of X's library).
     Z : ndarray of shape (m, p)
-        The landmarks (`nystrom_landmarks`).
+        The landmarks (`nystrom_landmarks`; of X's library, or a host array moved there).
     chunk : int, default=8192
         Rows of X per pass (memory: chunk x m).
 
@@ -597,14 +599,25 @@ class NystromLikelihood:
         (self.sk, self.T, w), = _flat_parts(kernel)
         if w != 1.0:
             raise ValueError("kernel: a weighted one-part SumKernel: give the Separable itself")
-        self.kernel, self.X, self.Y, self.Z, self.chunk = kernel, X, Y, np.asarray(Z, dtype=float), int(chunk)
+        self.kernel, self.X, self.Y, self.chunk = kernel, X, Y, int(chunk)
+        if self.xp is np:
+            self.Z = self._Zh = np.asarray(Z, dtype=float)
+        else:                                                   # Z of X's library and device, and its host copy (m x p)
+            self.Z = Z if is_array_api(Z) else _on(Z, X)
+            self._Zh = np.asarray(to_numpy(self.Z), dtype=float)
         self.nk = self.sk.n_dims
-        self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self.Z)))
-        self.yy = float(np.sum(Y * Y))
+        self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self._Zh)))
+        self.yy = float(self.xp.sum(Y * Y))
         self._key = None
 
+    @property
+    def xp(self):
+        "X's namespace: numpy itself for NumPy data, so the NumPy operations are the old ones."
+        return xp_of(self.X)
+
     def _rows(self):
-        return [slice(i, min(i + self.chunk, len(self.X))) for i in range(0, len(self.X), self.chunk)]
+        n = self.X.shape[0]
+        return [slice(i, min(i + self.chunk, n)) for i in range(0, n, self.chunk)]
 
     def _scalar(self, theta_k):
         "(g, R, L, Phi, R^T Phi^T Y, scalar kernel, dK_mm) at theta_k: one pass over X per bandwidth."
@@ -612,16 +625,29 @@ class NystromLikelihood:
         if key != self._key:
             self._key, self._cache = None, None                 # a failure below leaves no half-built cache
             sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
-            Kmm, dKmm = _cross_gram_gradient(sk, self.Z, self.Z)
+            Kmm, dKmm = _cross_gram_gradient(sk, self._Zh, self._Zh)       # m x m: on the host (float64)
             Kmm[np.diag_indices_from(Kmm)] += self.eps
             L = sla.cholesky(Kmm, lower=True, check_finite=False)
-            Phi = np.empty((len(self.X), len(self.Z)))
-            for sl in self._rows():
-                Phi[sl] = sla.solve_triangular(L, sk(self.X[sl], self.Z).T, lower=True, check_finite=False).T
-            g, R = np.linalg.eigh(Phi.T @ Phi)
+            Phi, PtP, PtY = self._features(sk, L)
+            g, R = np.linalg.eigh(PtP)
             g = np.clip(g, 0, None)
-            self._cache, self._key = (g, R, L, Phi, R.T @ (Phi.T @ self.Y), sk, dKmm), key
+            self._cache, self._key = (g, R, L, Phi, R.T @ PtY, sk, dKmm), key
         return self._cache
+
+    def _features(self, sk, L):
+        """(Phi = K_nm L^{-T} built in row chunks, Phi^T Phi, Phi^T Y): Phi in X's namespace and device, its m x m and
+        m x d products brought to the host in float64 (NumPy: all three the host arrays they always were)."""
+        xp, X, Z = self.xp, self.X, self.Z
+        if xp is np:
+            Phi = np.empty((len(X), len(Z)))
+            for sl in self._rows():
+                Phi[sl] = sla.solve_triangular(L, sk(X[sl], Z).T, lower=True, check_finite=False).T
+            return Phi, Phi.T @ Phi, Phi.T @ self.Y
+        Ld = _on(L, X)                                          # the m x m factor crosses once per bandwidth
+        Phi = xp.empty((X.shape[0], Z.shape[0]), dtype=X.dtype, device=device_of(X))
+        for sl in self._rows():
+            Phi[sl, :] = _solve_triangular(xp, Ld, sk(X[sl, :], Z).T).T
+        return Phi, np.asarray(to_numpy(Phi.T @ Phi), dtype=float), np.asarray(to_numpy(Phi.T @ self.Y), dtype=float)
 
     def state(self, theta):
         "The factors at theta: (g, R, L, Phi, e, V, Bt, lam, s2, scalar kernel, T, dK_mm)."
@@ -652,10 +678,18 @@ class NystromLikelihood:
             Q1 = sla.solve_triangular(L, P1.T, lower=True, trans=1, check_finite=False).T / (2 * s2)   # P1 L^{-1} / 2 s2
             Q2 = sla.solve_triangular(L, P2.T, lower=True, trans=1, check_finite=False).T / (2 * s2)
             gk = np.zeros(self.nk)
-            for sl in self._rows():                            # 2 <G K_nm K_mm^{-1}, dK_nm>, chunk by chunk
-                _, dK = _cross_gram_gradient(sk, self.X[sl], self.Z)
-                M1 = self.Y[sl] @ Q1 + Phi[sl] @ Q2
-                gk += 2 * np.einsum("ij,kij->k", M1, dK)
+            if self.xp is np:
+                for sl in self._rows():                        # 2 <G K_nm K_mm^{-1}, dK_nm>, chunk by chunk
+                    _, dK = _cross_gram_gradient(sk, self.X[sl], self.Z)
+                    M1 = self.Y[sl] @ Q1 + Phi[sl] @ Q2
+                    gk += 2 * np.einsum("ij,kij->k", M1, dK)
+            else:                                              # the same pass on X's device: Q1, Q2 cross once, dK a list
+                xp, Q1d, Q2d, acc = self.xp, _on(Q1, self.X), _on(Q2, self.X), [0.0] * self.nk
+                for sl in self._rows():
+                    _, dK = _cross_gram_gradient(sk, self.X[sl, :], self.Z)
+                    M1 = self.Y[sl, :] @ Q1d + Phi[sl, :] @ Q2d
+                    acc = [a + xp.sum(M1 * dk) for a, dk in zip(acc, dK)]
+                gk += 2 * np.array([float(a) for a in acc])
             FGF = (R @ Bt @ V.T @ P1 + R @ (g[:, None] * (R.T @ P2))) / (2 * s2)     # Phi^T G Phi
             Li = sla.solve_triangular(L, np.eye(m), lower=True, check_finite=False)   # L^{-1}
             HGH = Li.T @ FGF @ Li                              # K_mm^{-1} K_mn G K_nm K_mm^{-1}
@@ -675,24 +709,27 @@ class _NystromPosterior(_SeparablePosterior):
     l the mean is e_l Psi At_l and the covariance e_l (K** - Psi Psi^T) + Psi diag(e_l s2 / lam_l) Psi^T."""
     def __init__(self, lik: NystromLikelihood, theta):
         g, R, L, Phi, e, V, Bt, lam, s2, sk, T, _ = lik.state(theta)
-        self.Z, self.sk, self.L, self.R, self.e, self.V, self.lam, self.s2 = lik.Z, sk, L, R, e, V, lam, s2
-        self.At = Bt / lam
+        At = Bt / lam
         # the landmark coefficients: mean(x) = sum_j K(x, z_j) alpha_j, alpha = L^{-T} R At V^T (then T by the kernel)
-        self.alpha = sla.solve_triangular(L, R @ self.At @ V.T, lower=True, trans=1, check_finite=False)
+        alpha = sla.solve_triangular(L, R @ At @ V.T, lower=True, trans=1, check_finite=False)
+        self.Z, self.sk, self.s2 = lik.Z, sk, s2
+        # the m x m and m x d factors on X's device once (NumPy data: the host arrays themselves, `linalg._like`)
+        self.L, self.R, self.e, self.V, self.lam, self.At, self.alpha = (_like(A, lik.X) for A in (L, R, e, V, lam, At, alpha))
 
     def _Q(self, Xs):
-        return sla.solve_triangular(self.L, self.sk(Xs, self.Z).T, lower=True, check_finite=False).T @ self.R
+        "Psi = k(Xs, Z) L^{-T} R, (len(Xs), m), in the fit's namespace."
+        return _solve_triangular(self.xp, self.L, self.sk(Xs, self.Z).T).T @ self.R
 
     def var(self, Xs, Q=None):
         "DTC: Var f along l = e_l (k(x, x) - |Psi_x|^2) + sum_a Psi_xa^2 e_l s2 / lam_al, mixed back by V^2, (m, d)."
         Q = self._Q(Xs) if Q is None else Q
-        Q2 = Q * Q
-        c = (self.sk.diag(Xs) - Q2.sum(1))[:, None] * self.e + self.s2 * self.e * (Q2 @ (1.0 / self.lam))
-        return np.clip(c @ (self.V ** 2).T, 0, None)
+        xp, Q2 = self.xp, Q * Q
+        c = (self.sk.diag(Xs) - xp.sum(Q2, axis=1))[:, None] * self.e + self.s2 * self.e * (Q2 @ (1.0 / self.lam))
+        return xp.clip(c @ (self.V ** 2).T, 0, None)
 
     def _direction_covs(self, Xs, Q):
-        Kss = self.sk(Xs) - Q @ Q.T
-        return np.stack([el * Kss + (Q * (el * self.s2 / self.lam[:, l])) @ Q.T for l, el in enumerate(self.e)])
+        Kss, e = self.sk(Xs) - Q @ Q.T, self.e
+        return self.xp.stack([e[l] * Kss + (Q * (e[l] * self.s2 / self.lam[:, l])) @ Q.T for l in range(e.shape[0])])
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e978927d
 def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
@@ -980,7 +1017,7 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
         K^{-1} vec(Y) as a matrix: predictions are sum_j K(x, x_j) alpha_j. With method='nystrom': shape
         (n_landmarks, n_outputs), predictions sum_j K(x, z_j) alpha_j over the landmarks `landmarks_`.
     landmarks_ : ndarray of shape (n_landmarks, n_features)
-        The Nystrom landmarks (method='nystrom' only).
+        The Nystrom landmarks (method='nystrom' only; of X's library for array-API data).
     X_train_, y_train_ : the training data (y as fitted, normalised if asked).
     n_features_in_, n_outputs_ : int
 
@@ -994,9 +1031,12 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     A PyTorch tensor, CuPy array or other array-API array X (with Y of its library, dtype and device) is fitted in its
     namespace and device by the exact route (one Separable kernel, method 'auto' or 'exact', either objective, complete
     Y): the n x n eigendecomposition, likelihood, gradient and posterior there, L-BFGS-B and the d x d output matrix on
-    the host; `alpha_`, `X_train_`, `y_train_` and the outputs of `predict` and `sample_y` are then of that library. The
-    other routes raise a ValueError saying they run on NumPy arrays only. float32 X gives float32 results (about 1e-5 to
-    1e-3 from the float64 fit).
+    the host; or by the Nystrom route (method='nystrom', objective 'lml'): Phi = K_nm L^{-T} (n x m), its products and
+    the gradient's pass over X there, the m x m algebra on the host. `alpha_`, `X_train_`, `y_train_` (and
+    `landmarks_`) and the outputs of `predict` and `sample_y` are then of that library. The stochastic, missing-output
+    and sum-of-kernels routes raise a ValueError saying they run on NumPy arrays only. float32 X gives float32 results
+    (exact route: about 1e-5 to 1e-3 from the float64 fit; Nystrom: learn an RBF bandwidth in float64, see the
+    notebook).
 
     Examples
     --------
@@ -1163,6 +1203,14 @@ def _nanmoments(Y):
     return mu, np.where(cnt > 0, np.sqrt(var), 1.0)
 
 
+def _check_objective(est, lik):
+    "lik, or a ValueError when objective='loo' asks a likelihood without a leave-one-out form (Nystrom, stochastic)."
+    if est.objective == "loo" and not hasattr(lik, "loo"):
+        raise ValueError(f"objective='loo' is implemented for the exact likelihoods (method='exact', or 'auto' within its "
+                         f"limits), not for {type(lik).__name__}; use objective='lml' here")
+    return lik
+
+
 def _fit_data(est, X, Y):
     """The NumPy fit's data: (X, Y, normalised Yn (NaN where missing), y1d, mean, scale, resolved kernel, likelihood, the
     mean variance of Yn's outputs (the noise's start))."""
@@ -1179,10 +1227,7 @@ def _fit_data(est, X, Y):
     kernel = resolve_kernel(est.kernel, X, Yfill, default=_default_kernel, name="kernel")
     if kernel.output_dim != Y.shape[1]:
         raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {kernel.output_dim}")
-    lik = _likelihood(kernel, X, Yn, est)
-    if est.objective == "loo" and not hasattr(lik, "loo"):
-        raise ValueError(f"objective='loo' is implemented for the exact likelihoods (method='exact', or 'auto' within its "
-                         f"limits), not for {type(lik).__name__}; use objective='lml' here")
+    lik = _check_objective(est, _likelihood(kernel, X, Yn, est))
     v = float((_nanmoments(Yn)[1] ** 2).mean()) if len(Yn) > 1 else 0.0
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
@@ -1191,8 +1236,8 @@ GP_RESOLVE_ROWS = 2000      # an array-API fit resolves the kernel's data rules 
 
 
 def _xp_refusal(est, X, Y):
-    "What of `est` runs on NumPy only, for array-API data (None: the exact eigenbasis route fits it)."
-    if est.method not in ("auto", "exact"):
+    "What of `est` runs on NumPy only, for array-API data (None: the exact eigenbasis or the Nystrom route fits it)."
+    if est.method not in ("auto", "exact", "nystrom"):
         return f"method={est.method!r}"
     if est.kernel is not None and not isinstance(est.kernel, Separable):
         return f"kernel={type(est.kernel).__name__} (a sum of separable parts: the dense fallback)"
@@ -1211,12 +1256,15 @@ def _xp_moments(xp, Y):
 
 def _fit_data_xp(est, X, Y):
     """`_fit_data` for array-API data (PyTorch, CuPy, ...): checked in X's namespace (no copy), the exact eigenbasis likelihood
-    there; the kernel's data rules resolved on the host from at most GP_RESOLVE_ROWS rows (all of them below: NumPy's start)."""
+    there (method 'auto' or 'exact': 'auto' picks the exact route for complete Y, as `_likelihood`), or the Nystrom one
+    (method='nystrom': NumPy's landmark rows, drawn on the host, taken on the device); the kernel's data rules resolved
+    on the host from at most GP_RESOLVE_ROWS rows (all of them below: NumPy's start)."""
     what = _xp_refusal(est, X, Y)
     if what is not None:
         raise ValueError(f"{what}: runs on NumPy arrays only; on array-API data (PyTorch, CuPy, ...) OVKGaussianProcess "
                          "fits one Separable kernel by the exact likelihood or leave-one-out objective (method 'auto' or "
-                         "'exact', no missing outputs): pass NumPy arrays for the others")
+                         "'exact') or by the Nystrom likelihood (method='nystrom'), no missing outputs: pass NumPy arrays "
+                         "for the others")
     if not is_array_api(Y) or xp_of(Y) is not xp_of(X):
         raise ValueError(f"Y must be an array of X's library ({type(X).__module__.split('.')[0]}), got {type(Y).__name__}")
     X, Y, y1d, xp = check_xp_data(X, Y)
@@ -1236,7 +1284,11 @@ def _fit_data_xp(est, X, Y):
         raise ValueError(f"Y has {d} outputs but the kernel has output_dim {kernel.output_dim}")
     if not isinstance(kernel, Separable):
         raise ValueError(f"kernel={type(kernel).__name__}: runs on NumPy arrays only (array-API data fits one Separable)")
-    lik = SeparableLikelihood(kernel, X, Yn)
+    if est.method == "nystrom":                     # the rows NumPy's fit takes (`_likelihood`), gathered on X's device
+        idx = xp.asarray(nystrom_landmarks(X, est.n_components, est.random_state), device=device_of(X))
+        lik = _check_objective(est, NystromLikelihood(kernel, X, Yn, xp.take(X, idx, axis=0)))
+    else:
+        lik = SeparableLikelihood(kernel, X, Yn)
     v = float(xp.mean(_xp_moments(xp, Yn)[1] ** 2)) if n > 1 else 0.0
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
@@ -1276,8 +1328,9 @@ def fit(self: OVKGaussianProcess, X, Y):
     ----------
     X : array-like of shape (n_samples, n_features)
         Training inputs. A PyTorch tensor, CuPy array or other array-API array is fitted in its namespace and device (one
-        Separable kernel, exact likelihood or leave-one-out; the other routes raise a ValueError naming them): the fitted
-        arrays and the predictions are then of that library.
+        Separable kernel: the exact likelihood or leave-one-out, or ``method='nystrom'``; the stochastic, missing-output
+        and sum-of-kernels routes raise a ValueError naming them): the fitted arrays and the predictions are then of that
+        library.
     Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
         Training outputs (of X's library, dtype and device for array-API X); with ``missing='ignore'`` NaN entries are
         missing outputs (whole rows allowed, NumPy only).
@@ -1287,7 +1340,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     self : OVKGaussianProcess
         The fitted estimator (``kernel_``, ``noise_``, ``output_matrix_``, ``log_marginal_likelihood_value_``).
     """
-    # the one route: PyTorch, CuPy, ... fit the exact eigenbasis likelihood in X's namespace and device
+    # the one route: PyTorch, CuPy, ... fit the exact eigenbasis or the Nystrom likelihood in X's namespace and device
     prepare = _fit_data_xp if route_of(X) == "array_api" else _fit_data
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     noise0 = self.noise

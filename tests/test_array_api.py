@@ -365,29 +365,36 @@ def test_gp_float32_follows_x(kw, bound, sbound):
 
 @pytest.mark.parametrize("lib", LIBS)
 def test_gp_refusals(lib):
-    """The routes that run on NumPy only say so (never a silent host copy): Nystrom, stochastic, sums of separable parts
-    (the dense fallback), missing outputs; a fit that fails leaves the estimator as it was; queries of another library
-    than the fit's are refused."""
+    """The routes that run on NumPy only say so (never a silent host copy): stochastic, sums of separable parts (the dense
+    fallback), missing outputs (Nystrom's included); Nystrom with objective='loo' as on NumPy; a fit that fails leaves
+    the estimator as it was; queries of another library than the fit's are refused."""
     X, Y, Xt = gp_data(n=30)
     a = LIBS[lib]
     Xa, Ya = a(X.copy()), a(Y.copy())
-    for kw, what in [(dict(method="nystrom"), "method='nystrom'"), (dict(method="stochastic"), "method='stochastic'"),
+    for kw, what in [(dict(method="stochastic"), "method='stochastic'"),
+                     (dict(method="stochastic", objective="loo"), "method='stochastic'"),
                      (dict(kernel=SUMS["commuting sum"]), "SumKernel"),
+                     (dict(kernel=SUMS["commuting sum"], method="nystrom"), "SumKernel"),
                      (dict(kernel=SUMS["commuting sum"], objective="loo"), "SumKernel")]:
         with pytest.raises(ValueError, match="NumPy arrays only") as e:
             OVKGaussianProcess(**kw).fit(Xa, Ya)
         assert what in str(e.value)
     Ym = Y.copy()
     Ym[3, 1] = np.nan
-    with pytest.raises(ValueError, match="missing='ignore'.*NumPy arrays only"):
-        OVKGaussianProcess(missing="ignore").fit(Xa, a(Ym))
+    for kw in (dict(), dict(method="nystrom")):
+        with pytest.raises(ValueError, match="missing='ignore'.*NumPy arrays only"):
+            OVKGaussianProcess(missing="ignore", **kw).fit(Xa, a(Ym))
+    for data in ((X, Y), (Xa, Ya)):                                   # no leave-one-out form: refused on both
+        with pytest.raises(ValueError, match="objective='loo'.*NystromLikelihood"):
+            OVKGaussianProcess(method="nystrom", objective="loo").fit(*data)
+    assert route_of(OVKGaussianProcess(method="nystrom", n_components=8).fit(Xa, Ya).landmarks_) == "array_api"
     assert OVKGaussianProcess(missing="ignore").fit(Xa, Ya).n_outputs_ == 3        # complete Y: the usual fit
     with pytest.raises(ValueError, match="Y must be an array of X's library"):
         OVKGaussianProcess().fit(Xa, Y)
     fitted = OVKGaussianProcess(optimizer=None).fit(Xa, Ya)
     theta = fitted._theta.copy()
     with pytest.raises(ValueError, match="NumPy arrays only"):
-        fitted.set_params(method="nystrom").fit(Xa, Ya)
+        fitted.set_params(method="stochastic").fit(Xa, Ya)
     assert np.array_equal(fitted._theta, theta) and route_of(fitted.alpha_) == "array_api"
     fitted.set_params(method="auto")
     for q in (Xt, torch.asarray(Xt) if lib != "torch" else xps.asarray(Xt)):
@@ -397,3 +404,106 @@ def test_gp_refusals(lib):
         OVKGaussianProcess(optimizer=None).fit(X, Y).predict(a(Xt.copy()))
     with pytest.raises(ValueError, match="features"):
         fitted.predict(a(Xt[:, :1].copy()))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# method='nystrom' on array-API data: Phi = K_nm L^{-T}, its products and the gradient's pass over X in X's namespace, the
+# m x m algebra on the host (the gp notebook's "The Nystrom route on array libraries") against NumPy.
+from ovk_nb.gp import NystromLikelihood, _NystromPosterior, nystrom_landmarks  # noqa: E402
+
+GP_NYSTROM_FITS = {   # well-conditioned landmark Grams: with 20-30 RBF landmarks cond(K_mm) ~ 1e9-1e11 and NumPy's own
+    # learned theta moves 1e-10 when X is scaled by 1 + 1e-15 (the notebook), so the RBF's are few, or start-only
+    "Laplacian, fixed T": dict(kernel=Separable(Laplacian(0.5), paper000_J(3, 0.2)), n_components=25),
+    "Laplacian, normalize_y": dict(kernel=Separable(Laplacian(0.5), np.eye(3) + 0.5), n_components=20, normalize_y=True),
+    "RBF, 1-D y": dict(kernel=Separable(RBF(0.7), np.eye(1)), n_components=10, y1d=True),
+    "RBF, fixed T and noise": dict(kernel=Separable(RBF(0.7), np.eye(3) + 0.5), n_components=10, noise=0.05,
+                                   noise_bounds="fixed"),
+    "RBF, fixed T, optimizer=None": dict(kernel=Separable(RBF(0.7), np.eye(3) + 0.5), n_components=20, optimizer=None),
+    "default kernel, optimizer=None": dict(n_components=20, optimizer=None, normalize_y=True),
+}
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("name", GP_NYSTROM_FITS)
+def test_gp_nystrom_fit_equals_numpy(lib, name):
+    """method='nystrom' on array-API data: theta, the LML, the LML and gradient at another theta, predictions, std,
+    per-output covariance, sample_y, alpha_ and landmarks_ equal NumPy's to 1e-10 (measured 3e-15 to 2e-12); the fitted
+    arrays and the outputs are of X's library and device."""
+    X, Y, Xt = gp_data()
+    ref, m = gp_pair(dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0), lib, X, Y)
+    a = LIBS[lib]
+    Xta = a(Xt.copy())
+    assert np.abs(m._theta - ref._theta).max() <= 1e-10 * max(1.0, np.abs(ref._theta).max())
+    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-10 * abs(
+        ref.log_marginal_likelihood_value_)
+    (F, S), (Fr, Sr) = m.predict(Xta, return_std=True), ref.predict(Xt, return_std=True)
+    C, Cr = m.predict(Xta, return_cov=True)[1], ref.predict(Xt, return_cov=True)[1]
+    D, Dr = m.sample_y(Xta, 3, random_state=1), ref.sample_y(Xt, 3, random_state=1)
+    for P, R in ((F, Fr), (S, Sr), (C, Cr), (D, Dr), (m.alpha_, ref.alpha_), (m.landmarks_, ref.landmarks_)):
+        assert route_of(P) == "array_api" and P.shape == R.shape and device_of(P) == device_of(Xta)
+        assert rel(P, R) <= 1e-10
+    assert isinstance(m._lik, NystromLikelihood) and m._lik._cache is None        # Phi (n x m) not kept by the fit
+    t = ref._theta + 0.3                                                          # away from the optimum
+    (f, g), (fr, gr) = m.log_marginal_likelihood(t, eval_gradient=True), ref.log_marginal_likelihood(t, eval_gradient=True)
+    assert isinstance(f, float) and isinstance(g, np.ndarray) and abs(f - fr) <= 1e-10 * abs(fr)
+    assert np.abs(g - gr).max() <= 1e-10 * np.abs(gr).max()
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_gp_nystrom_likelihood_and_posterior_equal_numpy(lib):
+    """NystromLikelihood at given hyper-parameters, in chunks of 7 rows (the chunked passes: Phi and the gradient's),
+    with a learned rank-2 T, the profile's kernel_grad=False, an RBF, a Laplacian and a Linear (no parameter) kernel; the
+    posterior's mean, variance, covariances and landmark coefficients at those hyper-parameters. All to 1e-10 of NumPy's
+    (measured 1e-16 to 1e-12); the landmarks may be given as a host array."""
+    X, Y, Xt = gp_data()
+    a = LIBS[lib]
+    Xa, Ya, Xta = a(X.copy()), a(Y.copy()), a(Xt.copy())
+    idx = nystrom_landmarks(Xa, 15, random_state=0)
+    assert np.array_equal(idx, nystrom_landmarks(X, 15, random_state=0))
+    for k in (RBF(0.7), Laplacian(0.3), Linear()):
+        K = Separable(k, Coregionalization(rank=2)).resolve(X, Y)
+        lik, likr = NystromLikelihood(K, Xa, Ya, X[idx], chunk=7), NystromLikelihood(K, X, Y, X[idx], chunk=7)
+        assert route_of(lik.Z) == "array_api"
+        for t in (np.r_[K.theta, np.log(0.1)], np.r_[K.theta + 0.3, np.log(0.5)]):
+            for kg in (True, False):
+                (f, g), (fr, gr) = lik(t, True, kernel_grad=kg), likr(t, True, kernel_grad=kg)
+                assert isinstance(f, float) and abs(f - fr) <= 1e-10 * abs(fr)
+                assert isinstance(g, np.ndarray) and np.abs(g - gr).max() <= 1e-10 * np.abs(gr).max()
+            p, pr = _NystromPosterior(lik, t), _NystromPosterior(likr, t)
+            for P, R in ((p.mean(Xta), pr.mean(Xt)), (p.var(Xta), pr.var(Xt)), (p.cov(Xta), pr.cov(Xt)),
+                         (p.alpha, pr.alpha)):
+                # (Linear: K_mm has rank p = 2, alpha is free along its null space (measured 8e-6), the mean is not)
+                assert route_of(P) == "array_api" and (P is p.alpha and isinstance(k, Linear) or rel(P, R) <= 1e-10)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_gp_nystrom_default_kernel_matches_numpy(lib):
+    """The default kernel learns a full-rank W (defined up to a rotation: theta not compared): the LML agrees to 1e-9
+    (measured 1e-10 and 2e-10 at 25 landmarks), predictions to 1e-5 and std to 1e-4 (measured 5e-7 and 1e-5: the RBF
+    landmark Gram's conditioning on a flat optimum, see the notebook)."""
+    X, Y, Xt = gp_data()
+    ref, m = gp_pair(dict(method="nystrom", n_components=25, random_state=0), lib, X, Y)
+    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-9 * abs(
+        ref.log_marginal_likelihood_value_)
+    (F, S), (Fr, Sr) = m.predict(LIBS[lib](Xt.copy()), return_std=True), ref.predict(Xt, return_std=True)
+    assert route_of(F) == "array_api" and rel(F, Fr) <= 1e-5 and rel(S, Sr) <= 1e-4
+
+
+@pytest.mark.parametrize("name, bound, sbound", [("Laplacian, fixed T", 1e-5, 1e-5), ("RBF, fixed T and noise", 1e-3, 1e-2)],
+                         ids=["Laplacian", "RBF"])
+def test_gp_nystrom_float32_follows_x(name, bound, sbound):
+    """float32 in, float32 out (Phi and the passes in float32, the m x m algebra in float64 on the host); against the
+    float64 NumPy fit (measured: Laplacian predictions 6e-7, std 2e-6; RBF on 10 landmarks with fixed noise 7e-5 and
+    7e-4: the SoR bandwidth gradient is a difference of terms of size cond(L)^2 / noise, see the notebook)."""
+    import warnings as w
+    X, Y, Xt = gp_data()
+    kw = dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0)
+    f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
+    with w.catch_warnings():
+        w.simplefilter("ignore")
+        m = OVKGaussianProcess(**kw).fit(f32(X), f32(Y))
+    ref = OVKGaussianProcess(**kw).fit(X, Y)
+    (F, S), (Fr, Sr) = m.predict(f32(Xt), return_std=True), ref.predict(Xt, return_std=True)
+    C = m.predict(f32(Xt), return_cov=True)[1]
+    assert F.dtype == S.dtype == C.dtype == m.alpha_.dtype == m.landmarks_.dtype == torch.float32
+    assert rel(F, Fr) <= bound and rel(S, Sr) <= sbound
