@@ -497,8 +497,9 @@ def feature_space_loss(kernel, Y, Y_pred) -> np.ndarray:
 # %% ../nbs/1_shared/05_decoding.ipynb #fcdb318d
 def _surrogate_of(G, F) -> np.ndarray:
     """`Decoder.surrogate` from the label features: ``||g - phi(y)||^2`` per row of G, F = phi(codes) (the same call for a
-    learner that has embedded the labels already: OSKAAR's primal round)."""
-    return np.maximum(((G - F) ** 2).sum(1), 0.0)
+    learner that has embedded the labels already: OSKAAR's primal round). A sum of squares is >= 0 (or NaN) as it stands:
+    no clipping at 0 (the surrogates written as expansions, `_LabelIds.surrogate`, clip their rounding)."""
+    return ((G - F) ** 2).sum(1)
 
 
 class Decoder:
