@@ -259,3 +259,25 @@ def test_a_failing_primal_round_leaves_budgeted_oskaar_as_it_was():
         est.learn_one(x, y); twin.learn_one(x, y)
     np.testing.assert_array_equal(est.surrogate_losses_, twin.surrogate_losses_)
     np.testing.assert_array_equal(est._feature_estimates(X), twin._feature_estimates(X))
+
+
+@pytest.mark.parametrize("kind", ["zeroone", "squared"])
+def test_budgeted_oskaar_learn_one_with_other_decoders(kind):
+    """learn_one of budgeted OSKAAR gives partial_fit's model with label ids that keep arriving after the switch (the
+    primal round pads S; ZeroOne's own surrogate) and with real-valued outputs (the base surrogate from the round's
+    features); the records match too."""
+    from ovk_nb.decoding import Squared, ZeroOne
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(90, 3)) / 2
+    if kind == "zeroone":
+        dec, Y = ZeroOne(), np.minimum(np.arange(90) // 12, 6)          # a new label every 12 rounds, after round 10 too
+    else:
+        dec, Y = Squared(), np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2]])
+    a = OSKAAR(RBF(0.5), lam=0.3, decoder=dec, budget=10, history="all").partial_fit(X, Y)
+    b = OSKAAR(RBF(0.5), lam=0.3, decoder=dec, budget=10, history="all")
+    for x, y in zip(X, Y):
+        b.learn_one(x, y)
+    ga, gb = a._feature_estimates(X), b._feature_estimates(X)
+    assert np.abs(ga - gb).max() <= 1e-12 * max(1.0, np.abs(ga).max())
+    np.testing.assert_allclose(b.surrogate_losses_, a.surrogate_losses_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(b.decisions_, float), np.asarray(a.decisions_, float), rtol=1e-12, atol=1e-12)
