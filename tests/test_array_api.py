@@ -282,6 +282,20 @@ def gp_pair(kw, lib, X, Y):
     return OVKGaussianProcess(**kw).fit(X, Y), OVKGaussianProcess(**kw).fit(a(X.copy()), a(Y.copy()))
 
 
+def assert_gp_equal(ref, m, Xt, Xta, more=()):
+    """A GP fitted on array-API data (m) against its NumPy twin (ref) to 1e-10: theta, the LML, predictions, std, per-output
+    covariance, sample_y, alpha_ and the pairs in `more`, each of X's library and device."""
+    assert np.abs(m._theta - ref._theta).max() <= 1e-10 * max(1.0, np.abs(ref._theta).max())
+    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-10 * abs(
+        ref.log_marginal_likelihood_value_)
+    (F, S), (Fr, Sr) = m.predict(Xta, return_std=True), ref.predict(Xt, return_std=True)
+    C, Cr = m.predict(Xta, return_cov=True)[1], ref.predict(Xt, return_cov=True)[1]
+    D, Dr = m.sample_y(Xta, 3, random_state=1), ref.sample_y(Xt, 3, random_state=1)
+    for P, R in ((F, Fr), (S, Sr), (C, Cr), (D, Dr), (m.alpha_, ref.alpha_), *more):
+        assert route_of(P) == "array_api" and P.shape == R.shape and device_of(P) == device_of(Xta)
+        assert rel(P, R) <= 1e-10
+
+
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("name", GP_FITS)
 def test_gp_fit_equals_numpy(lib, name):
@@ -290,17 +304,8 @@ def test_gp_fit_equals_numpy(lib, name):
     library and device; log_marginal_likelihood gives host floats and a NumPy gradient, as scikit-learn's."""
     X, Y, Xt = gp_data()
     ref, m = gp_pair(GP_FITS[name], lib, X, Y)
-    a = LIBS[lib]
-    Xta = a(Xt.copy())
-    assert np.abs(m._theta - ref._theta).max() <= 1e-10 * max(1.0, np.abs(ref._theta).max())
-    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-10 * abs(
-        ref.log_marginal_likelihood_value_)
-    (F, S), (Fr, Sr) = m.predict(Xta, return_std=True), ref.predict(Xt, return_std=True)
-    C, Cr = m.predict(Xta, return_cov=True)[1], ref.predict(Xt, return_cov=True)[1]
-    D, Dr = m.sample_y(Xta, 3, random_state=1), ref.sample_y(Xt, 3, random_state=1)
-    for P, R in ((F, Fr), (S, Sr), (C, Cr), (D, Dr), (m.alpha_, ref.alpha_), (m.y_train_, ref.y_train_)):
-        assert route_of(P) == "array_api" and P.shape == R.shape and device_of(P) == device_of(Xta)
-        assert rel(P, R) <= 1e-10
+    Xta = LIBS[lib](Xt.copy())
+    assert_gp_equal(ref, m, Xt, Xta, [(m.y_train_, ref.y_train_)])
     assert route_of(m.X_train_) == "array_api" and m.X_train_ is not Xta
     np.testing.assert_allclose(m.output_matrix_, ref.output_matrix_, rtol=1e-10, atol=1e-12)
     f, g = m.log_marginal_likelihood(ref._theta, eval_gradient=True)
@@ -345,20 +350,25 @@ def test_gp_default_kernel_matches_numpy(lib, kw):
     assert rel(m.output_matrix_, ref.output_matrix_) <= 1e-6             # T, relative to its largest entry (measured 4e-8)
 
 
+def gp_float32_pair(kw):
+    "(float32 torch fit, float64 NumPy fit, Xt, (F, S) of the first, (F, S) of the second) for OVKGaussianProcess(**kw)."
+    import warnings as w
+    X, Y, Xt = gp_data()
+    f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
+    with w.catch_warnings():
+        w.simplefilter("ignore")                          # float32: L-BFGS-B may stop with a ConvergenceWarning
+        m = OVKGaussianProcess(**kw).fit(f32(X), f32(Y))
+    ref = OVKGaussianProcess(**kw).fit(X, Y)
+    return m, ref, Xt, m.predict(f32(Xt), return_std=True), ref.predict(Xt, return_std=True)
+
+
 @pytest.mark.parametrize("kw, bound, sbound", [(GP_FITS["fixed T"], 1e-4, 1e-3), (dict(), 5e-3, 1e-2)],
                          ids=["fixed T", "default"])
 def test_gp_float32_follows_x(kw, bound, sbound):
     """float32 in, float32 out; against the float64 NumPy fit the predictions agree to about 1e-5 with a fixed T and 6e-4
     with the default learned T (std 5e-5 / 1.5e-3, measured at n = 60 and 200): the float32 objective is noisy at 1e-6
     relative, L-BFGS-B stops near but not at NumPy's optimum (and may say so with a ConvergenceWarning)."""
-    import warnings as w
-    X, Y, Xt = gp_data()
-    f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
-    with w.catch_warnings():
-        w.simplefilter("ignore")
-        m = OVKGaussianProcess(**kw).fit(f32(X), f32(Y))
-    ref = OVKGaussianProcess(**kw).fit(X, Y)
-    (F, S), (Fr, Sr) = m.predict(f32(Xt), return_std=True), ref.predict(Xt, return_std=True)
+    m, ref, Xt, (F, S), (Fr, Sr) = gp_float32_pair(kw)
     assert F.dtype == S.dtype == m.alpha_.dtype == torch.float32
     assert rel(F, Fr) <= bound and rel(S, Sr) <= sbound
 
@@ -431,17 +441,8 @@ def test_gp_nystrom_fit_equals_numpy(lib, name):
     arrays and the outputs are of X's library and device."""
     X, Y, Xt = gp_data()
     ref, m = gp_pair(dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0), lib, X, Y)
-    a = LIBS[lib]
-    Xta = a(Xt.copy())
-    assert np.abs(m._theta - ref._theta).max() <= 1e-10 * max(1.0, np.abs(ref._theta).max())
-    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-10 * abs(
-        ref.log_marginal_likelihood_value_)
-    (F, S), (Fr, Sr) = m.predict(Xta, return_std=True), ref.predict(Xt, return_std=True)
-    C, Cr = m.predict(Xta, return_cov=True)[1], ref.predict(Xt, return_cov=True)[1]
-    D, Dr = m.sample_y(Xta, 3, random_state=1), ref.sample_y(Xt, 3, random_state=1)
-    for P, R in ((F, Fr), (S, Sr), (C, Cr), (D, Dr), (m.alpha_, ref.alpha_), (m.landmarks_, ref.landmarks_)):
-        assert route_of(P) == "array_api" and P.shape == R.shape and device_of(P) == device_of(Xta)
-        assert rel(P, R) <= 1e-10
+    Xta = LIBS[lib](Xt.copy())
+    assert_gp_equal(ref, m, Xt, Xta, [(m.landmarks_, ref.landmarks_)])
     assert isinstance(m._lik, NystromLikelihood) and m._lik._cache is None        # Phi (n x m) not kept by the fit
     t = ref._theta + 0.3                                                          # away from the optimum
     (f, g), (fr, gr) = m.log_marginal_likelihood(t, eval_gradient=True), ref.log_marginal_likelihood(t, eval_gradient=True)
@@ -495,15 +496,7 @@ def test_gp_nystrom_float32_follows_x(name, bound, sbound):
     """float32 in, float32 out (Phi and the passes in float32, the m x m algebra in float64 on the host); against the
     float64 NumPy fit (measured: Laplacian predictions 6e-7, std 2e-6; RBF on 10 landmarks with fixed noise 7e-5 and
     7e-4: the SoR bandwidth gradient is a difference of terms of size cond(L)^2 / noise, see the notebook)."""
-    import warnings as w
-    X, Y, Xt = gp_data()
-    kw = dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0)
-    f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
-    with w.catch_warnings():
-        w.simplefilter("ignore")
-        m = OVKGaussianProcess(**kw).fit(f32(X), f32(Y))
-    ref = OVKGaussianProcess(**kw).fit(X, Y)
-    (F, S), (Fr, Sr) = m.predict(f32(Xt), return_std=True), ref.predict(Xt, return_std=True)
-    C = m.predict(f32(Xt), return_cov=True)[1]
+    m, ref, Xt, (F, S), (Fr, Sr) = gp_float32_pair(dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0))
+    C = m.predict(torch.asarray(Xt, dtype=torch.float32), return_cov=True)[1]
     assert F.dtype == S.dtype == C.dtype == m.alpha_.dtype == m.landmarks_.dtype == torch.float32
     assert rel(F, Fr) <= bound and rel(S, Sr) <= sbound
