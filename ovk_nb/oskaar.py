@@ -17,7 +17,7 @@ from scipy.linalg.blas import dtrsv
 from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, _surrogate_of, finite_labels, n_items
 from .linalg import NystromFeatures
 from .kernels import RBF, ScalarKernel, resolve_kernel
-from .streaming import _SERIAL_GEMV, StreamLearner, gram_rows, step_record
+from .streaming import _SERIAL_GEMV, StreamLearner, _gram_row, step_record
 from .validation import Interval, InstanceOf, check_fitted, check_input
 
 # %% auto #0
@@ -449,7 +449,7 @@ def _block_exact(self: OSKAAR, Xb, cb, reg):
     g = self.n_seen_
     self._store(Xb, cb)
     if len(Xb) == 1:                                      # one round (learn_one): one kernel row, x itself included
-        K = gram_rows([self.kernel_], Xb, self._X[:g + 1])[0]
+        K = _gram_row(self.kernel_, Xb, self._X[:g + 1])
         W, self._factor = self._factor.extend(K[:, :g], K[:, g:])
         return self.decoder_.stats(W, self._codes[:g + 1], reg)
     Kbo = self.kernel_(Xb, self._X[:g]) if g else np.zeros((len(Xb), 0))
@@ -508,7 +508,7 @@ def primal_block(P: dict, Xb, Phi) -> tuple:
     and R <- R chol(I + H^T H), S <- S + F_b^T Phi_b. Returns (G, the new state); P is left as it was."""
     R, B, nf = P["R"], len(Xb), P["nf"]
     if B == 1:                                                      # one round (learn_one): `_primal_step1`
-        return _primal_step1(P, gram_rows([nf.scalar_kernel], Xb, nf.landmarks)[0] @ nf.proj, Phi)
+        return _primal_step1(P, _gram_row(nf.scalar_kernel, Xb, nf.landmarks) @ nf.proj, Phi)
     F = nf(Xb)
     with np.errstate(over="ignore", invalid="ignore"):              # overflow is refused below, by name
         H = _forward(R, F.T).T
@@ -638,7 +638,7 @@ def _run_one(self: OSKAAR, X, T):
         self._record(G, codes, reg)
     else:
         nf = P["nf"]
-        F = gram_rows([nf.scalar_kernel], X, nf.landmarks)[0] @ nf.proj
+        F = _gram_row(nf.scalar_kernel, X, nf.landmarks) @ nf.proj
         Phi = self.decoder_.features(codes, reg)
         G, self._primal = _primal_step1(P, F, Phi)
         self._record(G, codes, reg, checked=True, Phi=Phi)

@@ -519,9 +519,7 @@ def gram_rows(kernels, x, Y) -> list:
     """
     k0 = kernels[0] if len(kernels) == 1 else None
     if type(k0) is RBF and k0.gamma > 0 and len(Y):        # one Gaussian kernel, the common case: no loop over kernels
-        E = _sqeuclidean()(x, Y)                            # C code: an overflowing difference is +inf, no warning
-        E *= -k0.gamma                                      # (-E) gamma, the bits of `KernelParts.grams`
-        return [np.exp(E, out=E)]                           # exp(-inf) = 0: no warning either
+        return [_gram_row(k0, x, Y)]
     if kernels and len(Y) and all(type(k) is RBF for k in kernels):
         E = _sqeuclidean()(x, Y)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -533,6 +531,15 @@ def gram_rows(kernels, x, Y) -> list:
     for k, G in zip(kernels, out):
         check_gram_finite(G, k, x, Y)
     return out
+
+
+def _gram_row(kernel, x, Y):
+    """`gram_rows` for one scalar kernel: its row k(x, Y), (1, n) (a caller with one kernel skips the list around it)."""
+    if type(kernel) is RBF and kernel.gamma > 0 and len(Y):
+        E = _sqeuclidean()(x, Y)                            # C code: an overflowing difference is +inf, no warning
+        E *= -kernel.gamma                                  # (-E) gamma, the bits of `KernelParts.grams`
+        return np.exp(E, out=E)                             # exp(-inf) = 0: no warning either
+    return gram_rows([kernel], x, Y)[0]
 
 
 def _window_start1(truncation, k: int) -> int:
