@@ -558,6 +558,14 @@ def _tri_solver(R) -> tuple:
 
 
 @functools.lru_cache(maxsize=None)
+def _diagonal(m: int) -> np.ndarray:
+    "The flat indices of an m x m array's diagonal, built once per m (cached: read-only)."
+    d = np.arange(0, m * m, m + 1)
+    d.flags.writeable = False
+    return d
+
+
+@functools.lru_cache(maxsize=None)
 def _zeros(n: int) -> np.ndarray:
     "n zeros, built once per n (cached: read-only): `_primal_step1`'s finiteness check."
     z = np.zeros(n)
@@ -587,9 +595,9 @@ def _primal_step1(P: dict, F, Phi) -> tuple:
     s1 += 1.0
     Lh = h[:, None] * (h / np.sqrt(s0 * s1))                        # chol(I + h h^T): h_i h_k / sqrt(s_k s_{k+1}), i > k
     Lh *= _strict_lower(m)
-    Lh.reshape(-1)[::m + 1] = np.sqrt(s1 / s0)                      # its diagonal sqrt(s_{k+1} / s_k)
+    Lh.put(_diagonal(m), np.sqrt(s1 / s0))                          # its diagonal sqrt(s_{k+1} / s_k)
     np.matmul(R, Lh, out=Rn)                                        # one BLAS-3 product (the decision above)
-    np.multiply(f[:, None], Phi[0], out=Sn)                         # S + f phi^T, the bits of np.outer
+    np.multiply(f[:, None], Phi, out=Sn)                            # S + f phi^T, the bits of np.outer
     Sn += S
     if out.dot(_zeros(len(out))) != 0.0:                            # NaN iff a NaN or an infinity is in `out` (0 inf = NaN)
         raise ValueError(f"the budgeted state overflows on these 1 inputs (Nystrom features up to "
