@@ -259,20 +259,26 @@ def _old_movkl(ref):
     return mod
 
 
-def bench_loco(ref, k_curves=10, tasks=("state", "amplitude"), check_complete=True):
-    """movkl_loco at movkl_finger's full size: today's pruned route complete, the route of `ref` on k curves per lam."""
+def _finger_full_size():
+    """movkl_finger's full-size data (paper 001: n = 487 curves of m = 200 points, the first window, the same split and
+    standardisation) and its kernels: (data, training rows, standardised training inputs, kernels). Warnings silenced."""
     import warnings
     from ovk_nb.datasets import finger_window, make_finger_movement
     from ovk_nb.experiments.paper001 import _split, _standardize, paper001_kernels
-    from ovk_nb.movkl import movkl_loco
-    old = _old_movkl(ref)
     warnings.simplefilter("ignore")
     n, m = 487, 200
     dat = make_finger_movement(n, m, random_state=0)
     X, t = dat.data[:, finger_window(dat, 0)], dat["t"]
     tr, te = _split(n, np.random.default_rng(1))
     Xtr, _ = _standardize(X[tr], X[te])
-    kernels, _ = paper001_kernels(Xtr, t, None)
+    return dat, tr, Xtr, paper001_kernels(Xtr, t, None)[0]
+
+
+def bench_loco(ref, k_curves=10, tasks=("state", "amplitude"), check_complete=True):
+    """movkl_loco at movkl_finger's full size: today's pruned route complete, the route of `ref` on k curves per lam."""
+    from ovk_nb.movkl import movkl_loco
+    old = _old_movkl(ref)
+    dat, tr, Xtr, kernels = _finger_full_size()
     M, base, rows = len(kernels), np.logspace(-3, 1, 5), []
     for task in tasks:
         Yc = dat[task][tr] - dat[task][tr].mean(0)
@@ -302,18 +308,9 @@ def bench_loco(ref, k_curves=10, tasks=("state", "amplitude"), check_complete=Tr
 def bench_loco_per_refit(ref, k_curves=5):
     """The same k held-out refits per lam (no pruning, one thread) with the route of `ref` and today's, at movkl_finger's
     full size (state task, r = inf, 1, 2): CPU seconds per refit and the held-out errors' largest relative difference."""
-    import warnings
     from ovk_nb import movkl as new
-    from ovk_nb.datasets import finger_window, make_finger_movement
-    from ovk_nb.experiments.paper001 import _split, _standardize, paper001_kernels
     old = _old_movkl(ref)
-    warnings.simplefilter("ignore")
-    n, m = 487, 200
-    dat = make_finger_movement(n, m, random_state=0)
-    X, t = dat.data[:, finger_window(dat, 0)], dat["t"]
-    tr, te = _split(n, np.random.default_rng(1))
-    Xtr, _ = _standardize(X[tr], X[te])
-    kernels, _ = paper001_kernels(Xtr, t, None)
+    dat, tr, Xtr, kernels = _finger_full_size()
     Yc = dat["state"][tr] - dat["state"][tr].mean(0)
     M, rows = len(kernels), []
     for label, r, scale in (("l_inf", np.inf, M), ("l_1", 1.0, 1.0), ("l_2", 2.0, np.sqrt(M))):

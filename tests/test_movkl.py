@@ -250,15 +250,19 @@ def test_lowrank_preconditioner_still_gives_the_exact_solution():
     np.testing.assert_allclose(Z / s, C, rtol=1e-7, atol=1e-8 * np.abs(C).max())
 
 
+def loco_curves(n, seed, m=6):
+    "(t, X, Y): n noisy curves on m grid points, Y_i(t) = cos(2 x_i1 + 2 t) x_i2, for the leave-one-curve-out tests."
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, m)
+    X = rng.uniform(-1, 1, size=(n, 2))
+    return t, X, np.cos(2 * X[:, :1] + 2 * t) * X[:, 1:] + 0.1 * rng.normal(size=(n, m))
+
+
 @pytest.mark.parametrize("r", [1.0, 2.0, np.inf])
 def test_movkl_loco_equals_cold_leave_one_curve_out_refits(r):
     "movkl_loco (Grams once, refits warm-started at the full fit) = MovKL refitted from scratch on each n - 1 curves."
     from ovk_nb.movkl import movkl_loco
-    rng = np.random.default_rng(11)
-    n, m = 12, 6
-    t = np.linspace(0, 1, m)
-    X = rng.uniform(-1, 1, size=(n, 2))
-    Y = np.cos(2 * X[:, :1] + 2 * t) * X[:, 1:] + 0.1 * rng.normal(size=(n, m))
+    n, (t, X, Y) = 12, loco_curves(12, seed=11)
     kernels = [(G, op) for G in (RBF(0.7), Polynomial(2)) for op in (IdentityOperator(t), IntegralOperator(t))]
     w, lams = kernel_pairs(kernels)[1], np.array([0.03, 0.3])
     errs, info = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-10, max_iter=1000)
@@ -279,11 +283,7 @@ def test_movkl_loco_pruned_picks_the_same_lam_with_the_same_scores(r):
     the lam of the full route, with the same complete sums (the same refits, summed in the same order), and a pruned lam's
     partial sum is a lower bound above the pick's RSSE; at least one lam is pruned on this grid."""
     from ovk_nb.movkl import movkl_loco
-    rng = np.random.default_rng(12)
-    n, m = 25, 6
-    t = np.linspace(0, 1, m)
-    X = rng.uniform(-1, 1, size=(n, 2))
-    Y = np.cos(2 * X[:, :1] + 2 * t) * X[:, 1:] + 0.1 * rng.normal(size=(n, m))
+    n, (t, X, Y) = 25, loco_curves(25, seed=12)
     kernels = [(G, op) for G in (RBF(0.7), RBF(3.0)) for op in (IdentityOperator(t), IntegralOperator(t))]
     lams = np.array([1e-3, 3e-2, 1.0, 30.0])
     slow, si = movkl_loco(kernels, X, Y, lams, r=r, tol=1e-3, max_iter=20)
