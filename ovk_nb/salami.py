@@ -14,7 +14,7 @@ from .decoding import Decoder
 from .kernels import ScalarKernel
 from .linalg import NystromFeatures
 from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates
-from .streaming import gram_rows, step_record
+from .streaming import _gram_row, step_record
 from .validation import Interval, InstanceOf, check_fitted
 from .weights import exp_weights
 
@@ -310,7 +310,7 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     g, B, m, x0 = self.n_seen_, len(Xb), self.budget, self._x0
     self._store(Xb, cb)                                            # stored rows: rounds x0 .. g + B - 1
     if B == 1:                                                     # one round (learn_one): one kernel row, x itself included
-        K = gram_rows([self.kernel_], Xb, self._X[:g - x0 + 1])[0]
+        K = _gram_row(self.kernel_, Xb, self._X[:g - x0 + 1])
         Kbo, Kbb = K[:, :g - x0], K[:, g - x0:]
     else:
         Kbo = self.kernel_(Xb, self._X[:g - x0]) if g > x0 else np.zeros((B, 0))
