@@ -205,6 +205,7 @@ def default_kernels(X):
 def _setup(self: MONORMA, X, Y):
     "The kernels (`kernels_`, resolved), their parts, delta_0 = 1/m, gamma_0 = 0 and the stacked parts; returns d."
     Y = check_input(Y, "Y", ensure_2d=False)      # checked again with X by `_targets`
+    self._y1d = Y.ndim == 1                       # predictions follow y: (m,) for a 1-D y, (m, d) for (n, d), d = 1 too
     kernels = default_kernels(X) if self.kernels is None else self.kernels
     self.kernels_ = [resolve_kernel(k, X, Y, name="kernels") for k in kernels]
     dims = {k.output_dim for k in self.kernels_}
@@ -360,8 +361,9 @@ def predict(self: MONORMA, X):
 
     Returns
     -------
-    ndarray of shape (n_queries, n_outputs), or (n_queries,) when the output dimension is 1
-        The predictions.
+    ndarray of shape (n_queries, n_outputs), or (n_queries,)
+        The predictions, in the shape of the fitted y as scikit-learn's regressors: (n_queries,) for a 1-D y,
+        (n_queries, n_outputs) for a 2-D y (one column too).
 
     Examples
     --------
@@ -372,4 +374,4 @@ def predict(self: MONORMA, X):
     """
     G = self.components(X)
     F = np.tensordot(self.weights_, G, axes=1)
-    return F[:, 0] if self._parts[0].d == 1 else F
+    return F[:, 0] if getattr(self, "_y1d", self._parts[0].d == 1) else F

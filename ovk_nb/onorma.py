@@ -216,6 +216,7 @@ def _setup(self: ONORMA, X, Y, classes=None):
         Yw = np.zeros((1, len(self.classes_)))      # the default output matrix: the identity of the number of classes
     else:
         Yw = check_input(Y, "Y", ensure_2d=False)   # checked again with X by `_targets`
+        self._y1d = Yw.ndim == 1                     # predictions follow y: (m,) for a 1-D y, (m, d) for (n, d), d = 1 too
     self.kernel_ = resolve_kernel(self.kernel, X, Yw)
     self._parts = KernelParts(self.kernel_)
     d = self._parts.d
@@ -521,7 +522,8 @@ def predict(self: ONORMA, X):
     Returns
     -------
     ndarray of shape (n_queries, n_outputs), or (n_queries,)
-        f_n(X) (1-D when the output dimension is 1), or the labels argmax_k f_n(X)_k with the margin loss.
+        f_n(X) in the shape of the fitted y, as scikit-learn's regressors: (n_queries,) for a 1-D y, (n_queries, n_outputs)
+        for a 2-D y (one column too); or the labels argmax_k f_n(X)_k with the margin loss.
 
     Examples
     --------
@@ -533,7 +535,7 @@ def predict(self: ONORMA, X):
     F = self._scores(X)
     if self.loss == "margin":
         return self.classes_[F.argmax(1)]
-    return F[:, 0] if self._parts.d == 1 else F
+    return F[:, 0] if getattr(self, "_y1d", self._parts.d == 1) else F
 
 
 @patch
