@@ -14,7 +14,8 @@ from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.blas import dtrsv
 
-from .decoding import CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, _surrogate_of, finite_labels, n_items
+from .decoding import (CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, _LabelIds, _surrogate_of,
+                             finite_labels, n_items)
 from .linalg import NystromFeatures
 from .kernels import RBF, ScalarKernel, resolve_kernel
 from .streaming import _SERIAL_GEMV, StreamLearner, _gram_row, step_record
@@ -722,7 +723,9 @@ def predict(self: OSKAAR, X):
 
 @patch
 def _scored(self: OSKAAR, X, y, sample_weight):
-    "(decisions and y as codes, the registry that knows y's labels, the weights) of a scored batch; X and y checked by name."
+    """(decisions and y as codes, the registry that knows y's labels, the weights) of a scored batch; X and y checked by name.
+    The decisions are taken among the training registry's labels only; y is encoded against a copy that also embeds labels
+    unseen in training (label-id decoders: `ZeroOne`, `CandidateSet`), so such a label is an error of the decoder."""
     check_fitted(self, "n_seen_")
     X = self._check_X(X)
     y = finite_labels(self._labels(y, "y"), "y")
@@ -731,9 +734,10 @@ def _scored(self: OSKAAR, X, y, sample_weight):
     w = None if sample_weight is None else check_input(sample_weight, "sample_weight", ensure_2d=False)
     if w is not None and w.shape != (len(X),):
         raise ValueError(f"sample_weight must have one weight per row of X ({len(X)}), got shape {w.shape}")
-    codes, reg = self.decoder_.encode(y, self._reg, step=self.n_seen_ + 1)
-    t = np.full(len(X), self.n_seen_ + 1)
-    return self.decoder_.decode(self._feature_estimates(X), reg, t), codes, reg, w
+    dec, t = self.decoder_, np.full(len(X), self.n_seen_ + 1)
+    add = {"add": True} if isinstance(dec, _LabelIds) else {}     # a label unseen in training (or undeclared) is embedded
+    codes, reg = dec.encode(y, self._reg, step=self.n_seen_ + 1, **add)
+    return dec.decode(self._feature_estimates(X), self._reg, t), codes, reg, w
 
 
 @patch

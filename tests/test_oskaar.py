@@ -315,3 +315,33 @@ def test_default_kernel_is_the_scale_bandwidth_of_the_first_batch_and_fits_digit
     assert est.score(X[1000:], y[1000:]) >= max(0.95, fixed.score(X[1000:], y[1000:]))
     user = RBF("median")
     assert OSKAAR(user).fit(X[:50], y[:50]).kernel_.gamma > 0 and user.gamma == "median"
+
+
+@pytest.mark.parametrize("learner", ["OSKAAR", "SALAMI"])
+@pytest.mark.parametrize("classes", [None, ["a", "b", "c"]])
+def test_unseen_test_label_is_a_miss(learner, classes):
+    "Issue 29: a test label unseen in training (or outside declared classes) is an error of the decoder, not an IndexError."
+    from ovk_nb.salami import SALAMI
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = np.array(list("abc") * 20)
+    y[-1] = "z"
+    est = (OSKAAR if learner == "OSKAAR" else SALAMI)(decoder=ZeroOne(classes)).fit(X[:40], y[:40])
+    hit = np.asarray(est.predict(X[40:])) == y[40:]
+    assert not hit[-1]                                   # the decision is among the training labels
+    assert est.score(X[40:], y[40:]) == pytest.approx(hit.mean(), abs=1e-15)
+    assert est.loss(X[40:], y[40:]) == pytest.approx(1 - hit.mean(), abs=1e-15)
+    w = np.arange(1.0, 21.0)
+    assert est.score(X[40:], y[40:], sample_weight=w) == pytest.approx(np.average(hit, weights=w), abs=1e-15)
+
+
+def test_unseen_test_label_candidate_set_loss():
+    "Issue 29: CandidateSet scores an unseen test label by the user's loss against it (the decision stays a candidate)."
+    X = np.random.default_rng(1).normal(size=(60, 3))
+    y = np.tile([0.0, 1.0, 2.0], 20)
+    y[-1] = 7.0
+    dec = CandidateSet(np.arange(4.0), lambda Z, Y: np.abs(Z - Y.T))
+    est = OSKAAR(decoder=dec).fit(X[:40], y[:40])
+    z = np.ravel(est.predict(X[40:]))                    # the chosen candidates, one number each
+    expected = np.abs(z - y[40:]).mean()
+    assert est.loss(X[40:], y[40:]) == pytest.approx(expected, rel=1e-14)
+    assert est.score(X[40:], y[40:]) == pytest.approx(-expected, rel=1e-14)
