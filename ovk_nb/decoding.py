@@ -13,9 +13,9 @@ import numpy as np
 from .validation import check_input, check_matrix
 
 # %% auto #0
-__all__ = ['n_items', 'take_items', 'check_kernel', 'as_samples', 'finite_labels', 'check_centre', 'checked_gram', 'kernel_diag',
-           'fit_grams', 'candidate_grams', 'argmin_in_batches', 'feature_space_loss', 'Decoder', 'Hamming', 'ZeroOne',
-           'CandidateSet', 'Squared', 'Spearman']
+__all__ = ['SQUARED_MAX_NORM', 'n_items', 'take_items', 'check_kernel', 'as_samples', 'finite_labels', 'check_centre',
+           'checked_gram', 'kernel_diag', 'fit_grams', 'candidate_grams', 'argmin_in_batches', 'feature_space_loss',
+           'Decoder', 'Hamming', 'ZeroOne', 'CandidateSet', 'Squared', 'Spearman']
 
 # %% ../nbs/1_shared/05_decoding.ipynb #1c0fa2c0
 def n_items(Z, name):
@@ -1140,6 +1140,9 @@ class CandidateSet(_LabelIds):
         return cls(candidates, loss)
 
 # %% ../nbs/1_shared/05_decoding.ipynb #99e9fe43
+SQUARED_MAX_NORM = 2.0 ** 250
+
+
 class Squared(Decoder):
     """Squared loss on R^d, or on a box `bounds` = (lo, hi), decoded exactly.
 
@@ -1232,12 +1235,20 @@ class Squared(Decoder):
         Raises
         ------
         ValueError
-            If Y does not hold valid labels for this decoder.
+            If Y does not hold valid labels for this decoder: not finite, of another width than before, or a row of
+            norm above `SQUARED_MAX_NORM` (2^250: its embedding (1, y, ||y||^2) and surrogate loss would overflow).
         """
         Y = check_matrix(Y, "Y", allow_1d=True)
         d = reg.get("d", Y.shape[1])
         if Y.shape[1] != d:
             raise ValueError(f"Y must have {d} columns (as before), got {Y.shape[1]}")
+        big = float(np.max(np.abs(Y), initial=0.0))
+        if np.sqrt(d) * big > SQUARED_MAX_NORM:                          # cheap test first: ||y|| <= sqrt(d) max |y_j|
+            norm = float(np.max(np.linalg.norm(Y / big, axis=1)) * big)  # scaled: no overflow
+            if norm > SQUARED_MAX_NORM:
+                raise ValueError(f"Y is too large for the Squared decoder: a row has norm {norm:.3g} > 2^250 (about "
+                                 f"{SQUARED_MAX_NORM:.2g}), where its embedding (1, y, ||y||^2) and the surrogate loss "
+                                 "(~||y||^4) overflow float64; rescale Y (e.g. Y / Y.std(), and the predictions back)")
         return Y, {**reg, "d": d}
 
     def features(self, codes, reg):

@@ -345,3 +345,25 @@ def test_unseen_test_label_candidate_set_loss():
     expected = np.abs(z - y[40:]).mean()
     assert est.loss(X[40:], y[40:]) == pytest.approx(expected, rel=1e-14)
     assert est.score(X[40:], y[40:]) == pytest.approx(-expected, rel=1e-14)
+
+
+@pytest.mark.parametrize("learner", ["OSKAAR", "SALAMI"])
+@pytest.mark.parametrize("scale", [1e77, 1e154, 1e300])
+def test_huge_squared_labels_blame_y(learner, scale):
+    "Issue 30: Y * 1e154 with a Squared decoder blamed the inputs and gamma; the error names Y, the learner is unchanged."
+    from ovk_nb.salami import SALAMI
+    r = np.random.default_rng(0)
+    X, Y = r.normal(size=(40, 3)), r.normal(size=(40, 2))
+    make = lambda: (OSKAAR if learner == "OSKAAR" else SALAMI)(RBF(0.5), decoder=Squared(), **(
+        {"eta": 0.1} if learner == "SALAMI" else {}))
+    for call in ("fit", "partial_fit"):
+        with pytest.raises(ValueError, match=r"^Y is too large for the Squared decoder.*rescale Y"):
+            getattr(make(), call)(X, Y * scale)
+    est = make().partial_fit(X[:20], Y[:20])
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match=r"^Y is too large"):
+        est.partial_fit(X[20:], Y[20:] * scale)
+    assert pickle.dumps(est) == before
+    edge = Y / np.linalg.norm(Y, axis=1).max() * 2.0 ** 249           # just inside the bound: fitted, all finite
+    est = make().fit(X, edge)
+    assert np.isfinite(est.predict(X)).all() and np.isfinite(est.surrogate_losses_).all()
