@@ -47,7 +47,7 @@ FACTORIES = {
 }
 if importlib.util.find_spec("clarabel"):      # the [quantile] extra's QP solver (absent in the minimum-versions job)
     FACTORIES["JointQuantileRegressor"] = lambda: JointQuantileRegressor(lam=0.01)
-# estimators whose targets are not D real outputs: MVML learns one real target, MVMLClassifier one label,
+# estimators whose targets are not D real outputs: MVML is fuzzed on one real target (it takes any width), MVMLClassifier one label,
 # OSKAAR/SALAMI label vectors of D bits under the Hamming loss (with the default 0-1 decoder any hashable object is
 # a label, so a vector of another length is a new label, not a malformed one)
 TARGETS = {"MVML": lambda Y: Y[:, 0], "MVMLClassifier": lambda Y: (Y[:, 0] > 0).astype(int),
@@ -60,7 +60,8 @@ ZERO_LAM_OK = {"ONORMA", "MONORMA"}
 # KDE outputs are structured: their dimension is whatever the output kernel accepts, not fixed by the estimator
 # (OSKAAR/SALAMI: a fresh fit may start a stream of label vectors of any length; mid-stream it is fixed, tested below)
 FREE_OUTPUTS = {"OVKDE", "CortesKDE", "WestonKDE", "OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget",
-                "OVKGaussianProcess"}                   # the GP's default output matrix is learned at Y's width
+                "OVKGaussianProcess",                   # the GP's default output matrix is learned at Y's width
+                "MVML"}                                 # a fresh fit takes y of any width: one problem per column
 # estimators whose regularisation is not called lam: the parameter the lam test sets instead (None there = "the default")
 LAM_PARAM = {"OVKRidgeCV": "lams", "OVKGaussianProcess": "noise"}
 NONE_LAM_OK = {"OVKGaussianProcess"}
