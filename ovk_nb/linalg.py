@@ -2307,7 +2307,7 @@ def blas_ceiling() -> int:
     ...     blas_ceiling()
     1
     """
-    return max([i["num_threads"] for i in _controller().select(user_api="blas").info()], default=1)
+    return max([c.num_threads for c in _controller().lib_controllers if c.user_api == "blas"], default=1)
 
 
 def factor_threads(size: int, min_size: int):
