@@ -688,7 +688,7 @@ def _fit_masked(est, X, Y):
                      _semisupervised_dense(kernel, X, Yc, lam, lam_m, est.n_neighbors))
         solver = "dense"
     elif lam_m == 0:
-        with blas_threads(1):
+        with blas_threads(_solve_threads("cg", n, d)):     # the thread policy, as the unmasked CG
             est.coef_, info = masked_solve(parts, X, Yc, lam, tol=est.tol, max_iter=est.max_iter)
         est.n_iter_, solver = info["iterations"], "cg"
         if not info["converged"]:
@@ -720,7 +720,7 @@ def _manifold_gmres(parts, X, Y, lam, lam_m, n_neighbors, tol, max_iter):
     A = LinearOperator((n * d, n * d), matvec=mv, dtype=float)
     P = None if pre is None else LinearOperator((n * d, n * d), matvec=lambda v: pre(v.reshape(n, d)).ravel(), dtype=float)
     count = [0]
-    with blas_threads(1):
+    with blas_threads(_solve_threads("cg", n, d)):
         c, info = gmres(A, np.where(M, Y, 0.0).ravel(), M=P, rtol=tol, restart=min(200, n * d),
                         maxiter=max_iter or 10 * n * d, callback=lambda r: count.__setitem__(0, count[0] + 1),
                         callback_type="pr_norm")
