@@ -2221,7 +2221,7 @@ def blas_threads(limit: int | None):
 import time
 
 IDLE_CACHE_S = 1.0          # an idle-core measurement is reused for this long
-IDLE_WINDOW_S = (0.05, 5.0)  # shortest and longest window between two CPU samples; outside it a fresh 0.05 s window
+IDLE_WINDOW_S = (0.05, 2.0)  # shortest and longest window between two CPU samples; outside it a fresh 0.05 s window
 _IDLE = {}                   # the last sample and the last measurement
 
 
@@ -2257,7 +2257,7 @@ def idle_cores() -> float:
     """The cores this process may use that no *other* process is busy on: our CPUs minus the others' busy CPU seconds per
     second over a short window (system-wide busy time from /proc/stat minus this process's own CPU time).
 
-    The window runs from the previous measurement when that is 0.05-5 s old (free), else it is a fresh 0.05 s one; a
+    The window runs from the previous measurement when that is 0.05-2 s old (free), else it is a fresh 0.05 s one; a
     result is reused for 1 s. Our own threads (a fit that just ran, OpenBLAS's spinning workers) never count as load. All
     our CPUs where /proc/stat is missing (macOS, Windows).
 
