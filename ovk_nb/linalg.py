@@ -2226,8 +2226,9 @@ _IDLE = {}                   # the last sample and the last measurement
 
 
 def _cpu_sample():
-    """(monotonic time, busy CPU seconds of the CPUs this process may run on since boot, this process's CPU seconds), from
-    /proc/stat (busy: every column but idle and iowait) and `time.process_time` (all our threads); None without /proc/stat."""
+    """(monotonic time, busy CPU seconds of the CPUs this process may run on since boot, this process's CPU seconds, its
+    pid), from /proc/stat (busy: every column but idle and iowait) and `time.process_time` (all our threads); None without
+    /proc/stat. The pid keeps a forked child from measuring against its parent's CPU time."""
     try:
         cpus = os.sched_getaffinity(0)
         with open("/proc/stat", "rb") as f:
@@ -2242,7 +2243,7 @@ def _cpu_sample():
             if int(name[3:]) in cpus:
                 v = [int(x) for x in v[:8]]           # user nice system idle iowait irq softirq steal (guest is in user)
                 busy += sum(v) - v[3] - v[4]
-    return time.monotonic(), busy / hz, time.process_time()
+    return time.monotonic(), busy / hz, time.process_time(), os.getpid()
 
 
 def _n_cpus() -> int:
@@ -2279,7 +2280,7 @@ def idle_cores() -> float:
     if s is None:
         return float(n)
     p = _IDLE.get("sample")
-    if p is None or not IDLE_WINDOW_S[0] <= s[0] - p[0] <= IDLE_WINDOW_S[1]:
+    if p is None or p[3:] != s[3:] or not IDLE_WINDOW_S[0] <= s[0] - p[0] <= IDLE_WINDOW_S[1]:
         time.sleep(IDLE_WINDOW_S[0])
         p, s = s, _cpu_sample()
     others = max(0.0, (s[1] - p[1]) - (s[2] - p[2])) / max(s[0] - p[0], 1e-9)

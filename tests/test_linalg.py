@@ -315,3 +315,18 @@ def test_blas_ceiling_reads_the_environment():
     out = subprocess.run([sys.executable, "-c", "import ovk_nb.linalg as la; print(la.blas_ceiling(), "
                           "la.factor_threads(10**9, 1))"], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["1", "None"]
+
+
+def test_idle_cores_after_fork_does_not_use_the_parents_sample():
+    "A sample taken by another process (a forked parent: its CPU time, not ours) starts a fresh window."
+    from unittest import mock
+    import ovk_nb.linalg as la
+    la._IDLE.clear()
+    la._IDLE["sample"] = (99.0, 50.0, 40.0, -1)                          # the parent's: 40 CPU seconds we never used
+    samples = iter([(100.0, 52.0, 0.5, 7), (100.05, 52.0, 0.5, 7)])     # ours: nothing busy in a fresh 0.05 s window
+    try:
+        with mock.patch.object(la, "_cpu_sample", lambda: next(samples)), mock.patch.object(la, "_n_cpus", lambda: 2), \
+             mock.patch.object(la.time, "sleep", lambda s: None):
+            assert la.idle_cores() == 2.0
+    finally:
+        la._IDLE.clear()
