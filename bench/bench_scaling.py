@@ -1,7 +1,9 @@
-"""Scaling curves, as installed (BLAS with its default threads): time and peak memory of each estimator against n, with
-the exponent fitted on log-log axes (time ~ n^a, memory ~ n^b over the measured sizes).
+"""Scaling curves, one BLAS thread and as installed (BLAS with its default threads, the thread policy deciding): time and
+peak memory of each estimator against n, with the exponent fitted on log-log axes (time ~ n^a, memory ~ n^b over the
+measured sizes), for each mode.
 
-    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; a few minutes on 2 cores
+    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 10 minutes on 2 quiet cores
+    python bench/bench_scaling.py --quick    # the three smallest sizes
 
 Peak memory is the peak of Python-traced allocations (tracemalloc: numpy's arrays included) during one fit (+ predict
 where said), measured in a separate run from the time (tracing slows the run down).
@@ -99,11 +101,22 @@ CASES = [  # (name, run(n), sizes): sizes chosen so that the whole run takes und
 ]
 
 
+MODES = (("one thread", 1), ("as installed", None))
+
+
 def measure(run, n):
+    """Seconds in each mode (one thread, then as installed right after it), the load average and the idle cores the
+    policy saw before the as-installed run, and the peak traced MiB (one run, as installed)."""
+    import ovk_nb.linalg as la
+    from threadpoolctl import threadpool_limits
     run(min(n, 200))                                    # warm-up: imports, first-call caches
-    t0 = time.perf_counter(); run(n); sec = time.perf_counter() - t0
+    secs = {}
+    for mode, limit in MODES:
+        idle, load = la.idle_cores(), os.getloadavg()[0]
+        with threadpool_limits(limit):
+            t0 = time.perf_counter(); run(n); secs[mode] = time.perf_counter() - t0
     tracemalloc.start(); run(n); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
-    return sec, peak / 2 ** 20
+    return secs, peak / 2 ** 20, idle, load
 
 
 def main(quick=False):
@@ -113,36 +126,44 @@ def main(quick=False):
     for name, run, sizes in CASES:
         t_case = time.perf_counter()
         sizes = sizes[:3] if quick else sizes
-        secs, mems = [], []
+        secs, mems = {m: [] for m, _ in MODES}, []
         for n in sizes:
-            s, m = measure(run, n)
-            secs.append(s); mems.append(m)
-            print(f"{name}: n = {n}: {s:.3g} s, {m:.1f} MiB", flush=True)
+            s, m, idle, load = measure(run, n)
+            mems.append(m)
+            for mode in s:
+                secs[mode].append(s[mode])
+            rows.append({"estimator": name, "n": n, **{f"seconds, {k}": v for k, v in s.items()},
+                         "as installed / one thread": s["as installed"] / s["one thread"], "peak MiB": m,
+                         "idle cores seen": idle, "load": load})
+            print(rows[-1], flush=True)
         print(f"{name}: {time.perf_counter() - t_case:.0f} s with warm-ups and traced runs", flush=True)
-        a = np.polyfit(np.log(sizes), np.log(secs), 1)[0]
+        a = {mode: np.polyfit(np.log(sizes), np.log(v), 1)[0] for mode, v in secs.items()}
         b = np.polyfit(np.log(sizes), np.log(mems), 1)[0]
         curves.append((name, sizes, secs, mems, a, b))
-        for n, s, m in zip(sizes, secs, mems):
-            rows.append({"estimator": name, "n": n, "seconds": s, "peak MiB": m, "time exponent": a, "memory exponent": b})
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     for name, sizes, secs, mems, a, b in curves:
-        l, = axes[0].loglog(sizes, secs, "o-", label=f"{name}  (n^{a:.2f})")
+        l, = axes[0].loglog(sizes, secs["as installed"], "o-", label=f"{name}  (n^{a['as installed']:.2f})")
+        axes[0].loglog(sizes, secs["one thread"], "x--", color=l.get_color(), alpha=0.6)
         axes[1].loglog(sizes, mems, "o-", color=l.get_color(), label=f"n^{b:.2f}")
-    axes[0].set(xlabel="n", ylabel="seconds (as installed)", title="time")
+    axes[0].set(xlabel="n", ylabel="seconds (solid: as installed, dashed: one thread)", title="time")
     axes[1].set(xlabel="n", ylabel="peak traced MiB", title="peak memory")
     axes[0].legend(fontsize=7); axes[1].legend(fontsize=7)
     fig.tight_layout(); fig.savefig(OUT / "scaling.png", dpi=110)
     load = os.getloadavg()
-    head = (f"# Scaling curves\n\nAs installed (BLAS default threads), one run per size after a warm-up; exponents fitted on log-log "
-            f"axes. Machine: {os.cpu_count()} cores, shared with other engineers: load average (1 / 5 / 15 min) "
-            f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start and {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
-            f"at the end, so times are noisy and exponents approximate. Whole run: {time.perf_counter() - t_start:.0f} s. "
-            f"Plot: `scaling.png`.\n\n")
-    summary = [{"estimator": c[0], "sizes": ", ".join(map(str, c[1])), "time exponent": c[4], "memory exponent": c[5],
-                "largest n (s)": c[2][-1], "largest n peak MiB": c[3][-1]} for c in curves]
+    head = (f"# Scaling curves\n\n`python bench/bench_scaling.py{' --quick' if quick else ''}`. Each size once in each mode "
+            f"after a warm-up: one BLAS thread (`threadpool_limits(1)`), then as installed right after it (BLAS default "
+            f"threads, the thread policy of `ovk_nb.linalg.factor_threads` deciding; 'idle cores seen' is what it saw); "
+            f"exponents fitted on log-log axes for each mode. Machine: {os.cpu_count()} cores, shared with other engineers: "
+            f"load average (1 / 5 / 15 min) {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start and {load[0]:.1f} / "
+            f"{load[1]:.1f} / {load[2]:.1f} at the end, so times are noisy and exponents approximate. Whole run: "
+            f"{time.perf_counter() - t_start:.0f} s. Plot: `scaling.png`.\n\n")
+    summary = [{"estimator": c[0], "sizes": ", ".join(map(str, c[1])), "time exponent, one thread": c[4]["one thread"],
+                "time exponent, as installed": c[4]["as installed"], "memory exponent": c[5],
+                "largest n, one thread (s)": c[2]["one thread"][-1], "largest n, as installed (s)": c[2]["as installed"][-1],
+                "largest n peak MiB": c[3][-1]} for c in curves]
     (OUT / "scaling.md").write_text(head + rows_to_markdown(summary) + "\n\n## All sizes\n\n" + rows_to_markdown(rows) + "\n")
     (OUT / "scaling.csv").write_text(rows_to_csv(rows))
     print(head + rows_to_markdown(summary))

@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from .backend import check_xp_data, device_of, route_of
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            resolve_kernel, xp_of)
-from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, masked_logdet_slq
+from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
 from .validation import (Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing,
                                fit_context, to_numpy)
 
@@ -1353,7 +1353,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     # one BLAS thread below ONE_THREAD_N: many small eigh/products, where threads only contend (measured 14x slower
     # per evaluation at n = 300 on a loaded 2-core machine)
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
-    with blas_threads(1 if X.shape[0] * (1 if fast else Y.shape[1]) < ONE_THREAD_N else None):
+    with blas_threads(factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)):
         theta, value = _optimize(self, lik, theta, bounds)
         lml = value if self.objective == "lml" else lik(theta, False)
     if not (np.isfinite(lml) and np.isfinite(value)):

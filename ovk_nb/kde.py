@@ -19,7 +19,7 @@ from .decoding import (argmin_in_batches, as_samples, candidate_grams, checked_g
 # floor 1; dask itself is imported only for Dask data
 from .distributed import dask_argmin, is_dask_array
 from .kernels import RBF
-from .linalg import EigenFactor, blas_threads, eigh_psd
+from .linalg import EigenFactor, blas_threads, eigh_psd, factor_threads
 from .validation import (Interval, Options, check_fitted, check_matrix, check_X, fit_context,
                                validate_params)
 
@@ -94,8 +94,8 @@ KDE_SCORES_THREADS_MIN_WORK = 10 ** 10 # multiply-adds n^2 n_test of Q k_x from 
 
 
 def _threads(size: int, min_size: int):
-    "BLAS thread limit of a routine of this size: 1 below its measured threshold `min_size`, None (all cores) from it."
-    return 1 if size < min_size else None
+    "BLAS thread limit of a routine of this size: 1 below its measured threshold `min_size`, the thread policy's from it."
+    return factor_threads(size, min_size)             # the thread policy: all idle cores from min_size
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #de39d869
 def _fit_kernel(kernel, Z, name: str, data: str):

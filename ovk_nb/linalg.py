@@ -20,12 +20,12 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'grouped_cholesky', 'dense_solve', 'pcg',
-           'symmetric_operator', 'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner',
-           'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'landmark_rows', 'cg_solve',
-           'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel',
-           'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq',
-           'BlockNystrom', 'blas_threads', 'idle_cores', 'factor_threads']
+__all__ = ['IDLE_CACHE_S', 'IDLE_WINDOW_S', 'IDLE_CORES_PER_THREAD', 'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor',
+           'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec', 'separable_preconditioner',
+           'jacobi_preconditioner', 'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'landmark_rows',
+           'cg_solve', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures',
+           'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq',
+           'BlockNystrom', 'blas_threads', 'idle_cores', 'blas_ceiling', 'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #c0f071ab
 def _like(A, like):
@@ -2186,6 +2186,13 @@ class BlockNystrom:
 _CONTROLLER = []
 
 
+def _controller() -> ThreadpoolController:
+    "The one threadpoolctl controller, made at the first call (a fresh one scans the loaded libraries: about 90 us)."
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
+
+
 def blas_threads(limit: int | None):
     """Context manager: at most `limit` BLAS threads inside (one cached threadpoolctl controller).
 
@@ -2208,48 +2215,114 @@ def blas_threads(limit: int | None):
     """
     if limit is None:
         return contextlib.nullcontext()
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=int(limit), user_api="blas")
+    return _controller().limit(limits=int(limit), user_api="blas")
+
+# %% ../nbs/1_shared/02_linalg.ipynb #c848fe06
+import time
+
+IDLE_CACHE_S = 1.0          # an idle-core measurement is reused for this long
+IDLE_WINDOW_S = (0.05, 2.0)  # shortest and longest window between two CPU samples; outside it a fresh 0.05 s window
+_IDLE = {}                   # the last sample and the last measurement
+
+
+def _cpu_sample():
+    """(monotonic time, busy CPU seconds of the CPUs this process may run on since boot, this process's CPU seconds, its
+    pid), from /proc/stat (busy: every column but idle and iowait) and `time.process_time` (all our threads); None without
+    /proc/stat. The pid keeps a forked child from measuring against its parent's CPU time."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        with open("/proc/stat", "rb") as f:
+            lines = f.read().splitlines()
+        hz = os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError):
+        return None
+    busy = 0
+    for line in lines:
+        if line[:3] == b"cpu" and line[3:4].isdigit():
+            name, *v = line.split()
+            if int(name[3:]) in cpus:
+                v = [int(x) for x in v[:8]]           # user nice system idle iowait irq softirq steal (guest is in user)
+                busy += sum(v) - v[3] - v[4]
+    return time.monotonic(), busy / hz, time.process_time(), os.getpid()
+
+
+def _n_cpus() -> int:
+    "The CPUs this process may run on (its affinity; all CPUs where that is not known)."
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def idle_cores() -> float:
-    """The cores this process may use that nothing else is running on now.
+    """The cores this process may use that no *other* process is busy on: our CPUs minus the others' busy CPU seconds per
+    second over a short window (system-wide busy time from /proc/stat minus this process's own CPU time).
 
-    The CPUs it may run on (its affinity) minus the 1-minute load average, which counts this process too (POSIX); all of
-    them where the load is not known.
+    The window runs from the previous measurement when that is 0.05-2 s old (free), else it is a fresh 0.05 s one; a
+    result is reused for 1 s. Our own threads (a fit that just ran, OpenBLAS's spinning workers) never count as load. All
+    our CPUs where /proc/stat is missing (macOS, Windows).
 
     Returns
     -------
     float
-        The number of idle cores (may be negative on an overloaded machine).
+        The number of cores that other processes leave idle (0 to the number of our CPUs).
 
     Examples
     --------
-    >>> isinstance(idle_cores(), float)
+    >>> 0 <= idle_cores() <= os.cpu_count()
     True
     """
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    try:
-        return n - os.getloadavg()[0]
-    except (AttributeError, OSError):
+    n, now = _n_cpus(), time.monotonic()
+    last = _IDLE.get("value")
+    if last is not None and 0 <= now - last[0] < IDLE_CACHE_S:
+        return last[1]
+    s = _cpu_sample()
+    if s is None:
         return float(n)
+    p = _IDLE.get("sample")
+    if p is None or p[3:] != s[3:] or not IDLE_WINDOW_S[0] <= s[0] - p[0] <= IDLE_WINDOW_S[1]:
+        time.sleep(IDLE_WINDOW_S[0])
+        p, s = s, _cpu_sample()
+    others = max(0.0, (s[1] - p[1]) - (s[2] - p[2])) / max(s[0] - p[0], 1e-9)
+    idle = float(min(n, max(0.0, n - others)))
+    _IDLE.update(sample=s, value=(s[0], idle))
+    return idle
+
+# %% ../nbs/1_shared/02_linalg.ipynb #88756c5f
+IDLE_CORES_PER_THREAD = 1.5   # idle cores from which a second thread is started (see the decision above)
+
+
+def blas_ceiling() -> int:
+    """The BLAS threads the user allows now: the largest count the loaded BLAS libraries report (a `threadpool_limits`
+    in force, OPENBLAS_NUM_THREADS and the like set before start, else the cores BLAS found).
+
+    Returns
+    -------
+    int
+        The ceiling of `factor_threads`, at least 1.
+
+    Examples
+    --------
+    >>> from threadpoolctl import threadpool_limits
+    >>> with threadpool_limits(1):
+    ...     blas_ceiling()
+    1
+    """
+    return max([c.num_threads for c in _controller().lib_controllers if c.user_api == "blas"], default=1)
 
 
 def factor_threads(size: int, min_size: int):
-    """The BLAS thread limit for one large factorisation or product.
+    """The BLAS thread limit for one large factorisation or product: the policy, written once.
 
-    None (the threads BLAS has) when ``size >= min_size`` and at least one core besides this one is idle; 1 otherwise,
-    because threaded OpenBLAS on a busy machine loses to one thread by several times (measured: load 9.7 on 2 cores,
-    eigh n = 2500 117 s vs 25 s).
+    1 below ``min_size`` (small work loses to thread start-up). From it, one thread per idle core that *other* processes
+    leave (`idle_cores`, rounded: 1.5 idle cores start a second thread), at least 1 and at most the threads BLAS has now
+    (`blas_ceiling`: a user's `threadpool_limits` or OPENBLAS_NUM_THREADS is the ceiling). None (leave BLAS alone) when that
+    is the ceiling.
 
     Parameters
     ----------
     size : int
-        The size of the problem (n d, a rank, ...).
+        The size of the problem (n, n d, a rank, ...).
     min_size : int
         The size from which threads pay.
 
@@ -2263,4 +2336,10 @@ def factor_threads(size: int, min_size: int):
     >>> factor_threads(10, min_size=1000)
     1
     """
-    return None if size >= min_size and idle_cores() >= 1.5 else 1
+    if size < min_size:
+        return 1
+    ceiling = blas_ceiling()
+    if ceiling <= 1:
+        return None
+    k = min(ceiling, max(1, int(idle_cores() + 2 - IDLE_CORES_PER_THREAD)))
+    return None if k >= ceiling else k

@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .kernels import (RBF, IdentityOperator, OutputOperator, ScalarKernel, Separable, SumKernel, data_gamma,
                             resolve_kernel)
-from .linalg import EigenFactor, KernelParts, blas_threads, eigh_psd, group_columns, pcg, symmetric_operator
+from .linalg import EigenFactor, KernelParts, blas_threads, eigh_psd, factor_threads, group_columns, pcg, symmetric_operator
 from .metrics import functional_r2
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context, validate_estimator_params)
@@ -78,8 +78,8 @@ MOVKL_PREDICT_THREADS_MIN_WORK = 10 ** 10   # multiply-adds n_test n d from whic
 
 
 def _threads(size: int, min_size: int):
-    "BLAS thread limit of a routine of this size: 1 below its measured threshold `min_size`, None (all cores) from it."
-    return 1 if size < min_size else None
+    "BLAS thread limit of a routine of this size: 1 below its measured threshold `min_size`, the thread policy's from it."
+    return factor_threads(size, min_size)             # the thread policy: all idle cores from min_size
 
 
 def _one_thread(n: int):

@@ -35,8 +35,9 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                fit_context)
 
 # %% auto #0
-__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_ND', 'DASK_RESOLVE_ROWS', 'DEFAULT_LAMS', 'ridge_dense_reference',
-           'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement', 'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'CG_THREADS_MIN_N', 'DASK_RESOLVE_ROWS', 'DEFAULT_LAMS',
+           'ridge_dense_reference', 'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement',
+           'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -148,13 +149,16 @@ def _choose_solver(parts: KernelParts, solver, n):
     return solver
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ddec40f9
-BLAS_THREADS_MIN_ND = 40000      # n d at and above which the factorisations use all cores (measured: see the decision above)
+BLAS_THREADS_MIN_N = 1000        # order of the factorised matrix (n; n d for 'dense'; rows for Nystrom) from which threads may pay
+CG_THREADS_MIN_N = 4000          # n from which CG's Gram products (n x n times n x d a matvec) may use threads
 
 
 def _solve_threads(solver, n, d):
-    """BLAS thread limit for `_solve`: 1 for CG, Nystrom and systems with n d < BLAS_THREADS_MIN_ND; above, all cores only
-    while a core besides ours is idle (`linalg.factor_threads`: threaded OpenBLAS on a busy machine loses several times)."""
-    return 1 if solver in ("cg", "nystrom") else factor_threads(n * d, BLAS_THREADS_MIN_ND)
+    """BLAS thread limit for `_solve`, by the one policy `linalg.factor_threads`: one thread below the size where threads
+    pay, from it every core that other processes leave idle (one on a busy machine), at most the user's BLAS threads."""
+    size, min_size = (n * d, BLAS_THREADS_MIN_N) if solver == "dense" else (n, CG_THREADS_MIN_N if solver == "cg"
+                                                                              else BLAS_THREADS_MIN_N)
+    return factor_threads(size, min_size)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #3db6ba5c
 def _eigen_factor(parts: KernelParts, X, Y):
@@ -684,7 +688,7 @@ def _fit_masked(est, X, Y):
                      _semisupervised_dense(kernel, X, Yc, lam, lam_m, est.n_neighbors))
         solver = "dense"
     elif lam_m == 0:
-        with blas_threads(1):
+        with blas_threads(_solve_threads("cg", n, d)):     # the thread policy, as the unmasked CG
             est.coef_, info = masked_solve(parts, X, Yc, lam, tol=est.tol, max_iter=est.max_iter)
         est.n_iter_, solver = info["iterations"], "cg"
         if not info["converged"]:
@@ -716,7 +720,7 @@ def _manifold_gmres(parts, X, Y, lam, lam_m, n_neighbors, tol, max_iter):
     A = LinearOperator((n * d, n * d), matvec=mv, dtype=float)
     P = None if pre is None else LinearOperator((n * d, n * d), matvec=lambda v: pre(v.reshape(n, d)).ravel(), dtype=float)
     count = [0]
-    with blas_threads(1):
+    with blas_threads(_solve_threads("cg", n, d)):
         c, info = gmres(A, np.where(M, Y, 0.0).ravel(), M=P, rtol=tol, restart=min(200, n * d),
                         maxiter=max_iter or 10 * n * d, callback=lambda r: count.__setitem__(0, count[0] + 1),
                         callback_type="pr_norm")

@@ -409,10 +409,13 @@ def test_a_failed_fit_changes_nothing():
 # ---------------------------------------------------------------- BLAS threads (issue 19, section 5)
 def test_thread_limit_rule_and_the_same_fit_under_it():
     "The rules at their edges; fits and scores under them equal those on one thread, and the thread count is left as found."
+    from unittest import mock
+    import ovk_nb.linalg
     from threadpoolctl import threadpool_info, threadpool_limits
     from ovk_nb.kde import KDE_CHOLESKY_THREADS_MIN_N, KDE_EIGH_THREADS_MIN_N, KDE_SCORES_THREADS_MIN_WORK, _threads
     for t in (KDE_CHOLESKY_THREADS_MIN_N, KDE_EIGH_THREADS_MIN_N, KDE_SCORES_THREADS_MIN_WORK):
-        assert _threads(t - 1, t) == 1 and _threads(t, t) is None
+        with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0), mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2):
+            assert _threads(t - 1, t) == 1 and _threads(t, t) is None
     assert CortesKDE._fit_threads_min_n == KDE_CHOLESKY_THREADS_MIN_N and OVKDE._fit_threads_min_n == KDE_EIGH_THREADS_MIN_N
     counts = lambda: [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     X, Y, Xt, Yc = problem(6, 40)

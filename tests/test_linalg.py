@@ -243,3 +243,90 @@ def test_masked_logdet_slq_accuracy():
     assert abs(est - exact) <= 4 * se
     full, _ = masked_logdet_slq(KernelParts(k), X, np.ones_like(M), 0.05, n_probes=60)
     assert abs(full - exact) > 4 * se                      # the mask is what is estimated
+
+
+# ---- the thread policy (issue 34): our own work is not load; the user's limit is the ceiling ----
+def _idle_over(p, s, n=2):
+    "idle_cores over one window from CPU sample p to s on n CPUs, the 1-minute load average at 2 (what our own fit left)."
+    import os
+    from unittest import mock
+    import ovk_nb.linalg as la
+    la._IDLE.clear()
+    la._IDLE["sample"] = p
+    with mock.patch.object(la, "_cpu_sample", lambda: s), mock.patch.object(la, "_n_cpus", lambda: n), \
+         mock.patch.object(os, "getloadavg", lambda: (2.0, 2.0, 2.0)):
+        try:
+            return la.idle_cores()
+        finally:
+            la._IDLE.clear()
+
+
+def test_idle_cores_does_not_count_our_own_work():
+    """A fit of ours that kept both cores busy (load average 2) leaves them idle for the next fit; another process's
+    work does count, and a share of a core is a share."""
+    assert _idle_over((0.0, 100.0, 10.0), (1.0, 102.0, 12.0)) == 2.0       # all the busy time was ours
+    assert _idle_over((0.0, 100.0, 10.0), (1.0, 102.0, 10.0)) == 0.0       # all of it another process's
+    assert abs(_idle_over((0.0, 100.0, 10.0), (2.0, 102.0, 11.0)) - 1.5) < 1e-12  # 1 of 2 busy-seconds ours over 2 s
+    assert _idle_over((0.0, 100.0, 10.0), (1.0, 100.0, 10.5)) == 2.0       # tick rounding: never more idle than CPUs
+
+
+def test_idle_cores_cache_window_and_fallback():
+    """A measurement is reused for IDLE_CACHE_S; a stale previous sample is replaced by a fresh short window; without
+    /proc/stat every CPU counts as idle."""
+    from unittest import mock
+    import ovk_nb.linalg as la
+    la._IDLE.clear()
+    try:
+        samples = iter([(100.0, 50.0, 1.0), (100.05, 50.1, 1.0)])        # a fresh window: 0.1 busy-s of others in 0.05 s
+        with mock.patch.object(la, "_cpu_sample", lambda: next(samples)), mock.patch.object(la, "_n_cpus", lambda: 2), \
+             mock.patch.object(la.time, "sleep", lambda s: None), mock.patch.object(la.time, "monotonic", lambda: 100.05):
+            first = la.idle_cores()
+            again = la.idle_cores()                                       # within IDLE_CACHE_S: no sample read
+        assert abs(first) < 1e-9 and again == first
+        la._IDLE.clear()
+        with mock.patch.object(la, "_cpu_sample", lambda: None), mock.patch.object(la, "_n_cpus", lambda: 3):
+            assert la.idle_cores() == 3.0
+    finally:
+        la._IDLE.clear()
+
+
+def test_factor_threads_policy_and_user_ceiling():
+    """1 below min_size; from it one thread per idle core (1.5 idle cores start a second), at most the threads BLAS has:
+    under the user's threadpool_limits(1) a large routine stays on one thread on an idle machine."""
+    from unittest import mock
+    from threadpoolctl import threadpool_info, threadpool_limits
+    import ovk_nb.linalg as la
+    with mock.patch.object(la, "blas_ceiling", lambda: 2):
+        for idle, want in ((0.0, 1), (1.49, 1), (1.5, None), (2.0, None)):
+            with mock.patch.object(la, "idle_cores", lambda: idle):
+                assert la.factor_threads(10 ** 6, 1000) == want and la.factor_threads(999, 1000) == 1
+    with mock.patch.object(la, "blas_ceiling", lambda: 16), mock.patch.object(la, "idle_cores", lambda: 5.2):
+        assert la.factor_threads(10 ** 6, 1000) == 5
+    with threadpool_limits(1), mock.patch.object(la, "idle_cores", lambda: 64.0):
+        assert la.blas_ceiling() == 1
+        with la.blas_threads(la.factor_threads(10 ** 6, 1000)):
+            assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == {1}
+
+
+def test_blas_ceiling_reads_the_environment():
+    "OPENBLAS_NUM_THREADS=1 set before start is the ceiling, whatever the machine has."
+    import os, subprocess, sys
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", "import ovk_nb.linalg as la; print(la.blas_ceiling(), "
+                          "la.factor_threads(10**9, 1))"], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1", "None"]
+
+
+def test_idle_cores_after_fork_does_not_use_the_parents_sample():
+    "A sample taken by another process (a forked parent: its CPU time, not ours) starts a fresh window."
+    from unittest import mock
+    import ovk_nb.linalg as la
+    la._IDLE.clear()
+    la._IDLE["sample"] = (99.0, 50.0, 40.0, -1)                          # the parent's: 40 CPU seconds we never used
+    samples = iter([(100.0, 52.0, 0.5, 7), (100.05, 52.0, 0.5, 7)])     # ours: nothing busy in a fresh 0.05 s window
+    try:
+        with mock.patch.object(la, "_cpu_sample", lambda: next(samples)), mock.patch.object(la, "_n_cpus", lambda: 2), \
+             mock.patch.object(la.time, "sleep", lambda s: None):
+            assert la.idle_cores() == 2.0
+    finally:
+        la._IDLE.clear()

@@ -321,19 +321,19 @@ def test_auto_solver_choice():
 
 
 def test_solve_threads_rule_and_results():
-    """One BLAS thread for CG, Nystrom and small systems, all cores from n d = BLAS_THREADS_MIN_ND while a core besides ours
-    is idle (one on a busy machine); the limit moves results by rounding only."""
+    """The one thread policy for every solver: one BLAS thread below the size where threads pay, all cores from it while
+    the other processes leave them idle (one on a busy machine); the limit moves results by rounding only."""
     from unittest import mock
     from threadpoolctl import threadpool_limits
     import ovk_nb.linalg
-    from ovk_nb.ridge import BLAS_THREADS_MIN_ND, _solve_threads
-    m = BLAS_THREADS_MIN_ND
-    assert [_solve_threads(s, m // 5 - 1, 5) for s in ("dense", "eigen", "cholesky")] == [1, 1, 1]
-    with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0):
-        assert [_solve_threads(s, m // 5, 5) for s in ("dense", "eigen", "cholesky")] == [None, None, None]
-    with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 0.3):
-        assert [_solve_threads(s, 10 * m, 5) for s in ("dense", "eigen", "cholesky")] == [1, 1, 1]
-    assert _solve_threads("cg", 10 ** 6, 5) == 1 and _solve_threads("nystrom", 10 ** 6, 5) == 1
+    from ovk_nb.ridge import BLAS_THREADS_MIN_N, CG_THREADS_MIN_N, _solve_threads
+    m = BLAS_THREADS_MIN_N
+    assert [_solve_threads(s, m - 1, 1) for s in ("dense", "eigen", "cholesky", "nystrom", "cg")] == [1] * 5
+    with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0), mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2):
+        assert [_solve_threads(s, m, 5) for s in ("dense", "eigen", "cholesky", "nystrom")] == [None] * 4
+        assert _solve_threads("cg", CG_THREADS_MIN_N - 1, 5) == 1 and _solve_threads("cg", CG_THREADS_MIN_N, 5) is None
+    with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 0.3), mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2):
+        assert [_solve_threads(s, 10 ** 6, 5) for s in ("dense", "eigen", "cholesky", "nystrom", "cg")] == [1] * 5
     rng = np.random.default_rng(3)
     X, Y = rng.normal(size=(300, 4)), rng.normal(size=(300, 3))
     for solver in ("eigen", "cholesky", "cg"):
