@@ -739,8 +739,10 @@ def data_gamma(rule: str, X, metric: str = "sqeuclidean") -> float:
     Parameters
     ----------
     rule : {'scale', 'median'}
-        'scale' is 1 / (n_features * X.var()) (SVC's default; for the L1 metric 1 / (n_features * X.std())), 'median' is
-        1 / the median of the pairwise distances (squared for the Gaussian), read on at most 500 evenly spaced rows.
+        'scale' is 1 / sum_j Var(X[:, j]), i.e. 1 / (n_features * the mean per-column variance) (SVC's rule with the
+        column means taken out: a column with a large offset, such as a year, no longer flattens the kernel; for the L1
+        metric 1 / sum_j sd(X[:, j])), 'median' is 1 / the median of the pairwise distances (squared for the Gaussian),
+        read on at most 500 evenly spaced rows.
     X : array-like of shape (n_samples, n_features)
         The training inputs.
     metric : {'sqeuclidean', 'cityblock'}, default='sqeuclidean'
@@ -761,14 +763,17 @@ def data_gamma(rule: str, X, metric: str = "sqeuclidean") -> float:
     >>> import numpy as np
     >>> data_gamma("scale", np.array([[0.0], [2.0]]))
     1.0
+    >>> data_gamma("scale", np.array([[0.0, 2000.0], [2.0, 2002.0]]))        # the offset of column 2 plays no part
+    0.5
     >>> data_gamma("median", np.array([[0.0], [2.0]]))
     0.25
     """
     X = check_matrix(X, "X", allow_1d=True)
     p = X.shape[1]
     if rule == "scale":
-        spread = float(X.var()) if metric == "sqeuclidean" else float(X.std())
-        return 1.0 / (p * spread) if spread > 0 and np.isfinite(spread) else 1.0
+        var = X.var(axis=0)                          # per column: the column means (offsets) drop out
+        spread = float(var.sum() if metric == "sqeuclidean" else np.sqrt(var).sum())
+        return 1.0 / spread if spread > 0 and np.isfinite(spread) else 1.0
     if rule == "median":
         Xs = X[np.unique(np.linspace(0, len(X) - 1, min(len(X), _MEDIAN_ROWS)).astype(int))]
         D = sq_distances(Xs, Xs) if metric == "sqeuclidean" else cdist(Xs, Xs, "cityblock")
@@ -806,13 +811,14 @@ class RBF(_Bandwidth):
     Parameters
     ----------
     gamma : float or {'scale', 'median'}, default='scale'
-        Inverse squared length-scale. 'scale' is 1 / (n_features * X.var()) on the training inputs (as scikit-learn's SVC),
-        'median' is 1 / median ||x_i - x_j||^2; either is resolved when an estimator fits (see `resolve`).
+        Inverse squared length-scale. 'scale' is 1 / sum_j Var(X[:, j]) on the training inputs (SVC's rule with each
+        column's mean taken out, `data_gamma`), 'median' is 1 / median ||x_i - x_j||^2; either is resolved when an
+        estimator fits (see `resolve`).
 
     Examples
     --------
     >>> import numpy as np
-    >>> k = RBF().resolve(np.array([[0.0], [2.0]]))       # X.var() = 1: gamma = 1
+    >>> k = RBF().resolve(np.array([[0.0], [2.0]]))       # Var(X[:, 0]) = 1: gamma = 1
     >>> k
     RBF(gamma=1.0)
     >>> float(k(np.array([[0.0]]), np.array([[1.0]]))[0, 0]) == float(np.exp(-1.0))
@@ -829,8 +835,8 @@ class Laplacian(_Bandwidth):
     Parameters
     ----------
     gamma : float or {'scale', 'median'}, default='scale'
-        'scale' is 1 / (n_features * X.std()) (the L1 distance grows like the standard deviation), 'median' 1 / the median
-        L1 distance, resolved at fit.
+        'scale' is 1 / sum_j sd(X[:, j]) (the L1 distance grows like the per-column standard deviations), 'median' 1 / the
+        median L1 distance, resolved at fit.
 
     See Also
     --------

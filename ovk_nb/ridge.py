@@ -210,7 +210,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     ----------
     kernel : OVKernel or None, default=None
         The operator-valued kernel (`Separable`, `SumKernel`, `BlockKernel`, ...). None is
-        `Separable(RBF(gamma='scale'), T=None)`: a Gaussian kernel with bandwidth 1 / (n_features * X.var()) and the
+        `Separable(RBF(gamma='scale'), T=None)`: a Gaussian kernel with bandwidth 1 / sum_j Var(X[:, j]) (`kernels.data_gamma`) and the
         identity of Y's width. Data-driven arguments are resolved at fit; the result is `kernel_`.
     lam : float, default=1.0
         Regularisation > 0 (KernelRidge's `alpha`).

