@@ -1370,12 +1370,23 @@ class _GaussianField(OVKernel):
     def output_dim(self): return _field_dim(self.dim, self._min_dim)
 
     def _resolve_own(self, X, Y, params):
-        out = {}
+        out, p = {}, int(np.shape(X)[1]) if np.ndim(X) == 2 else 1
         if isinstance(params["gamma"], str):
             out["gamma"] = data_gamma(params["gamma"], X)
         if params["dim"] is None:
-            out["dim"] = int(np.shape(X)[1]) if np.ndim(X) == 2 else 1
+            out["dim"] = p
+        elif _field_dim(params["dim"], self._min_dim) != p:      # the kernel and X disagree: say so, not Y's width later
+            raise ValueError(f"kernel {type(self).__name__}(dim={params['dim']}) is a vector field on R^{params['dim']}, but X "
+                             f"has {p} columns: give dim={p} or dim=None (set from X)")
         return out
+
+    def _with_dim(self, X):
+        "This kernel, or a copy with dim = X's width when dim is None: a field kernel's Gram never needs an estimator."
+        return self if self.dim is not None else type(self)(self.gamma, int(np.shape(X)[1]) if np.ndim(X) == 2 else 1)
+
+    def gram(self, X, Y=None): return OVKernel.gram(self._with_dim(X), X, Y)
+    def apply(self, X, Y, C): return OVKernel.apply(self._with_dim(X), X, Y, C)
+    def diag(self, X): return OVKernel.diag(self._with_dim(X), X)
 
     def _coefs(self, D):
         "(a, b) of the blocks a I + b delta delta^T from the squared distances D."

@@ -445,6 +445,23 @@ def test_masked_and_semisupervised_equal_the_literal_system(lam_manifold, solver
         assert np.all(m.coef_[np.isnan(Y)] == 0)
 
 
+def test_semisupervised_gmres_stops_at_its_cap_and_on_stagnation():
+    """Issue 30: lam_manifold > 0 with solver='cg' (GMRES) ran on past 90 s when tol could not be reached (SciPy's maxiter
+    counts restart cycles, and its inner loop kept passing while the true residual did not); now at most max_iter
+    products in all, an early stop on stagnation, and a ConvergenceWarning either way."""
+    from ovk_nb.ridge import semisupervised_dense_reference
+    X, Y = _nan_data(50, 2)
+    kw = dict(lam=1e-2, lam_manifold=1.0, missing="ignore", solver="cg", center_y=False)
+    with pytest.warns(ConvergenceWarning, match="cap"):
+        m = ridge.OVKRidge(max_iter=5, **kw).fit(X, Y)
+    assert m.n_iter_ <= 5 and np.isfinite(m.coef_).all()
+    with pytest.warns(ConvergenceWarning, match="stagnation"):           # tol below eps: no solver reaches it
+        m = ridge.OVKRidge(tol=1e-17, **kw).fit(X, Y)
+    assert m.n_iter_ < 10 * Y.size
+    ref = semisupervised_dense_reference(m.kernel_, X, Y, 1e-2, 1.0, 10)
+    assert rel(m.coef_, ref) < 1e-8                                     # the best iterate is kept, not thrown away
+
+
 def test_missing_refusals_and_means():
     X, Y = _nan_data()
     with pytest.raises(ValueError, match="missing='ignore'"):
@@ -476,3 +493,54 @@ def test_posterior_std_is_the_gp_posterior(solver):
     assert ridge.OVKRidge().fit(X, Y[:, 0]).predict(Xt, return_std=True)[1].shape == (6,)
     with pytest.raises(ValueError, match="return_std"):
         ridge.OVKRidge(K, solver="nystrom", n_components=10).fit(X, Y).predict(Xt, return_std=True)
+
+
+# ---- ill-conditioning is said, never silent (issue 29.6) ----
+def _cond_data(case, n=40, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.uniform(size=(n, 3)); Y = np.sin(X @ r.normal(size=(3, 3)))
+    if case == "duplicated":
+        X[n // 2:] = X[:n - n // 2]
+    elif case == "1e-9 apart":
+        X[n // 2:] = X[:n - n // 2] + 1e-9 * r.normal(size=(n - n // 2, 3))
+    return X, Y
+
+
+@pytest.mark.parametrize("case", ["duplicated", "1e-9 apart"])
+@pytest.mark.parametrize("solver", ["dense", "eigen", "cholesky"])
+def test_exact_solvers_warn_on_ill_conditioning(case, solver):
+    "At lam = 1e-12 with duplicated rows or rows 1e-9 apart (cond ~ 3e13) every exact solver warns, naming lam and cond."
+    from scipy.linalg import LinAlgWarning
+    from ovk_nb.linalg import IllConditionedWarning
+    X, Y = _cond_data(case)
+    with pytest.warns(IllConditionedWarning, match=r"lam=1e-12, estimated condition number [0-9.]+e\+1[0-9]") as rec:
+        ridge.OVKRidge(gaussian_times_J(3, 1.0), lam=1e-12, solver=solver).fit(X, Y)
+    assert issubclass(rec[0].category, LinAlgWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinAlgWarning)               # a sensible lam: silent
+        ridge.OVKRidge(gaussian_times_J(3, 1.0), lam=1e-3, solver=solver).fit(X, Y)
+
+
+@pytest.mark.parametrize("case", ["duplicated", "1e-9 apart", "distinct"])
+def test_exact_solvers_agree_whenever_none_warns(case):
+    """Whenever no exact solver warns they agree to 10 cond eps (measured: <= 2.3 cond eps, see linalg's decision); they warn
+    whenever cond eps is 10x above the bound and never when it is 100x below it."""
+    from scipy.linalg import LinAlgWarning
+    from ovk_nb.linalg import COND_EPS_BOUND
+    X, Y = _cond_data(case)
+    K, eps = gaussian_times_J(3, 1.0), np.finfo(float).eps
+    s = np.linalg.eigvalsh(K.gram(X))
+    for lam in 10.0 ** -np.arange(2, 16, 2):
+        cond = (s[-1] + lam) / (max(s[0], 0.0) + lam)
+        C, warned = {}, False
+        for solver in ("dense", "eigen", "cholesky"):
+            with warnings.catch_warnings(record=True) as rec:
+                warnings.simplefilter("always")
+                C[solver] = ridge.OVKRidge(K, lam=lam, solver=solver, center_y=False).fit(X, Y).coef_
+            warned |= any(issubclass(w.category, LinAlgWarning) for w in rec)
+        if cond * eps > 10 * COND_EPS_BOUND:
+            assert warned, (case, lam, cond)
+        if cond * eps < COND_EPS_BOUND / 100:
+            assert not warned, (case, lam, cond)
+        if not warned:
+            assert max(rel(C[a], C["dense"]) for a in C) <= 10 * cond * eps, (case, lam, cond)
