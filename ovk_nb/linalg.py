@@ -20,13 +20,13 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['COND_EPS_BOUND', 'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning',
+__all__ = ['COND_EPS_BOUND', 'SYMMETRY_ROWS', 'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning',
            'check_condition', 'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator',
            'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
-           'ov_nystrom_preconditioner', 'landmark_rows', 'cg_solve', 'NystromFeatures', 'NystromModel', 'NystromSystem',
-           'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense',
-           'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom', 'blas_threads', 'idle_cores',
-           'factor_threads']
+           'ov_nystrom_preconditioner', 'check_symmetric', 'landmark_rows', 'cg_solve', 'NystromFeatures',
+           'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit',
+           'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom',
+           'blas_threads', 'idle_cores', 'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #c0f071ab
 def _like(A, like):
@@ -1316,6 +1316,47 @@ def ov_nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float 
         return xp.reshape((r - Phi @ _spd_factor_solve(xp, F, Phi.T @ r)) / lam, R.shape)
     return P
 
+# %% ../nbs/1_shared/02_linalg.ipynb #117bac64
+SYMMETRY_ROWS = 32           # training rows on which CG checks a generic kernel's symmetry
+
+
+def check_symmetric(parts: KernelParts, X, name: str = "kernel"):
+    """Refuse (ValueError naming the kernel) a kernel whose generic parts are not symmetric on up to `SYMMETRY_ROWS` evenly
+    spaced rows of X: CG needs K(x, y) = K(y, x)^T (in the frame of the quadrature weights).
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel; sums of separable parts and the vector-field Gaussians are symmetric by construction (not checked).
+    X : ndarray of shape (n, p)
+        The training inputs.
+    name : str, default='kernel'
+        The argument's name, for the error message.
+
+    Raises
+    ------
+    ValueError
+        When max |G - G^T| > sqrt(eps) max |G| on those rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import BlockKernel
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> check_symmetric(KernelParts(BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * np.eye(2), 2)), X)
+    """
+    if not parts.gen or is_field_kernel(parts) or xp_of(X) is not np:
+        return
+    idx = np.unique(np.linspace(0, len(X) - 1, min(len(X), SYMMETRY_ROWS)).astype(int))
+    G = parts.kernel.gram(X[idx])
+    sv = np.tile(parts.s, len(idx))
+    G = G * sv[:, None] / sv[None, :]                       # the symmetric frame of the weights
+    asym, size = float(np.abs(G - G.T).max()), float(np.abs(G).max())
+    if asym > math.sqrt(np.finfo(float).eps) * size:
+        raise ValueError(f"{name} {type(parts.kernel).__name__} is not symmetric: K(x, y) != K(y, x)^T on the training rows "
+                         f"(max |G - G^T| = {asym:.3g}, max |G| = {size:.3g}); conjugate gradients (solver='cg') need a "
+                         "symmetric kernel, and so does any operator-valued kernel")
+
 # %% ../nbs/1_shared/02_linalg.ipynb #836e485c
 def landmark_rows(n: int, n_components: int, random_state=None):
     """min(n_components, n) sorted row indices drawn without replacement: the landmarks of the Nystrom fit and of CG's
@@ -1386,7 +1427,7 @@ def cg_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | 
     Raises
     ------
     ValueError
-        preconditioner='separable' for a kernel with generic parts.
+        preconditioner='separable' for a kernel with generic parts, or a kernel that is not symmetric (`check_symmetric`).
 
     Examples
     --------
@@ -1399,6 +1440,7 @@ def cg_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | 
     >>> bool(np.allclose(C, C_dense)), info["iterations"]
     (True, 1)
     """
+    check_symmetric(parts, X)                                # CG needs it: refused up front, not after max_iter steps
     grams = parts.grams(X, X) if grams is None else grams
     field = is_field_kernel(parts)
     kind = ("separable" if parts.separable else "nystrom" if field else None) if preconditioner == "auto" else preconditioner
@@ -2130,6 +2172,7 @@ def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: in
         raise ValueError("Y: the observed (non-NaN) entries must be finite (NaN marks a missing entry; inf is refused)")
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    check_symmetric(parts, X)                                # CG needs a symmetric kernel
     s = parts.s
     B = np.where(M, Y, 0.0) * s
     max_iter = 10 * int(M.sum()) if max_iter is None else max_iter

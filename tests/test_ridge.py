@@ -544,3 +544,16 @@ def test_exact_solvers_agree_whenever_none_warns(case):
             assert not warned, (case, lam, cond)
         if not warned:
             assert max(rel(C[a], C["dense"]) for a in C) <= 10 * cond * eps, (case, lam, cond)
+
+
+def test_cg_refuses_a_kernel_that_is_not_symmetric():
+    "Issue 30: solver='cg' with K(x, y) != K(y, x)^T ran to its iteration cap (7-49 s) before warning; now refused up front."
+    X, Y = data(40)
+    A = np.array([[1.0, 0.5, 0.0], [-0.5, 1.0, 0.0], [0.0, 0.0, 1.0]])              # not symmetric
+    K = BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * A, 3)
+    for kw in ({}, {"missing": "ignore"}):
+        with pytest.raises(ValueError, match="kernel BlockKernel is not symmetric"):
+            ridge.OVKRidge(K, solver="cg", **kw).fit(X, Y)
+    Ks = BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * (A + A.T) / 2, 3)   # symmetric: fitted as before
+    m = ridge.OVKRidge(Ks, solver="cg", lam=0.1, tol=1e-12, center_y=False).fit(X, Y)
+    assert rel(m.coef_, ridge_dense_reference(Ks, X, Y, 0.1)) < 1e-8
