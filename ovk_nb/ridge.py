@@ -209,10 +209,12 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : OVKernel or None, default=None
+    kernel : OVKernel, ScalarKernel, str or None, default=None
         The operator-valued kernel (`Separable`, `SumKernel`, `BlockKernel`, ...). None is
-        `Separable(RBF(gamma='scale'), T=None)`: a Gaussian kernel with bandwidth 1 / sum_j Var(X[:, j]) (`kernels.data_gamma`) and the
-        identity of Y's width. Data-driven arguments are resolved at fit; the result is `kernel_`.
+        `Separable(RBF(gamma='scale'), T=None)`: a Gaussian kernel with bandwidth 1 / sum_j Var(X[:, j])
+        (`kernels.data_gamma`) and the identity of Y's width. A scalar kernel k means `Separable(k, T=None)` (k I); a
+        name of KernelRidge's ('rbf', 'laplacian', 'linear', 'poly') means its scalar kernel (`kernels.named_kernel`).
+        Data-driven arguments are resolved at fit; the result is `kernel_`.
     lam : float, default=1.0
         Regularisation > 0 (KernelRidge's `alpha`).
     solver : {'auto', 'dense', 'eigen', 'cholesky', 'cg', 'nystrom', 'rff'}, default='auto'
@@ -225,7 +227,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     tol : float, default=1e-10
         CG's relative residual tolerance.
     max_iter : int or None, default=None
-        CG's iteration cap (None: 10 n d).
+        The iteration cap of CG and of the semi-supervised GMRES (its matrix products in all; None: 10 n d). An
+        iterative solve stops at it, or earlier on stagnation, and warns (`ConvergenceWarning`).
     preconditioner : {'auto', 'separable', 'jacobi', 'nystrom'} or None, default='auto'
         CG's preconditioner. 'auto': 'separable' for sums of Separables, 'nystrom' (an operator-valued Nystrom
         approximation on `n_components` landmark rows, inverted by Woodbury) for CurlFreeRBF / DivFreeRBF, else none.
@@ -1047,7 +1050,7 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : OVKernel or None, default=None
+    kernel : OVKernel, ScalarKernel, str or None, default=None
         As `OVKRidge` (None: `Separable(RBF(gamma='scale'), T=None)`, resolved on each training set).
     lams : array-like of float or None, default=None
         Candidate regularisations; None is `DEFAULT_LAMS`, 1e-6 to 1e3, two per decade.

@@ -243,7 +243,7 @@ def test_more_bad_input():
     with pytest.raises(ValueError, match="features"):
         RONORMA(gaussian_times_J(2)).fit(X, Y).partial_fit(X[:, :2], Y)
     with pytest.raises(ValueError, match="kernel must be an instance of OVKernel"):
-        RONORMA(RBF(1.0)).fit(X, Y)
+        RONORMA("gaussian").fit(X, Y)                 # (a scalar kernel is accepted since issue 29: k I)
     with pytest.raises(ValueError, match="classes"):
         RONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError, match="number of classes"):
