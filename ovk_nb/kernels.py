@@ -1270,7 +1270,7 @@ def named_kernel(name: str, X) -> ScalarKernel:
         return Polynomial(degree=3, coef0=1.0, gamma=1.0 / (int(np.shape(X)[1]) if np.ndim(X) == 2 else 1))
     raise ValueError(f"kernel must be a kernel object or one of {KERNEL_NAMES}, got {name!r}")
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #cc4258d5
 def resolve_kernel(kernel, X, Y=None, default=None, name: str = "kernel", kind=None):
     """The kernel an estimator fits with, resolved on its training data.
 

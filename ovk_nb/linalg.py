@@ -784,7 +784,7 @@ def check_condition(cond: float, lam: float, solver: str, dtype=np.float64) -> f
                       "of X", IllConditionedWarning, stacklevel=3)
     return float(cond)
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #48f88ff8
 def _anorm(A) -> float:
     "The 1-norm of a square NumPy matrix (LAPACK lange, no copy for a C or Fortran array; symmetric: its transpose's)."
     lange, = get_lapack_funcs(("lange",), (A,))
