@@ -325,7 +325,14 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         ------
         ValueError
             If X or Y is not finite (NaN in Y is allowed with ``missing='ignore'``), their lengths differ, or the
-            kernel does not fit Y's width or the chosen solver.
+            kernel does not fit Y's width or the chosen solver (solver='cg' refuses a kernel that is not symmetric).
+
+        Warns
+        -----
+        ovk_nb.linalg.IllConditionedWarning
+            When an exact solver ('dense', 'eigen', 'cholesky') finds cond(K + lam I) * eps > 1e-4 (names lam and cond).
+        sklearn.exceptions.ConvergenceWarning
+            When CG or the semi-supervised GMRES stops at max_iter (or GMRES on stagnation) above tol.
 
         Examples
         --------
