@@ -386,7 +386,7 @@ class OVKDE(_KDEBase):
     ----------
     input_kernel : callable or None, default=None
         Kernel k(A, B) -> Gram matrix on the inputs. None is `RBF(gamma='scale')`: the Gaussian kernel with SVC's
-        bandwidth 1 / (n_features * X.var()) on the training inputs. A kernel's data-driven arguments (`RBF()`) are set
+        bandwidth 1 / sum_j Var(X[:, j]) on the training inputs. A kernel's data-driven arguments (`RBF()`) are set
         from the training X at fit.
     output_kernel : callable or None, default=None
         Kernel l on the outputs (vectors, or any objects it accepts: words, graphs). None is `RBF(gamma='scale')` set

@@ -20,12 +20,14 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['IDLE_CACHE_S', 'IDLE_WINDOW_S', 'IDLE_CORES_PER_THREAD', 'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor',
+__all__ = ['COND_EPS_BOUND', 'SYMMETRY_ROWS', 'IDLE_CACHE_S', 'IDLE_WINDOW_S', 'IDLE_CORES_PER_THREAD', 'KernelParts',
+           'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning', 'check_condition', 'cho_cond',
            'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec', 'separable_preconditioner',
-           'jacobi_preconditioner', 'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'landmark_rows',
-           'cg_solve', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures',
-           'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq',
-           'BlockNystrom', 'blas_threads', 'idle_cores', 'blas_ceiling', 'factor_threads']
+           'jacobi_preconditioner', 'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'check_symmetric',
+           'landmark_rows', 'cg_solve', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit',
+           'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner',
+           'masked_solve', 'masked_logdet_slq', 'BlockNystrom', 'blas_threads', 'idle_cores', 'blas_ceiling',
+           'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #c0f071ab
 def _like(A, like):
@@ -731,6 +733,111 @@ def solve(self: EigenFactor, R, lam):
         out += (R - self.U @ UR) / lam
     return out
 
+# %% ../nbs/1_shared/02_linalg.ipynb #11036d39
+import warnings
+
+from scipy.linalg import LinAlgWarning
+from scipy.linalg.lapack import get_lapack_funcs
+
+COND_EPS_BOUND = 1e-4        # warn when cond * eps exceeds this (see the decision above)
+
+
+class IllConditionedWarning(LinAlgWarning):
+    """The ridge system (K + lam I) c = y is too ill-conditioned for its solution to be trusted: cond * eps >
+    `COND_EPS_BOUND`; a subclass of `scipy.linalg.LinAlgWarning`, so filters on SciPy's warning catch it too.
+
+    Examples
+    --------
+    >>> issubclass(IllConditionedWarning, LinAlgWarning)
+    True
+    """
+
+
+def check_condition(cond: float, lam: float, solver: str, dtype=np.float64) -> float:
+    """Warn (`IllConditionedWarning`) when the estimated condition number `cond` of the ridge system is too large.
+
+    Parameters
+    ----------
+    cond : float
+        The estimated condition number of K + lam I (inf for a singular estimate).
+    lam : float
+        The regularisation, named in the warning.
+    solver : str
+        The solver, named in the warning.
+    dtype : numpy dtype, default=float64
+        The precision of the solve (its eps).
+
+    Returns
+    -------
+    float
+        `cond`.
+
+    Examples
+    --------
+    >>> check_condition(1e3, 1e-2, "dense")
+    1000.0
+    """
+    eps = float(np.finfo(dtype).eps)
+    if not cond * eps <= COND_EPS_BOUND:                     # (also for NaN / inf)
+        warnings.warn(f"ill-conditioned ridge system (solver={solver!r}): lam={lam:.3g}, estimated condition number "
+                      f"{cond:.3g}, cond * eps = {cond * eps:.2g} > {COND_EPS_BOUND:g}: the solution may be inaccurate "
+                      "(fewer than about 4 correct digits); increase lam or remove duplicated or nearly duplicated rows "
+                      "of X", IllConditionedWarning, stacklevel=3)
+    return float(cond)
+
+# %% ../nbs/1_shared/02_linalg.ipynb #48f88ff8
+def _anorm(A) -> float:
+    "The 1-norm of a square NumPy matrix (LAPACK lange, no copy for a C or Fortran array; symmetric: its transpose's)."
+    lange, = get_lapack_funcs(("lange",), (A,))
+    return float(lange("1", A.T if A.flags.c_contiguous else A))
+
+
+def cho_cond(F, anorm: float) -> float:
+    """The 1-norm condition number of an SPD matrix estimated from its Cholesky factor (LAPACK pocon, O(n^2)).
+
+    Parameters
+    ----------
+    F : tuple
+        ``scipy.linalg.cho_factor``'s result (c, lower).
+    anorm : float
+        The 1-norm of the matrix before it was factored.
+
+    Returns
+    -------
+    float
+        The estimate of cond_1 (inf when LAPACK finds the factor singular).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.linalg as sla
+    >>> A = np.diag([1.0, 1e-6])
+    >>> float(cho_cond(sla.cho_factor(A), 1.0))
+    1000000.0
+    """
+    c, lower = F
+    pocon, = get_lapack_funcs(("pocon",), (c,))
+    rcond, info = pocon(c, anorm, uplo="L" if lower else "U")
+    return float(1.0 / rcond) if info == 0 and rcond > 0 else float("inf")
+
+
+@patch
+def cond(self: EigenFactor, lam) -> float:
+    """The 2-norm condition number of the decoupled systems (s_a e_l + lam) for one lam, exact from the eigenvalues: the
+    largest over the output columns l of max_a / min_a of ``den(lam)[:, l]``.
+
+    Parameters
+    ----------
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    float
+        The condition number.
+    """
+    den = to_numpy(self.den(lam))
+    return float((den.max(0) / den.min(0)).max()) if den.size else 1.0
+
 # %% ../nbs/1_shared/02_linalg.ipynb #e3e1bdb2
 def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
     """Solve the ridge system (K + lam I) C = Y for a kernel whose output matrices share an eigenbasis.
@@ -755,6 +862,11 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
     ndarray of shape (n, d)
         The coefficients C.
 
+    Warns
+    -----
+    IllConditionedWarning
+        When the largest condition number of the groups' systems times eps exceeds `COND_EPS_BOUND` (NumPy inputs).
+
     Examples
     --------
     >>> import numpy as np
@@ -771,7 +883,7 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
     grams = parts.grams(X, X) if grams is None else grams
     Yh = Y @ _like(Vinv, Y).T
     groups = group_columns(E)
-    blocks = []
+    blocks, cond = [], 1.0
     for gi, (col, idx) in enumerate(groups):
         coefs = np.zeros(len(grams))
         for c, j in enumerate(parts.sidx):                    # parts sharing a scalar kernel share its Gram
@@ -785,8 +897,15 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
             shift, rhs = lam / float(coefs[0]), rhs / float(coefs[0])
         else:
             A, shift = sum(float(c) * G for c, G in zip(coefs, grams) if c), lam
-        blocks.append(_spd_solve(xp, _add_diag(xp, A, shift), rhs))
-        del A
+        A = _add_diag(xp, A, shift)
+        anorm = _anorm(A) if xp is np else None
+        F = _spd_factor(xp, A)
+        if xp is np:                    # each group is solved by itself: the largest of their conditions (see above)
+            cond = max(cond, cho_cond(F, anorm))
+        blocks.append(_spd_factor_solve(xp, F, rhs))
+        del A, F
+    if xp is np:
+        check_condition(cond, lam, "cholesky")
     return _regroup(xp, blocks, groups) @ _like(V, Y).T
 
 # %% ../nbs/1_shared/02_linalg.ipynb #aea0bd9a
@@ -816,6 +935,11 @@ def dense_solve(kernel, X, Y, lam):
     ValueError
         When the block Gram plus lam I is not positive definite.
 
+    Warns
+    -----
+    IllConditionedWarning
+        When LAPACK's estimate of the condition number of K + lam I times eps exceeds `COND_EPS_BOUND` (NumPy inputs).
+
     Examples
     --------
     >>> import numpy as np
@@ -836,7 +960,14 @@ def dense_solve(kernel, X, Y, lam):
         G *= sv[:, None]
         G /= sv[None, :]
     b = xp.reshape(Y if s is None else Y * _like(s, Y), (-1, 1))
-    c = _spd_solve(xp, _add_diag(xp, G, lam), b)
+    A = _add_diag(xp, G, lam)
+    if xp is np:                        # LAPACK's estimate from the factor (see the decision above)
+        anorm = _anorm(A)
+        F = _spd_factor(xp, A)
+        check_condition(cho_cond(F, anorm), lam, "dense")
+        c = _spd_factor_solve(xp, F, b)
+    else:
+        c = _spd_solve(xp, A, b)
     C = xp.reshape(c, (n, d))
     return C if s is None else C / _like(s, C)
 
@@ -1186,6 +1317,47 @@ def ov_nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float 
         return xp.reshape((r - Phi @ _spd_factor_solve(xp, F, Phi.T @ r)) / lam, R.shape)
     return P
 
+# %% ../nbs/1_shared/02_linalg.ipynb #117bac64
+SYMMETRY_ROWS = 32           # training rows on which CG checks a generic kernel's symmetry
+
+
+def check_symmetric(parts: KernelParts, X, name: str = "kernel"):
+    """Refuse (ValueError naming the kernel) a kernel whose generic parts are not symmetric on up to `SYMMETRY_ROWS` evenly
+    spaced rows of X: CG needs K(x, y) = K(y, x)^T (in the frame of the quadrature weights).
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel; sums of separable parts and the vector-field Gaussians are symmetric by construction (not checked).
+    X : ndarray of shape (n, p)
+        The training inputs.
+    name : str, default='kernel'
+        The argument's name, for the error message.
+
+    Raises
+    ------
+    ValueError
+        When max |G - G^T| > sqrt(eps) max |G| on those rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import BlockKernel
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> check_symmetric(KernelParts(BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * np.eye(2), 2)), X)
+    """
+    if not parts.gen or is_field_kernel(parts) or xp_of(X) is not np:
+        return
+    idx = np.unique(np.linspace(0, len(X) - 1, min(len(X), SYMMETRY_ROWS)).astype(int))
+    G = parts.kernel.gram(X[idx])
+    sv = np.tile(parts.s, len(idx))
+    G = G * sv[:, None] / sv[None, :]                       # the symmetric frame of the weights
+    asym, size = float(np.abs(G - G.T).max()), float(np.abs(G).max())
+    if asym > math.sqrt(np.finfo(float).eps) * size:
+        raise ValueError(f"{name} {type(parts.kernel).__name__} is not symmetric: K(x, y) != K(y, x)^T on the training rows "
+                         f"(max |G - G^T| = {asym:.3g}, max |G| = {size:.3g}); conjugate gradients (solver='cg') need a "
+                         "symmetric kernel, and so does any operator-valued kernel")
+
 # %% ../nbs/1_shared/02_linalg.ipynb #836e485c
 def landmark_rows(n: int, n_components: int, random_state=None):
     """min(n_components, n) sorted row indices drawn without replacement: the landmarks of the Nystrom fit and of CG's
@@ -1256,7 +1428,7 @@ def cg_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | 
     Raises
     ------
     ValueError
-        preconditioner='separable' for a kernel with generic parts.
+        preconditioner='separable' for a kernel with generic parts, or a kernel that is not symmetric (`check_symmetric`).
 
     Examples
     --------
@@ -1269,6 +1441,7 @@ def cg_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | 
     >>> bool(np.allclose(C, C_dense)), info["iterations"]
     (True, 1)
     """
+    check_symmetric(parts, X)                                # CG needs it: refused up front, not after max_iter steps
     grams = parts.grams(X, X) if grams is None else grams
     field = is_field_kernel(parts)
     kind = ("separable" if parts.separable else "nystrom" if field else None) if preconditioner == "auto" else preconditioner
@@ -2000,6 +2173,7 @@ def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: in
         raise ValueError("Y: the observed (non-NaN) entries must be finite (NaN marks a missing entry; inf is refused)")
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    check_symmetric(parts, X)                                # CG needs a symmetric kernel
     s = parts.s
     B = np.where(M, Y, 0.0) * s
     max_iter = 10 * int(M.sum()) if max_iter is None else max_iter

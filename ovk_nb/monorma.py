@@ -189,7 +189,7 @@ def default_kernels(X):
     -------
     list of Separable
         ``Separable(RBF(c gamma), T=None)`` for c in `DEFAULT_BANDWIDTHS` (0.1, 1, 10), gamma SVC's 'scale'
-        bandwidth 1 / (n_features X.var()); T=None is resolved to the identity of Y's width at fit.
+        bandwidth 1 / sum_j Var(X[:, j]); T=None is resolved to the identity of Y's width at fit.
 
     Examples
     --------

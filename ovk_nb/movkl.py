@@ -96,7 +96,7 @@ class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
     ----------
     kernel : ScalarKernel or None, default=None
         Scalar kernel G on the inputs. None is `RBF(gamma='scale')`, the Gaussian kernel with SVC's bandwidth
-        1 / (n_features * X.var()); a kernel's data-driven arguments are set from the training X at fit.
+        1 / sum_j Var(X[:, j]); a kernel's data-driven arguments are set from the training X at fit.
     operator : OutputOperator or None, default=None
         The operator T on the output grid (it brings the quadrature weights of `score`). None is the identity on Y's
         column grid, `np.linspace(0, 1, d)` with equal weights (`default_operator`): independent kernel ridge regressions
@@ -286,7 +286,7 @@ DEFAULT_BANDWIDTHS = (0.1, 1.0, 10.0)
 
 def default_kernels(X, Y, factors=DEFAULT_BANDWIDTHS) -> list:
     """MovKL's default dictionary on checked X (n, p) and Y (n, d): Gaussian kernels RBF(c * gamma) for c in `factors`,
-    gamma = 1 / (n_features * X.var()) (SVC's 'scale'), each with the identity operator on Y's grid (`default_operator`)."""
+    gamma = 1 / sum_j Var(X[:, j]) (SVC's 'scale'), each with the identity operator on Y's grid (`default_operator`)."""
     gamma, op = data_gamma("scale", X), default_operator(Y.shape[1])
     return [(RBF(c * gamma), op) for c in factors]
 
@@ -536,7 +536,7 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     kernels : list or None, default=None
         Separable kernels or (ScalarKernel, OutputOperator or matrix) pairs, all on one output grid; data-driven arguments
         (`RBF()`) are set from the training data at fit. None is a small dictionary of bandwidths: RBF(c * gamma) for
-        c in (0.1, 1, 10), gamma = 1 / (n_features * X.var()), each with the identity operator on Y's column grid
+        c in (0.1, 1, 10), gamma = 1 / sum_j Var(X[:, j]), each with the identity operator on Y's column grid
         (`default_kernels`).
     lam : float, default=1.0
         Ridge parameter (> 0).

@@ -231,7 +231,7 @@ class OSKAAR(StreamLearner):
     Parameters
     ----------
     kernel : ScalarKernel or None, default=None
-        The scalar input kernel. None: `RBF(gamma='scale')`, its bandwidth 1 / (n_features * X.var()) set from the first
+        The scalar input kernel. None: `RBF(gamma='scale')`, its bandwidth 1 / sum_j Var(X[:, j]) set from the first
         batch's inputs (a stream sees only its first batch), kept as `kernel_`.
     lam : float > 0, default=1.0
         KAAR's regularisation.

@@ -22,7 +22,7 @@ from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, Su
 from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
                                 dask_nystrom_fit, dask_predict, dask_rows,
                                 is_dask_array, check_dask_X, tree_sum, _terms, _finite)
-from .linalg import masked_solve, masked_solve_dense
+from .linalg import masked_solve, masked_solve_dense, check_condition
 from .validation import check_X_Y_missing
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
@@ -175,6 +175,7 @@ def _solve(est, solver, parts, X, Y, lam):
         est.coef_ = dense_solve(est.kernel_, X, Y, lam)
     elif solver == "eigen":
         est._eig_cache = _eigen_factor(parts, X, Y)
+        check_condition(est._eig_cache.cond(lam), lam, "eigen")        # exact from the eigenvalues (linalg's decision)
         est.coef_ = est._eig_cache.coef(lam)
     elif solver == "cholesky":
         est.coef_ = grouped_cholesky(parts, X, Y, lam)
@@ -212,10 +213,12 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : OVKernel or None, default=None
+    kernel : OVKernel, ScalarKernel, str or None, default=None
         The operator-valued kernel (`Separable`, `SumKernel`, `BlockKernel`, ...). None is
-        `Separable(RBF(gamma='scale'), T=None)`: a Gaussian kernel with bandwidth 1 / (n_features * X.var()) and the
-        identity of Y's width. Data-driven arguments are resolved at fit; the result is `kernel_`.
+        `Separable(RBF(gamma='scale'), T=None)`: a Gaussian kernel with bandwidth 1 / sum_j Var(X[:, j])
+        (`kernels.data_gamma`) and the identity of Y's width. A scalar kernel k means `Separable(k, T=None)` (k I); a
+        name of KernelRidge's ('rbf', 'laplacian', 'linear', 'poly') means its scalar kernel (`kernels.named_kernel`).
+        Data-driven arguments are resolved at fit; the result is `kernel_`.
     lam : float, default=1.0
         Regularisation > 0 (KernelRidge's `alpha`).
     solver : {'auto', 'dense', 'eigen', 'cholesky', 'cg', 'nystrom', 'rff'}, default='auto'
@@ -228,7 +231,8 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     tol : float, default=1e-10
         CG's relative residual tolerance.
     max_iter : int or None, default=None
-        CG's iteration cap (None: 10 n d).
+        The iteration cap of CG and of the semi-supervised GMRES (its matrix products in all; None: 10 n d). An
+        iterative solve stops at it, or earlier on stagnation, and warns (`ConvergenceWarning`).
     preconditioner : {'auto', 'separable', 'jacobi', 'nystrom'} or None, default='auto'
         CG's preconditioner. 'auto': 'separable' for sums of Separables, 'nystrom' (an operator-valued Nystrom
         approximation on `n_components` landmark rows, inverted by Woodbury) for CurlFreeRBF / DivFreeRBF, else none.
@@ -325,7 +329,14 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         ------
         ValueError
             If X or Y is not finite (NaN in Y is allowed with ``missing='ignore'``), their lengths differ, or the
-            kernel does not fit Y's width or the chosen solver.
+            kernel does not fit Y's width or the chosen solver (solver='cg' refuses a kernel that is not symmetric).
+
+        Warns
+        -----
+        ovk_nb.linalg.IllConditionedWarning
+            When an exact solver ('dense', 'eigen', 'cholesky') finds cond(K + lam I) * eps > 1e-4 (names lam and cond).
+        sklearn.exceptions.ConvergenceWarning
+            When CG or the semi-supervised GMRES stops at max_iter (or GMRES on stagnation) above tol.
 
         Examples
         --------
@@ -701,9 +712,11 @@ def _fit_masked(est, X, Y):
     est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
     return est
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #2295e2df
 def _manifold_gmres(parts, X, Y, lam, lam_m, n_neighbors, tol, max_iter):
-    "(B K + lam I) vec(C) = vec(M Y) by GMRES, preconditioned by (K + lam I)^{-1}; K Z from the scalar Grams."
+    """(B K + lam I) vec(C) = vec(M Y) by restarted GMRES, preconditioned by (K + lam I)^{-1}; K Z from the scalar Grams.
+    At most `max_iter` products in all (None: 10 n d), stopping early when it stagnates (see the decision); warns when the
+    true relative residual is above tol. Returns (C, iterations)."""
     from scipy.sparse.linalg import LinearOperator, gmres
     if parts.w is not None:
         raise ValueError("lam_manifold > 0 with quadrature weights: use solver='dense'")
@@ -717,16 +730,43 @@ def _manifold_gmres(parts, X, Y, lam, lam_m, n_neighbors, tol, max_iter):
         KZ = parts.apply_grams(grams, X, X, v.reshape(n, d))
         return (M * KZ + lam_m * (L @ KZ) + lam * v.reshape(n, d)).ravel()
 
-    A = LinearOperator((n * d, n * d), matvec=mv, dtype=float)
     P = None if pre is None else LinearOperator((n * d, n * d), matvec=lambda v: pre(v.reshape(n, d)).ravel(), dtype=float)
-    count = [0]
+    b = np.where(M, Y, 0.0).ravel()
+    bn, cap, restart = float(np.linalg.norm(b)), int(max_iter or 10 * n * d), min(200, n * d)
+    st = {"products": 0, "x": np.zeros(n * d), "hist": [0.0 if bn == 0 else 1.0]}
+
+    def counted(v):
+        st["products"] += 1
+        if st["products"] > cap:
+            raise _GMRESStop
+        return mv(v)
+
+    def cycle(x):                     # after each restart cycle: keep the iterate, stop on stagnation
+        st["x"] = x.copy(); st["hist"].append(float(np.linalg.norm(b - mv(x))) / bn)
+        if len(st["hist"]) > _GMRES_SLOW and st["hist"][-1] > 0.5 * st["hist"][-1 - _GMRES_SLOW]:
+            raise _GMRESStop
+
+    A = LinearOperator((n * d, n * d), matvec=counted, dtype=float)
     with blas_threads(_solve_threads("cg", n, d)):
-        c, info = gmres(A, np.where(M, Y, 0.0).ravel(), M=P, rtol=tol, restart=min(200, n * d),
-                        maxiter=max_iter or 10 * n * d, callback=lambda r: count.__setitem__(0, count[0] + 1),
-                        callback_type="pr_norm")
-    if info != 0:
-        warnings.warn(f"GMRES did not reach tol={tol} ({count[0]} iterations)", ConvergenceWarning)
-    return c.reshape(n, d), count[0]
+        try:
+            st["x"], _ = gmres(A, b, M=P, rtol=tol, atol=0.0, restart=restart, maxiter=cap, callback=cycle,
+                               callback_type="x") if bn > 0 else (st["x"], 0)
+        except _GMRESStop:
+            pass
+    res = float(np.linalg.norm(b - mv(st["x"]))) / bn if bn > 0 else 0.0
+    if res > tol:
+        why = ("its cap of max_iter products" if st["products"] > cap else
+               f"stagnation ({_GMRES_SLOW} restart cycles that did not halve the residual)")
+        warnings.warn(f"GMRES did not reach tol={tol}: relative residual {res:.2g} after {min(st['products'], cap)} products, "
+                      f"stopped by {why}; a larger tol or lam makes the system easier", ConvergenceWarning)
+    return st["x"].reshape(n, d), min(st["products"], cap)
+
+
+_GMRES_SLOW = 3           # restart cycles in a row that must halve the residual between them, else GMRES has stagnated
+
+
+class _GMRESStop(Exception):
+    "Raised inside SciPy's gmres (by the product count or the cycle callback) to end it; the last cycle's iterate is kept."
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
 def _fitted_eigen(est):
@@ -854,6 +894,7 @@ def refit(self: OVKRidge, lam):
     """
     f = _fitted_eigen(self)
     self.lam = check_positive(lam, "lam")
+    check_condition(f.cond(self.lam), self.lam, "eigen")
     self.coef_, self.solver_, self._nystrom = f.coef(self.lam), "eigen", None
     if getattr(self, "_xp_model", None) is not None:           # array-API fit: its predictions read the model
         self._xp_model = xp_exact_model(KernelParts(self.kernel_), self.coef_, "eigen", factor=f)
@@ -1020,7 +1061,7 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : OVKernel or None, default=None
+    kernel : OVKernel, ScalarKernel, str or None, default=None
         As `OVKRidge` (None: `Separable(RBF(gamma='scale'), T=None)`, resolved on each training set).
     lams : array-like of float or None, default=None
         Candidate regularisations; None is `DEFAULT_LAMS`, 1e-6 to 1e3, two per decade.

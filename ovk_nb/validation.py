@@ -14,9 +14,10 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 # %% auto #0
-__all__ = ['check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'InstanceOf', 'Predicate',
-           'validate_params', 'validate_estimator_params', 'to_numpy', 'check_input', 'check_X_Y', 'check_X_Y_missing',
-           'check_fitted', 'feature_names', 'check_feature_names', 'check_X', 'fit_context']
+__all__ = ['ALSO_ACCEPTED', 'check_matrix', 'check_positive', 'check_psd', 'sym_in_weights', 'Interval', 'Options', 'accept_also',
+           'InstanceOf', 'Predicate', 'validate_params', 'validate_estimator_params', 'to_numpy', 'check_input',
+           'check_X_Y', 'check_X_Y_missing', 'check_fitted', 'feature_names', 'check_feature_names', 'check_X',
+           'fit_context']
 
 # %% ../nbs/1_shared/00_validation.ipynb #40a02709
 def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndarray:
@@ -283,8 +284,36 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
+ALSO_ACCEPTED: dict = {}      # class -> a constraint whose values also pass where that class is expected (`accept_also`)
+
+
+def accept_also(klass: type, constraint) -> None:
+    """Register `constraint` as also satisfying every `InstanceOf` constraint (and class constraint) that names `klass`.
+
+    `ovk_nb.kernels` registers the scalar kernels and KernelRidge's kernel names where an `OVKernel` is expected, so that
+    every estimator that declares ``"kernel": [OVKernel, None]`` accepts ``RBF(0.5)`` and ``'rbf'`` (resolved by
+    `ovk_nb.kernels.resolve_kernel`) without a change of its own.
+
+    Parameters
+    ----------
+    klass : type
+        The class a constraint names.
+    constraint : object
+        Anything with ``is_satisfied_by(v)`` and a readable ``str``.
+
+    Examples
+    --------
+    >>> class _A: pass
+    >>> accept_also(_A, Options(("a",)))
+    >>> InstanceOf(_A).is_satisfied_by("a"), str(InstanceOf(_A))
+    (True, "an instance of _A or one of 'a'")
+    >>> del ALSO_ACCEPTED[_A]
+    """
+    ALSO_ACCEPTED[klass] = constraint
+
+
 class InstanceOf:
-    """A parameter constraint: an instance of one of the given classes.
+    """A parameter constraint: an instance of one of the given classes (or a value `accept_also` registered for one).
 
     Parameters
     ----------
@@ -316,10 +345,12 @@ class InstanceOf:
         bool
             True if it is.
         """
-        return isinstance(v, self.classes)
+        return isinstance(v, self.classes) or any(
+            c in ALSO_ACCEPTED and ALSO_ACCEPTED[c].is_satisfied_by(v) for c in self.classes)
 
     def __str__(self):
-        return "an instance of " + " or ".join(c.__name__ for c in self.classes)
+        also = [str(ALSO_ACCEPTED[c]) for c in self.classes if c in ALSO_ACCEPTED]
+        return " or ".join(["an instance of " + " or ".join(c.__name__ for c in self.classes), *also])
 
 # %% ../nbs/1_shared/00_validation.ipynb #a40682d3
 def _named(c):

@@ -239,7 +239,7 @@ def test_dask_defaults_resolve_on_a_sample_and_auto_warns(client):
     Xd = da.from_array(X, chunks=(200, 5))
     with pytest.warns(UserWarning, match="Nystrom approximation"):
         m = OVKRidge(n_components=100, random_state=0).fit(Xd, Y)
-    assert m.solver_ == "nystrom" and m.kernel_.scalar_kernel.gamma == pytest.approx(1 / (X.shape[1] * X.var()))
+    assert m.solver_ == "nystrom" and m.kernel_.scalar_kernel.gamma == pytest.approx(1 / X.var(0).sum())
     np.testing.assert_allclose(m.y_mean_, Y.mean(0), rtol=1e-12)
     ref = OVKRidge(m.kernel_, solver="nystrom", n_components=100, random_state=0).fit(X, Y)   # same kernel, numpy
     np.testing.assert_allclose(np.asarray(m.predict(Xd).compute()), ref.predict(X), rtol=0, atol=1e-9)

@@ -256,7 +256,7 @@ def test_theta_layout_and_round_trip():
     assert K.hyperparameter_names == ["scalar_kernel__gamma", "T__W[0,0]", "T__W[1,0]", "T__W[2,0]",
                                       "T__kappa[0]", "T__kappa[1]", "T__kappa[2]"]
     assert K.bounds.shape == (7, 2) and np.isinf(K.bounds[1:4]).all() and np.isfinite(K.bounds[[0, 4, 5, 6]]).all()
-    np.testing.assert_allclose(K.theta[0], np.log(1 / (2 * X.var())))
+    np.testing.assert_allclose(K.theta[0], np.log(1 / X.var(0).sum()))
     K2 = K.clone_with_theta(K.theta + 0.3)
     np.testing.assert_allclose(K2.theta, K.theta + 0.3)
     assert K2.scalar_kernel.gamma == pytest.approx(K.scalar_kernel.gamma * np.exp(0.3))
@@ -307,3 +307,51 @@ def test_coregionalization_is_an_output_matrix_and_a_parameter():
 def test_hyperparameter_bad_inputs(bad, match):
     with pytest.raises(ValueError, match=match):
         bad()
+
+
+# ---- scalar kernels and KernelRidge's names wherever a kernel is expected (issue 29.4) ----
+def _ov_estimators():
+    import ovk_nb
+    return {"OVKRidge": lambda k: ovk_nb.OVKRidge(k), "OVKRidgeCV": lambda k: ovk_nb.OVKRidgeCV(k, lams=[0.1, 1.0], cv=2, random_state=0),
+            "ONORMA": lambda k: ovk_nb.ONORMA(k),
+            "OVKGaussianProcess": lambda k: ovk_nb.OVKGaussianProcess(k, optimizer=None),
+            "JointQuantileRegressor": lambda k: ovk_nb.JointQuantileRegressor(kernel=k)}
+
+
+@pytest.mark.parametrize("est", list(_ov_estimators()))
+@pytest.mark.parametrize("given, means", [(RBF(0.5), Separable(RBF(0.5), None)), ("rbf", Separable(RBF(), None)),
+                                          ("laplacian", Separable(Laplacian(), None)), ("linear", Separable(Linear(), None)),
+                                          ("poly", Separable(Polynomial(3, 1.0, 1 / 3), None))])
+def test_scalar_kernels_and_names_accepted_where_an_ovkernel_is_expected(est, given, means):
+    "RBF(0.5) means Separable(RBF(0.5), I) at fit, 'rbf' etc. KernelRidge's kernels: the same predictions, bit for bit."
+    import warnings
+    make = _ov_estimators()[est]
+    r = np.random.default_rng(0)
+    X = r.normal(size=(30, 3)); Y = np.c_[np.sin(X[:, 0]), X[:, 1] ** 2]
+    y = Y[:, 0] if est == "JointQuantileRegressor" else Y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = make(given).fit(X, y), make(means).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X[:5]), b.predict(X[:5]))
+    assert a.get_params()["kernel"] is given                                   # the user's argument is kept as given
+
+
+@pytest.mark.parametrize("est", ["FunctionalKRR", "OSKAAR"])
+def test_names_accepted_where_a_scalar_kernel_is_expected(est):
+    "Where a scalar kernel is expected (resolved with kind=ScalarKernel) a name means its scalar kernel."
+    import ovk_nb
+    r = np.random.default_rng(0)
+    X = r.normal(size=(30, 3)); Y = np.c_[np.sin(X[:, 0]), X[:, 1] ** 2, X[:, 2]]
+    cls = getattr(ovk_nb, est)
+    y = Y if est == "FunctionalKRR" else np.where(X[:, 0] > 0, "a", "b")
+    np.testing.assert_array_equal(cls(kernel="rbf").fit(X, y).predict(X[:5]), cls(kernel=RBF()).fit(X, y).predict(X[:5]))
+
+
+def test_bad_kernel_names_and_objects_are_refused_by_name():
+    import ovk_nb
+    X, Y = np.zeros((4, 2)), np.zeros((4, 2))
+    for bad in ("gaussian", 5, np.eye(2)):
+        with pytest.raises(ValueError, match="kernel must be an instance of OVKernel or a ScalarKernel"):
+            ovk_nb.OVKRidge(kernel=bad).fit(X, Y)
+    with pytest.raises(ValueError, match="kernel must be"):
+        resolve_kernel("gaussian", X, Y)

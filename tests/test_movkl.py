@@ -340,7 +340,7 @@ def test_defaults_fit_as_well_as_kernel_ridge(name, make):
 def test_default_kernels_are_fitted_attributes_and_the_users_objects_stay():
     X, Y, t = problem(3, n=30, m=12)
     f = FunctionalKRR().fit(X, Y)
-    g = 1.0 / (X.shape[1] * X.var())
+    g = 1.0 / X.var(0).sum()                       # gamma="scale": 1 / sum of per-column variances
     assert isinstance(f.kernel_, RBF) and f.kernel_.gamma == pytest.approx(g)
     assert f.operator_.d == 12 and np.allclose(f.operator_.matrix, np.eye(12)) and f.kernel is None and f.operator is None
     np.testing.assert_allclose(f.y_mean_, Y.mean(0))

@@ -231,7 +231,7 @@ def test_defaults_construct_fit_and_resolve_kernels():
     assert m.n_components_ == 60 and len(m.kernels_) == 1 and isinstance(m.kernels_[0].gamma, float)
     assert MVMLClassifier().fit([X1, X2], y > 0).n_components_ == 60
     m = MVML(kernel=RBF()).fit({"a": X1, "b": 10 * X2}, y)         # gamma='scale' resolved on each view's columns
-    assert m.kernels_[0].gamma == pytest.approx(1 / (2 * X1.var())) and m.kernels_[1].gamma == pytest.approx(1 / (300 * X2.var()))
+    assert m.kernels_[0].gamma == pytest.approx(1 / X1.var(0).sum()) and m.kernels_[1].gamma == pytest.approx(1 / (100 * X2.var(0).sum()))
     r = np.random.default_rng(0)
     Xb = r.normal(size=(AUTO_RANK // 2 + 10, 4))
     m = MVML(views=[[0, 1], [2, 3]], metric="identity").fit(Xb, Xb[:, 0])

@@ -243,7 +243,7 @@ def test_more_bad_input():
     with pytest.raises(ValueError, match="features"):
         RONORMA(gaussian_times_J(2)).fit(X, Y).partial_fit(X[:, :2], Y)
     with pytest.raises(ValueError, match="kernel must be an instance of OVKernel"):
-        RONORMA(RBF(1.0)).fit(X, Y)
+        RONORMA("gaussian").fit(X, Y)                 # (a scalar kernel is accepted since issue 29: k I)
     with pytest.raises(ValueError, match="classes"):
         RONORMA(gaussian_times_J(2), loss="margin").partial_fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError, match="number of classes"):
@@ -469,10 +469,10 @@ def test_default_learners_fit_and_keep_their_kernels():
     on, mo = ONORMA().fit(X, Y), MONORMA().fit(X, Y)
     assert on.kernel is None and on.kernel_.output_dim == 2
     np.testing.assert_allclose(on.kernel_.T, np.eye(2))
-    assert on.kernel_.scalar_kernel.gamma == pytest.approx(1 / (4 * X.var()))
+    assert on.kernel_.scalar_kernel.gamma == pytest.approx(1 / X.var(0).sum())
     assert mo.kernels is None and len(mo.kernels_) == 3
     gammas = sorted(k.scalar_kernel.gamma for k in mo.kernels_)
-    np.testing.assert_allclose(gammas, np.array([0.1, 1, 10]) / (4 * X.var()))
+    np.testing.assert_allclose(gammas, np.array([0.1, 1, 10]) / X.var(0).sum())
     assert on.score(X, Y) > 0.5 and mo.score(X, Y) > 0.5
     clf = ONORMA(loss="margin").fit(X, np.where(X[:, 0] > 10, "a", "b"))
     assert clf.kernel_.output_dim == 2 and list(clf.classes_) == ["a", "b"]

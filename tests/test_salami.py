@@ -126,7 +126,7 @@ def test_bad_inputs_are_refused_by_name_and_leave_the_learner_as_it_was():
             est.partial_fit(Xb, Yb)
         assert pickle.dumps(est) == before
     for params, what in [({"lam": 0.0}, "lam must be"), ({"eta": 0.0}, "eta must be"), ({"eta": -1.0}, "eta must be"),
-                         ({"lifetime": 0}, "lifetime must be"), ({"kernel": "rbf"}, "kernel must be"),
+                         ({"lifetime": 0}, "lifetime must be"), ({"kernel": "gaussian"}, "kernel must be"),
                          ({"decoder": 3}, "decoder must be")]:
         with pytest.raises(ValueError, match=what):
             SALAMI(**params).fit(X, Y)

@@ -85,5 +85,18 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="SumKernel of CurlFreeRBF"):
         helmholtz_parts(m, X)
     K = CurlFreeRBF().resolve(X)
-    assert K.gamma == pytest.approx(1 / (2 * X.var())) and K.dim == 2
+    assert K.gamma == pytest.approx(1 / X.var(0).sum()) and K.dim == 2
     assert SumKernel([CurlFreeRBF(0.5, 2), DivFreeRBF(0.5, 2)]).output_dim == 2
+
+
+def test_dim_disagreeing_with_X_blames_the_kernel_and_gram_infers_dim():
+    "Issue 30: CurlFreeRBF(dim=3) on 2 columns names the kernel's dim and X (it blamed Y); gram(X) takes dim from X."
+    X, Y, _, _ = synthetic_flow(20, seed=0)
+    for K in (CurlFreeRBF(0.5, dim=3), DivFreeRBF(0.5, dim=3)):
+        with pytest.raises(ValueError, match=r"dim=3.*X has 2 columns"):
+            OVKRidge(K).fit(X, Y)
+    for cls in (CurlFreeRBF, DivFreeRBF):
+        np.testing.assert_array_equal(cls(0.5).gram(X), cls(0.5, 2).gram(X))
+        np.testing.assert_array_equal(cls(0.5).diag(X), cls(0.5, 2).diag(X))
+        C = np.ones_like(X)
+        np.testing.assert_array_equal(cls(0.5).apply(X, X, C), cls(0.5, 2).apply(X, X, C))
