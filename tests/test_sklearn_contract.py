@@ -46,7 +46,7 @@ ESTIMATORS = [
     OVKGaussianProcess(),
 ]
 if importlib.util.find_spec("clarabel"):      # the [quantile] extra's QP solver (absent in the minimum-versions job)
-    ESTIMATORS.append(JointQuantileRegressor(probs=0.5))   # one level: predict has y's shape (three levels: three columns)
+    ESTIMATORS += [JointQuantileRegressor(probs=0.5), JointQuantileRegressor()]   # predict has y's shape (issue 30)
 
 # check name -> why it does not apply, per estimator class name ("*": all)
 _FIXED_OUTPUTS = ("the number of outputs is the kernel's output dimension, fixed at construction; this check fits 5 "
