@@ -100,3 +100,29 @@ def test_user_callables_and_kernels_fail_by_name():
         OVKRidge(BlockKernel(lambda x, y: np.eye(3), 2), solver="cg").fit(X, Y)
     with pytest.raises(ValueError, match="input_kernel is not positive semi-definite"):
         OVKDE(lambda A, B: -np.ones((len(A), len(B))) - np.eye(len(A), len(B)), RBF(0.5)).fit(X, Y)
+
+
+# issue 30: PyTorch inputs follow one rule (backend notebook): X, Y and queries of one library, device and dtype,
+# float32 or float64; anything else a ValueError naming the argument, never the library's raw error
+@pytest.mark.parametrize("case", ["half", "bfloat16", "numpy_Y", "float32_query", "numpy_query", "int"])
+@pytest.mark.parametrize("est", ["ridge", "gp"])
+def test_torch_inputs_one_rule(case, est):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y = stream(40)
+    tX, tY = torch.asarray(X), torch.asarray(Y)
+    make = OVKRidge if est == "ridge" else OVKGaussianProcess
+    fitted = make().fit(tX, tY)
+    before = fitted.predict(tX[:5]).clone()
+    call, match = {
+        "half": (lambda: fitted.fit(tX.half(), tY.half()), "X must hold float32 or float64.*float16"),
+        "bfloat16": (lambda: fitted.fit(tX.bfloat16(), tY.bfloat16()), "X must hold float32 or float64.*bfloat16"),
+        "int": (lambda: fitted.fit(tX.int(), tY), "X must hold float32 or float64"),
+        "numpy_Y": (lambda: fitted.fit(tX, Y), r"Y must be an array of X's library \(torch\)"),
+        "float32_query": (lambda: fitted.predict(tX.float()), "X must have the training inputs' dtype torch.float64"),
+        "numpy_query": (lambda: fitted.predict(X), "X must be an array of the library"),
+    }[case]
+    with pytest.raises(ValueError, match=match):
+        call()
+    assert torch.equal(fitted.predict(tX[:5]), before)         # a failed call leaves the model as it was
