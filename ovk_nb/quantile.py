@@ -300,7 +300,7 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
     -----
     `predict` has y's shape (n_samples,), as scikit-learn's regressors; every level comes from `predict_quantiles`.
     `score` is minus the mean pinball loss over the levels and samples (higher is better; not R^2).
-    The QP is solved for (y / s, lam s) with s the power of two nearest max |y|, which has the same minimiser scaled
+    The QP is solved for (y / s, lam s) with s the power of two nearest ``max |y|``, which has the same minimiser scaled
     by 1/s: y of any finite scale fits, and (2^k y, 2^-k lam) gives 2^k times the same bits.
     Needs the optional dependency clarabel: ``pip install ovk_nb[quantile]``.
 
