@@ -126,3 +126,31 @@ def test_torch_inputs_one_rule(case, est):
     with pytest.raises(ValueError, match=match):
         call()
     assert torch.equal(fitted.predict(tX[:5]), before)         # a failed call leaves the model as it was
+
+
+def _collinear_movkl_problem():
+    t = np.linspace(0, 1, 6)
+    X = np.random.default_rng(0).uniform(-1, 1, (20, 2))
+    Y = np.sin(2 * X[:, :1] + 3 * t) * X[:, 1:]
+    Ts = [np.exp(-w * (t[:, None] - t[None]) ** 2) for w in (5.0, 5.001)]
+    return X, Y, Ts
+
+
+def test_gauss_seidel_stops_when_its_rate_cannot_reach_tol():
+    # issue 30: MovKL(solver='gauss_seidel') with nearly collinear kernels ran past 150 s (100000 sweeps an alpha-step)
+    from ovk_nb.movkl import solve_gauss_seidel
+    X, Y, Ts = _collinear_movkl_problem()
+    As = [0.5 * RBF(1.0)(X), 0.5 * RBF(1.0 + 1e-7)(X)]
+    _, info = solve_gauss_seidel(As, Ts, Y, 1e-3, tol=1e-10, max_sweeps=1000)
+    assert info["stalled"] and not info["converged"] and info["iterations"] < 1000
+    assert info["residual"] > 1e-10
+
+
+def test_movkl_gauss_seidel_on_collinear_kernels_is_bounded_and_warns():
+    from sklearn.exceptions import ConvergenceWarning
+    from ovk_nb.movkl import GS_MAX_SWEEPS, MovKL
+    X, Y, Ts = _collinear_movkl_problem()
+    with pytest.warns(ConvergenceWarning, match="Gauss-Seidel.*solver='pcg'"):
+        est = MovKL([(RBF(1.0), Ts[0]), (RBF(1.0 + 1e-7), Ts[1])], lam=1e-3, solver="gauss_seidel").fit(X, Y)
+    assert sum(est.solver_iterations_) <= GS_MAX_SWEEPS
+    assert np.isfinite(est.predict(X)).all() and len(est.weights_history_) == est.n_iter_
