@@ -118,7 +118,7 @@ def main():
                                  a.repeat)
                 td, md = best_time(lambda: JointQuantileRegressor(LEVELS, lam=LAM, gamma_tau=GAMMA_TAU, non_crossing=nc,
                                                                   solver="dense").fit(X, y), 1)
-                Q = m.predict(Xt)
+                Q = m.predict_quantiles(Xt)
                 if nc:
                     rows_q.append(dict(n=n, method="JointQuantileRegressor (ours, factored QP)", time=t, *(), **dict(zip(
                         ("coverage_gap", "pinball", "crossing"), quality(Q, yt)[:3]))))

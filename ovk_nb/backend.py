@@ -97,6 +97,25 @@ def device_of(A):
     return _compat().device(A)
 
 # %% ../nbs/1_shared/09_backend.ipynb #bfe4a695
+def _library(A) -> str:
+    "The top-level module of an array's type: 'torch', 'cupy', 'numpy', 'array_api_strict', ..."
+    return type(A).__module__.split(".")[0]
+
+
+def _same_library(A, ref, name: str, whose: str, dtype: bool = False):
+    """The rule for mixing arrays on the array-API route: `A` of `ref`'s library and device (and dtype with `dtype`),
+    else a ValueError naming `name` and what was expected; nothing is converted."""
+    if not is_array_api(A) or xp_of(A) is not xp_of(ref):
+        raise ValueError(f"{name} must be an array of {whose} library ({_library(ref)}), got {_library(A)}."
+                         f"{type(A).__name__}: on the array-API route X, Y and later queries share one library, device "
+                         f"and dtype; convert it first (e.g. torch.asarray({name}, dtype=..., device=...))")
+    if device_of(A) != device_of(ref):
+        raise ValueError(f"{name} must be on {whose} device {device_of(ref)}, got {device_of(A)}")
+    if dtype and A.dtype != ref.dtype:
+        raise ValueError(f"{name} must have {whose} dtype {ref.dtype}, got {A.dtype}; cast it first (nothing is cast "
+                         f"silently: a float32 query of a float64 fit would lose precision unannounced)")
+
+
 def check_xp_data(X, Y=None, name: str = "X"):
     """Array-API data checked as scikit-learn's `check_array` checks NumPy data, in the data's own namespace (no copy).
 
@@ -121,7 +140,8 @@ def check_xp_data(X, Y=None, name: str = "X"):
     Raises
     ------
     ValueError
-        Naming the argument: not real floating, wrong dimension, empty, NaN or infinity, rows or dtypes that differ.
+        Naming the argument: not float32 or float64 (float16 and bfloat16 included), wrong dimension, empty, NaN or
+        infinity, rows or dtypes that differ, Y of another library or device than X.
 
     Examples
     --------
@@ -130,12 +150,16 @@ def check_xp_data(X, Y=None, name: str = "X"):
     >>> Y.shape, y1d
     ((3, 1), True)
     """
-    xp = namespace(X) if Y is None else namespace(X, Y)
+    if Y is not None:
+        _same_library(Y, X, "Y", "X's")
+    xp = namespace(X)
     for A, nm in ((X, name), (Y, "Y")):
         if A is None:
             continue
-        if not xp.isdtype(A.dtype, "real floating"):
-            raise ValueError(f"{nm} must hold real floating-point numbers (float32 or float64), got dtype {A.dtype}")
+        if A.dtype not in (xp.float32, xp.float64):
+            raise ValueError(f"{nm} must hold float32 or float64 numbers, got dtype {A.dtype}" +
+                             (" (half precision is not supported: the factorisations need float32's 24 bits or more; "
+                              "cast with .float() or .double())" if xp.isdtype(A.dtype, "real floating") else ""))
         if A.ndim not in ((2,) if nm == name else (1, 2)):
             raise ValueError(f"{nm} must be a 2-D array" + ("" if nm == name else " or 1-D") + f", got {A.ndim}-D")
         if A.shape[0] < 1 or (A.ndim == 2 and A.shape[1] < 1):
@@ -150,7 +174,6 @@ def check_xp_data(X, Y=None, name: str = "X"):
             raise ValueError(f"Y must have X's dtype {X.dtype}, got {Y.dtype}")
         Y = xp.reshape(Y, (-1, 1)) if y1d else Y
     return X, Y, y1d, xp
-
 
 # %% ../nbs/1_shared/09_backend.ipynb #e9a186bf
 XP_SOLVERS = ("eigen", "cholesky", "dense", "cg", "nystrom", "rff")
@@ -333,7 +356,7 @@ def xp_ridge_predict(model: dict, X_fit, X, chunk: int = 4096):
     X_fit : array of shape (n, p)
         The training inputs.
     X : array of shape (m, p)
-        Where to predict, of the same library.
+        Where to predict, of X_fit's library, device and dtype (else a ValueError naming X).
     chunk : int, default=4096
         Rows per chunk (an (chunk, n) cross Gram at a time).
 
@@ -350,6 +373,7 @@ def xp_ridge_predict(model: dict, X_fit, X, chunk: int = 4096):
     >>> xp_ridge_predict(xp_ridge_fit(K, X, np.ones((20, 2)), 0.1, "cholesky"), X, X[:3]).shape
     (3, 2)
     """
+    _same_library(X, X_fit, "X", "the training inputs'", dtype=True)
     xp = xp_of(X)
     parts = model["parts"]
     out = []
@@ -364,4 +388,3 @@ def xp_ridge_predict(model: dict, X_fit, X, chunk: int = 4096):
                 F = term if F is None else F + term
             out.append(F)
     return xp.concat(out, axis=0)
-

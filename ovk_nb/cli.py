@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,7 +16,56 @@ from . import __version__
 # `ovk-nb --version` and `--help` start in a fraction of a second
 
 # %% auto #0
-__all__ = ['main']
+__all__ = ['SEED_MAX', 'main']
+
+# %% ../nbs/3_reproduction/08_cli.ipynb #33ab9e63
+SEED_MAX = 2 ** 32 - 1          # NumPy's legacy RandomState (scikit-learn's random_state) takes seeds in [0, 2**32 - 1]
+
+
+def _seed(text: str) -> int:
+    "argparse type of --seed: an integer in [0, SEED_MAX] (argparse turns the ArgumentTypeError into exit 2)."
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {SEED_MAX}], got {text!r}") from None
+    if not 0 <= v <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {SEED_MAX}] (a NumPy seed), got {v}")
+    return v
+
+
+def _out_problem(path) -> str | None:
+    "Why `path` cannot be the output folder (None if it can): a file, or a folder (or its nearest parent) not writable."
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            return f"{str(path)!r} exists and is not a folder: give a folder (new or existing) for the output"
+        return None if os.access(p, os.W_OK | os.X_OK) else f"the folder {str(path)!r} is not writable"
+    parent = next((a for a in p.absolute().parents if a.exists()), None)
+    if parent is None or not parent.is_dir():
+        return f"{str(path)!r} cannot be created: {parent} is not a folder"
+    return None if os.access(parent, os.W_OK | os.X_OK) else f"{str(path)!r} cannot be created: {parent} is not writable"
+
+
+def _check_args(sub, args):
+    """Every argument of `sub`'s command checked before anything is written or run: an error exits with status 2 and
+    argparse's message, naming the argument (`sub.error`)."""
+    if args.cmd == "reproduce" and args.list:
+        return                                               # --list writes and runs nothing
+    if (why := _out_problem(args.out)) is not None:
+        sub.error(f"argument --out: {why}")
+    if args.cmd == "reproduce" and args.only:
+        from ovk_nb.reproduce import load_experiments
+        known = load_experiments()
+        if unknown := [n for n in args.only if n not in known]:
+            sub.error(f"argument --only: unknown experiment(s) {unknown}; available: {sorted(known)}")
+    if args.cmd == "docs" and args.only:
+        from ovk_nb.docs import DocsError, find_nbs
+        try:
+            stems = {nb.stem for nb in find_nbs().glob("*/*.ipynb")}
+        except DocsError:
+            return                                           # outside a checkout: the build says so (status 1)
+        if unknown := [s for s in args.only if s not in stems]:
+            sub.error(f"argument --only: no notebook named {unknown} in {find_nbs()}; e.g. 01_kernels")
 
 # %% ../nbs/3_reproduction/08_cli.ipynb #3a6d6d49
 def _parser():
@@ -26,7 +76,7 @@ def _parser():
     r.add_argument("--quick", action="store_true", help="small sizes: a few minutes on 2 cores")
     r.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments (see --list)")
     r.add_argument("--out", default="reports", help="output folder (default: reports)")
-    r.add_argument("--seed", type=int, default=0, metavar="N",
+    r.add_argument("--seed", type=_seed, default=0, metavar="N",
                    help="seed of every experiment's random data, splits and initialisations (default: 0); "
                         "the same seed gives the same report")
     r.add_argument("--list", action="store_true", help="list the experiments and exit")
@@ -34,11 +84,14 @@ def _parser():
     d.add_argument("--out", default="_docs", help="output folder (default: _docs)")
     d.add_argument("--no-exec", action="store_true", help="do not execute the notebooks (pages without outputs)")
     d.add_argument("--only", nargs="+", metavar="STEM", help="these notebooks only, and the index (e.g. 01_kernels)")
+    p.commands = {"reproduce": r, "docs": d}
     return p
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)          # --version and --help exit here, before any heavy import
+    parser = _parser()
+    args = parser.parse_args(argv)             # --version and --help exit here, before any heavy import
+    _check_args(parser.commands[args.cmd], args)   # every argument checked before anything is written or run
     if args.cmd == "reproduce":
         from ovk_nb.reproduce import load_experiments, run_experiments
         if args.list:

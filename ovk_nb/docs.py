@@ -142,7 +142,7 @@ def write_sources(srcdir, nbs=None, only=None) -> list:
         if (nbs.parent / rel).is_file() and not (srcdir / rel).is_file():
             (srcdir / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(nbs.parent / rel, srcdir / rel)
-    written = ['index']
+    written, listed = ['index'], []
     for floor in FLOORS:
         docs, modules = [], []
         for nb in sorted((nbs / floor).glob('*.ipynb')):
@@ -155,7 +155,9 @@ def write_sources(srcdir, nbs=None, only=None) -> list:
         for old in (srcdir / floor).glob('*.ipynb'):                     # renamed or left out: not a page any more
             if f'{floor}/{old.stem}' not in docs: old.unlink()
         _write(srcdir / f'{floor}.md', floor_page(floor, index_md, docs, modules))
-        written += [floor, *docs]
+        written += [floor, *docs]; listed += modules
+    for stub in (srcdir / 'api').glob('ovk_nb.*.rst'):     # autosummary's pages of a module no floor lists now (a
+        if not any(stub.stem == m or stub.stem.startswith(m + '.') for m in listed): stub.unlink()   # full build's, --only)
     return written
 
 def _config_inited(app, config):

@@ -23,10 +23,10 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 from .weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'DEFAULT_BANDWIDTHS', 'movkl_dense_reference',
-           'default_operator', 'FunctionalKRR', 'loo_curves', 'kernel_pairs', 'default_kernels', 'group_operators',
-           'kron_sum_matvec', 'relative_residual', 'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel',
-           'MovKL', 'movkl_loco']
+__all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'DEFAULT_BANDWIDTHS', 'GS_WINDOW', 'GS_MAX_SWEEPS',
+           'movkl_dense_reference', 'default_operator', 'FunctionalKRR', 'loo_curves', 'kernel_pairs',
+           'default_kernels', 'group_operators', 'kron_sum_matvec', 'relative_residual', 'solve_eig',
+           'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL', 'movkl_loco']
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #797479b6
 def movkl_dense_reference(pairs, d, X, Y, lam: float) -> np.ndarray:
@@ -392,16 +392,21 @@ def solve_pcg(As, Ts, Ys, lam, tol=1e-10, max_iter=1000, Z0=None, precond=None):
     return Z, info
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #cb5989b8
+GS_WINDOW = 20      # sweeps over which Gauss-Seidel's rate of convergence is measured (see the decision above)
+
+
 def solve_gauss_seidel(As, Ts, Ys, lam, tol=1e-10, max_sweeps=1000, Z0=None, time_budget=None):
     """Algorithm 2 (eq. 18): block Gauss-Seidel over curves, each block's system (19) solved exactly.
-    Stops at relative residual `tol`, after `max_sweeps` sweeps or after `time_budget` seconds."""
+    Stops at relative residual `tol`; after `max_sweeps` sweeps; as soon as the rate measured over the last `GS_WINDOW`
+    sweeps shows that `tol` cannot be reached within `max_sweeps` (info 'stalled'); or after `time_budget` seconds.
+    info['converged'] says whether `tol` was reached."""
     n, m = Ys.shape
     Z = np.zeros_like(Ys) if Z0 is None else np.array(Z0, dtype=float)
     diags = [np.diag(A).copy() for A in As]
     lamI = lam * np.eye(m)
     hist = [relative_residual(As, Ts, Ys, Z, lam)]
-    t0, sweeps = time.perf_counter(), 0
-    while hist[-1] > tol and sweeps < max_sweeps:
+    t0, sweeps, stalled = time.perf_counter(), 0, False
+    while hist[-1] > tol and sweeps < max_sweeps and not stalled:
         for i in range(n):
             s = Ys[i].copy()
             Kii = lamI.copy()
@@ -414,7 +419,11 @@ def solve_gauss_seidel(As, Ts, Ys, lam, tol=1e-10, max_sweeps=1000, Z0=None, tim
         hist.append(relative_residual(As, Ts, Ys, Z, lam))
         if time_budget is not None and time.perf_counter() - t0 > time_budget:
             break
-    return Z, {"iterations": sweeps, "residual": hist[-1], "history": hist}
+        if sweeps >= GS_WINDOW and sweeps % GS_WINDOW == 0 and hist[-1] > tol:
+            rate = (hist[-1] / max(hist[-1 - GS_WINDOW], 1e-300)) ** (1.0 / GS_WINDOW)   # per sweep, linear convergence
+            stalled = rate >= 1.0 or sweeps + np.log(tol / hist[-1]) / np.log(rate) > max_sweeps
+    return Z, {"iterations": sweeps, "residual": hist[-1], "history": hist, "converged": hist[-1] <= tol,
+               "stalled": stalled}
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #20b8114f
 _SOLVERS = ("auto", "eig", "pcg", "gauss_seidel")
@@ -456,6 +465,9 @@ def _start_solver(est, groups, Ts):
     _fresh_preconditioner(est)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #a08b580d
+GS_MAX_SWEEPS = 1000     # Gauss-Seidel sweeps per alpha-step at most (see the decision above)
+
+
 def _alpha_step(est, As, Ts, Ys, Z0):
     """Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations'). BLAS threads (see the
     decision above): the eigh of 'eig' and of PCG's preconditioner under the caller's limit (the fit's rule), PCG's
@@ -474,7 +486,7 @@ def _alpha_step(est, As, Ts, Ys, Z0):
             est._pcg_fresh = info["iterations"]
         return Z, info
     with _one_thread(len(Ys)):                           # m x m blocks, one curve at a time
-        return solve_gauss_seidel(As, Ts, Ys, est.lam, tol=1e-10, max_sweeps=100000, Z0=Z0)
+        return solve_gauss_seidel(As, Ts, Ys, est.lam, tol=1e-10, max_sweeps=GS_MAX_SWEEPS, Z0=Z0)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
 def _norms_and_fit(Grams, groups, Ts, d, Z):
@@ -513,6 +525,13 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
         q, Yhat = _norms_and_fit(Grams, groups, Ts, d, Z)
         est.objective_.append(float(np.sum((Ys - Yhat) ** 2) + est.lam * np.dot(d, q)))
         est.weights_history_.append(d.copy())
+        if not info.get("converged", True):      # Gauss-Seidel stopped short of its residual: stop here, d is Z's
+            warnings.warn(f"MovKL's Gauss-Seidel alpha-step stopped at relative residual {info['residual']:.2g} > 1e-10 "
+                          f"after {info['iterations']} sweeps ({'too slow to reach it within ' if info.get('stalled') else ''}"
+                          f"{GS_MAX_SWEEPS} sweeps at most; nearly collinear kernels slow it down): the fit stops at outer "
+                          f"iteration {it}; use solver='pcg'", ConvergenceWarning)
+            est._capped = True
+            break
         if np.linalg.norm(Z - Z_old) <= est.tol * max(np.linalg.norm(Z), 1e-300):
             break
         if it == est.max_iter:  # stop here too: weights_ must be the d that coef_ was solved with

@@ -102,8 +102,15 @@ def _clarabel_solve(P, q, A, b, n_eq, tol=1e-8, max_iter=200, verbose=False):
     cones = [cl.ZeroConeT(n_eq), cl.NonnegativeConeT(A.shape[0] - n_eq)]
     res = cl.DefaultSolver(sp.triu(P, format="csc"), q, A.tocsc(), b, cones, st).solve()
     status = str(res.status)
-    if status not in ("Solved", "AlmostSolved"):
-        raise RuntimeError(f"the QP solver (clarabel) stopped with status {status} after {res.iterations} iterations")
+    if status in ("MaxIterations", "MaxTime", "InsufficientProgress") and np.isfinite(res.x).all():
+        import warnings
+        from sklearn.exceptions import ConvergenceWarning
+        warnings.warn(f"the QP solver (clarabel) stopped with status {status} after {res.iterations} iterations, short "
+                      f"of tol={tol:g}; raise max_iter or tol", ConvergenceWarning, stacklevel=4)
+    elif status not in ("Solved", "AlmostSolved"):      # (2) is feasible (c = 0) and bounded (the box): numerical
+        raise ValueError(f"the QP solver (clarabel) failed with status {status} after {res.iterations} iterations; the "
+                         f"dual QP is feasible and bounded, so this is numerical: check the scale of y, lam and that the "
+                         f"kernel's Gram is positive semi-definite")
     return np.asarray(res.x), np.asarray(res.z)[:n_eq], {"status": status, "iterations": res.iterations}
 
 
@@ -216,6 +223,20 @@ def _target(y, n):
     return y
 
 
+def _y_scale(y, lam, n):
+    """The power of two s nearest max |y| (1 for y = 0), with lam * s checked: the QP is solved for (y / s, lam s).
+
+    The objective (1) is positively homogeneous: loss(s y, s f) = s loss(y, f) and (lam/s)/2 ||s h||^2 = s lam/2 ||h||^2,
+    so (y / s, lam s) has the minimiser h / s, b / s, exactly; a power of two keeps y / s exact to the bit."""
+    a = float(np.max(np.abs(y)))
+    s = 1.0 if a == 0.0 else float(2.0 ** np.round(np.log2(a)))
+    C = 1.0 / (float(lam) * s * n) if float(lam) * s > 0 else np.inf
+    if not np.isfinite(C) or C == 0.0:
+        raise ValueError(f"lam = {lam!r} and the scale of y (max |y| = {a:.3g}) put the dual box bound 1/(lam n max|y|) "
+                         f"out of floating-point range; rescale y or choose lam nearer 1/n")
+    return s
+
+# %% ../nbs/2_algorithms/10_quantile.ipynb #42197276
 class JointQuantileRegressor(RegressorMixin, BaseEstimator):
     """Joint quantile regression in a vector-valued RKHS (Sangnier, Fercoq & d'Alche-Buc 2016).
 
@@ -227,7 +248,8 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     probs : float or sequence of float, default=(0.1, 0.5, 0.9)
-        The quantile levels, strictly increasing in (0, 1). One level gives a 1-D `predict`.
+        The quantile levels, strictly increasing in (0, 1). `predict_quantiles` gives one column per level,
+        `predict` the level nearest 0.5.
     kernel : OVKernel or None, default=None
         An operator-valued kernel with output dimension len(probs). None is
         `Separable(RBF(gamma='scale'), B)` with B_jk = exp(-gamma_tau (tau_j - tau_k)^2); a `Separable(k, T=None)`
@@ -266,6 +288,9 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         Columns of the Gram factor (n p for the dense route).
     n_iter_ : int
         clarabel's interior-point iterations.
+    level_index_ : int
+        The level `predict` returns, ``probs_[level_index_]``: the one nearest 0.5 (the median when 0.5 is a level;
+        a tie takes the lower level).
     X_fit_ : ndarray of shape (n_samples, n_features)
         The training inputs.
     n_features_in_ : int
@@ -273,7 +298,10 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
 
     Notes
     -----
+    `predict` has y's shape (n_samples,), as scikit-learn's regressors; every level comes from `predict_quantiles`.
     `score` is minus the mean pinball loss over the levels and samples (higher is better; not R^2).
+    The QP is solved for (y / s, lam s) with s the power of two nearest ``max |y|``, which has the same minimiser scaled
+    by 1/s: y of any finite scale fits, and (2^k y, 2^-k lam) gives 2^k times the same bits.
     Needs the optional dependency clarabel: ``pip install ovk_nb[quantile]``.
 
     See Also
@@ -292,9 +320,11 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
     >>> from ovk_nb.quantile import JointQuantileRegressor, heteroscedastic_sine
     >>> X, y = heteroscedastic_sine(200, random_state=0)
     >>> model = JointQuantileRegressor(probs=(0.1, 0.5, 0.9)).fit(X, y)
-    >>> Q = model.predict(X)
+    >>> Q = model.predict_quantiles(X)
     >>> Q.shape
     (200, 3)
+    >>> model.predict(X).shape                        # the median, y's shape
+    (200,)
     >>> bool((np.diff(Q, axis=1) >= -1e-6).all())
     True
     """
@@ -331,10 +361,17 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            If `probs` is not strictly increasing in (0, 1), X and y differ in rows, or the kernel's output dimension is
-            not ``len(probs)``.
+            If `probs` is not strictly increasing in (0, 1), X and y differ in rows, the kernel's output dimension is
+            not ``len(probs)``, lam and y's scale put the QP out of floating-point range, or the QP solver fails
+            numerically (its status named).
         ImportError
             If the optional dependency clarabel is missing.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If clarabel stops at `max_iter` (or short of its tolerance) before reaching `tol`; the fit keeps its last
+            iterate.
         """
         t = check_probs(self.probs)
         X = check_input(X, "X", min_samples=2, why="the intercepts need two samples")
@@ -351,20 +388,23 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         _clarabel()
         opts = dict(tol=float(self.tol), max_iter=int(self.max_iter))
         n = len(X)
+        s = _y_scale(y, self.lam, n)                          # solve for (y / s, lam s): exact, see _y_scale
+        ys, lam_s = y / s, float(self.lam) * s
         Ft = gram_factor(kernel_, X) if self.solver != "dense" else None
         solver = "dense" if self.solver == "dense" or (self.solver == "auto" and Ft.shape[0] > n * p / 2) else "factored"
         if solver == "dense":
-            coef, b, value, info = quantile_qp_reference(kernel_.gram(X), y, t, float(self.lam), self.non_crossing, **opts)
+            coef, b, value, info = quantile_qp_reference(kernel_.gram(X), ys, t, lam_s, self.non_crossing, **opts)
             info["rank"] = n * p
         else:
-            coef, b, value, info = quantile_qp_factored(Ft, y, t, float(self.lam), self.non_crossing, **opts)
-        self.kernel_, self.probs_, self.coef_, self.intercept_ = kernel_, t, coef, b
-        self.dual_objective_, self.solver_, self.rank_, self.n_iter_ = value, solver, int(info["rank"]), int(info["iterations"])
+            coef, b, value, info = quantile_qp_factored(Ft, ys, t, lam_s, self.non_crossing, **opts)
+        self.kernel_, self.probs_, self.coef_, self.intercept_ = kernel_, t, coef * s, b * s
+        self.dual_objective_, self.solver_, self.rank_, self.n_iter_ = value * s * s, solver, int(info["rank"]), int(info["iterations"])
+        self.level_index_ = int(np.argmin(np.abs(t - 0.5)))  # nearest 0.5; a tie takes the lower level
         self.X_fit_, self.n_features_in_ = X.copy(), X.shape[1]
         return self
 
-    def predict(self, X):
-        """Predict the quantiles h(x) + b of each level.
+    def predict_quantiles(self, X):
+        """Predict the quantiles h(x) + b of every level.
 
         Parameters
         ----------
@@ -373,12 +413,27 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_levels) or (n_samples,)
-            One column per level in `probs` order (1-D for a single level).
+        ndarray of shape (n_samples, n_levels)
+            One column per level, in `probs_` order (two-dimensional even for one level).
         """
         X = check_X(self, X)
-        F = self.kernel_.apply(X, self.X_fit_, self.coef_) + self.intercept_
-        return F[:, 0] if len(self.probs_) == 1 else F
+        return self.kernel_.apply(X, self.X_fit_, self.coef_) + self.intercept_
+
+    def predict(self, X):
+        """Predict one quantile curve, of y's shape: the level `probs_[level_index_]`, the one nearest 0.5.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The conditional median when 0.5 is a level, else the level nearest 0.5 (a tie takes the lower level);
+            every level: `predict_quantiles`.
+        """
+        return self.predict_quantiles(X)[:, self.level_index_]
 
     def score(self, X, y, sample_weight=None):
         """Minus the mean pinball loss over the samples and levels (higher is better; not R^2).
@@ -397,7 +452,7 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         float
             Minus the (weighted) mean over the samples of the pinball loss averaged over the levels.
         """
-        F = np.asarray(self.predict(X)).reshape(len(X) if hasattr(X, "__len__") else -1, -1)
+        F = self.predict_quantiles(X)
         y = _target(y, len(F))
         t = self.probs_
         R = y[:, None] - F

@@ -675,21 +675,15 @@ def _targets(self: KernelStream, X, Y):
 def _fast_target(self: KernelStream, x1, y):
     """One target of `learn_one` by the cheap checks: d finite numbers (a number, a row, or a dict in the order of
     `output_names_`) as a (1, d) array; None sends it to the full checks of `_targets`."""
-    if isinstance(y, Mapping):
-        names = self.__dict__.get("output_names_")
-        if names is None or len(y) != len(names):
-            return None
-        try:
-            t = np.array([y[k] for k in names])
-        except KeyError:
-            return None
-    else:
-        t = np.asarray(y)
     d = self._C.shape[1]
-    if t.dtype.kind not in _NUMERIC or t.ndim > 1 or t.size != d:
-        return None
-    t = t.astype(float).reshape(1, d)
-    return t if np.isfinite(t).all() else None
+    if isinstance(y, np.ndarray):
+        t = _fast_array(y.reshape(-1) if y.ndim == 2 and y.shape[0] == 1 else y, d)
+    elif isinstance(y, Mapping):
+        t = _fast_values(y, self.__dict__.get("output_names_"))
+        t = t if t is not None and len(t) == d else None
+    else:
+        t = _fast_array(np.asarray(y).reshape(-1) if np.ndim(y) == 0 else np.asarray(y), d)
+    return None if t is None else t[None]
 
 # %% ../nbs/1_shared/03_streaming.ipynb #14b3ce5d
 def _same(a, b) -> bool:
@@ -959,26 +953,61 @@ def _one_row(self: StreamLearner, x):
     return check_matrix(x, "x", ndim=1)[None]
 
 
+_NAME_TUPLES = {}           # id(names) -> (names, tuple of them): a dict's keys in a fixed order, built once per array
+
+
+def _name_tuple(names) -> tuple:
+    "The stored names (`feature_names_in_`, `output_names_`) as a tuple, cached: iterating an object array costs more."
+    hit = _NAME_TUPLES.get(id(names))
+    if hit is None or hit[0] is not names:             # (the array is kept in the cache, so its id is not reused)
+        if len(_NAME_TUPLES) > 1024:
+            _NAME_TUPLES.clear()
+        hit = _NAME_TUPLES[id(names)] = (names, tuple(names.tolist() if isinstance(names, np.ndarray) else names))
+    return hit[1]
+
+
+def _fast_values(v, names):
+    """The values of the dict v in the order `names` as a float64 row, by cheap checks: every name present, the values
+    real numbers with a finite Python sum (NaN and inf make it non-finite; so does a sum that overflows, which only sends
+    the row to the full checks). None when a check fails: the full path then says why."""
+    if names is None or len(v) != len(names):
+        return None
+    try:
+        vals = [v[k] for k in _name_tuple(names)]
+        if not math.isfinite(sum(vals)):
+            return None
+    except (KeyError, TypeError):
+        return None
+    row = np.array(vals)
+    if row.dtype != np.float64:
+        if row.dtype.kind not in _NUMERIC:
+            return None
+        row = row.astype(float)
+    return row
+
+
+def _fast_array(a, size):
+    "A numeric 1-D array of `size` finite values as a float64 C-contiguous row (no copy when it is one), else None."
+    if a.shape != (size,):
+        return None
+    if a.dtype != np.float64 or not a.flags.c_contiguous:
+        if a.dtype.kind not in _NUMERIC:
+            return None
+        a = np.ascontiguousarray(a, dtype=float)
+    return a if math.isfinite(a.sum()) else None      # one reduction: NaN / inf (or an overflowing sum) -> full path
+
+
 @patch
 def _fast_row(self: StreamLearner, x):
     """One example as a (1, p) float array by the cheap checks of a fitted learner (a dict in the stored key order, or a
     numeric 1-D array of p finite values); None when they do not apply, and the full checks then run (and say why)."""
     if isinstance(x, np.ndarray):                     # first: the common case, and cheaper than the Mapping ABC check
-        row = x
+        row = _fast_array(x, self.n_features_in_)
     elif isinstance(x, Mapping):
-        names = self.__dict__.get("feature_names_in_")
-        if names is None or len(x) != len(names):
-            return None
-        try:
-            row = np.array([x[k] for k in names])
-        except KeyError:
-            return None
+        row = _fast_values(x, self.__dict__.get("feature_names_in_"))
     else:
         return None
-    if row.dtype.kind not in _NUMERIC or row.shape != (self.n_features_in_,):
-        return None
-    row = row.astype(float)
-    return row[None] if np.isfinite(row).all() else None
+    return None if row is None else row[None]
 
 
 @patch
@@ -1030,19 +1059,20 @@ def learn_one(self: StreamLearner, x, y, **setup) -> None:
     >>> est.n_seen_
     1
     """
-    x1 = None if setup or not hasattr(self, "n_seen_") or not self._params_unchanged() else self._fast_row(x)
+    d = self.__dict__
+    x1 = None if setup or "n_seen_" not in d or not self._params_unchanged() else self._fast_row(x)
     t1 = None if x1 is None else self._fast_target(x1, y)
-    if t1 is None:                                   # the first call, a changed parameter or an input to explain
-        X1, Y1 = self._one_row(x), self._y_rows(y)
-        with _rows_by_name():
-            self.partial_fit(X1, Y1, **setup)
-        return
-    saved = dict(self.__dict__)
+    saved = dict(d)
     try:
-        self._learn(x1, t1)
+        if t1 is None:                               # the first call, a changed parameter or an input to explain
+            X1, Y1 = self._one_row(x), self._y_rows(y)       # (they may store the dict's names: undone if it fails)
+            with _rows_by_name():
+                self.partial_fit(X1, Y1, **setup)
+        else:
+            self._learn(x1, t1)
     except BaseException:
-        self.__dict__.clear()
-        self.__dict__.update(saved)
+        d.clear()
+        d.update(saved)
         raise
 
 

@@ -152,10 +152,14 @@ def test_only_builds_a_subset_and_drops_stale_copies(tmp_path):
     src = tmp_path / "src"
     (src / "3_reproduction").mkdir(parents=True)
     (src / "3_reproduction" / "09_gone.ipynb").write_text("{}")                    # a notebook renamed since
+    (src / "api").mkdir()                                                          # a full build's API pages (issue 30:
+    for stub in ("ovk_nb.ridge.rst", "ovk_nb.ridge.OVKRidge.rst"):                 # in no toctree now, -W failed)
+        (src / "api" / stub).write_text("x")
     _write_nbs(tmp_path / "nbs")
     written = docs.write_sources(src, nbs=tmp_path / "nbs", only=["none"])
     assert written == ["index", "1_shared", "2_algorithms", "3_reproduction"]
     assert not list((src / "3_reproduction").glob("*.ipynb"))
+    assert not list((src / "api").glob("*.rst"))
 
 
 def test_cli_outside_a_checkout_says_so(tmp_path, monkeypatch, capsys):

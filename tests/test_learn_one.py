@@ -281,3 +281,44 @@ def test_budgeted_oskaar_learn_one_with_other_decoders(kind):
     assert np.abs(ga - gb).max() <= 1e-12 * max(1.0, np.abs(ga).max())
     np.testing.assert_allclose(b.surrogate_losses_, a.surrogate_losses_, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.asarray(b.decisions_, float), np.asarray(a.decisions_, float), rtol=1e-12, atol=1e-12)
+
+
+def test_fast_checks_issue_30_same_model_and_the_full_path_for_what_they_do_not_accept(monkeypatch):
+    """The cheaper row and target checks (issue 30: one Python sum for a dict's values, one reduction for an array, the
+    stored names as a tuple) take every ordinary row, dict or array, to the same step, and send anything else to the full
+    checks: the model equals partial_fit's to 1e-14 whatever the rows' form."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 5)) / 3
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2], X[:, 3]])
+    make = lambda: ONORMA(gaussian_times_J(3, 1.0), lam=0.01, truncation=20)
+    ref = make().partial_fit(X, Y)
+    calls = []
+    real = ONORMA.partial_fit
+    monkeypatch.setattr(ONORMA, "partial_fit", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    forms = [lambda i: (X[i], Y[i]),                                                    # arrays
+             lambda i: (dict(zip("abcde", X[i].tolist())), dict(zip("uvw", Y[i].tolist()))),   # river's dicts
+             lambda i: (np.asfortranarray(np.c_[X[i], X[i]])[:, 0], list(Y[i]))]           # a strided x, a list y
+    for k, form in enumerate(forms):
+        est, calls[:] = make(), []
+        for i in range(len(X)):
+            est.learn_one(*form(i))
+        assert len(calls) == 1, (k, len(calls))                 # the first row only: every other row took the fast path
+        np.testing.assert_allclose(est.predict(X[:20]), ref.predict(X[:20]), rtol=0, atol=1e-14)
+    # what the fast checks refuse goes to the full path: the same model (a finite row whose sum overflows) or its message
+    big = make()
+    for i in range(3):
+        big.learn_one(X[i], Y[i])
+    calls[:] = []
+    with pytest.raises(ValueError, match="NaN"):
+        big.learn_one(X[3] * np.nan, Y[3])
+    with pytest.raises(ValueError):
+        big.learn_one(X[3], {"u": "a", "v": 0.0, "w": 0.0})
+    with pytest.raises(ValueError, match="x"):
+        make().learn_one({"a": np.nan, "b": 0.0, "c": 0.0, "d": 0.0, "e": 0.0}, dict(zip("uvw", Y[0])))
+    assert big.n_seen_ == 3
+    # a refused first dict row or dict target leaves no names behind (they were stored before the checks failed)
+    assert "output_names_" not in big.__dict__
+    fresh = make()
+    with pytest.raises(ValueError):
+        fresh.learn_one({"a": np.nan, "b": 0.0, "c": 0.0, "d": 0.0, "e": 0.0}, dict(zip("uvw", Y[0])))
+    assert "feature_names_in_" not in fresh.__dict__ and "output_names_" not in fresh.__dict__

@@ -100,3 +100,57 @@ def test_user_callables_and_kernels_fail_by_name():
         OVKRidge(BlockKernel(lambda x, y: np.eye(3), 2), solver="cg").fit(X, Y)
     with pytest.raises(ValueError, match="input_kernel is not positive semi-definite"):
         OVKDE(lambda A, B: -np.ones((len(A), len(B))) - np.eye(len(A), len(B)), RBF(0.5)).fit(X, Y)
+
+
+# issue 30: PyTorch inputs follow one rule (backend notebook): X, Y and queries of one library, device and dtype,
+# float32 or float64; anything else a ValueError naming the argument, never the library's raw error
+@pytest.mark.parametrize("case", ["half", "bfloat16", "numpy_Y", "float32_query", "numpy_query", "int"])
+@pytest.mark.parametrize("est", ["ridge", "gp"])
+def test_torch_inputs_one_rule(case, est):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y = stream(40)
+    tX, tY = torch.asarray(X), torch.asarray(Y)
+    make = OVKRidge if est == "ridge" else OVKGaussianProcess
+    fitted = make().fit(tX, tY)
+    before = fitted.predict(tX[:5]).clone()
+    call, match = {
+        "half": (lambda: fitted.fit(tX.half(), tY.half()), "X must hold float32 or float64.*float16"),
+        "bfloat16": (lambda: fitted.fit(tX.bfloat16(), tY.bfloat16()), "X must hold float32 or float64.*bfloat16"),
+        "int": (lambda: fitted.fit(tX.int(), tY), "X must hold float32 or float64"),
+        "numpy_Y": (lambda: fitted.fit(tX, Y), r"Y must be an array of X's library \(torch\)"),
+        "float32_query": (lambda: fitted.predict(tX.float()), "X must have the training inputs' dtype torch.float64"),
+        "numpy_query": (lambda: fitted.predict(X), "X must be an array of the library"),
+    }[case]
+    with pytest.raises(ValueError, match=match):
+        call()
+    assert torch.equal(fitted.predict(tX[:5]), before)         # a failed call leaves the model as it was
+
+
+def _collinear_movkl_problem():
+    t = np.linspace(0, 1, 6)
+    X = np.random.default_rng(0).uniform(-1, 1, (20, 2))
+    Y = np.sin(2 * X[:, :1] + 3 * t) * X[:, 1:]
+    Ts = [np.exp(-w * (t[:, None] - t[None]) ** 2) for w in (5.0, 5.001)]
+    return X, Y, Ts
+
+
+def test_gauss_seidel_stops_when_its_rate_cannot_reach_tol():
+    # issue 30: MovKL(solver='gauss_seidel') with nearly collinear kernels ran past 150 s (100000 sweeps an alpha-step)
+    from ovk_nb.movkl import solve_gauss_seidel
+    X, Y, Ts = _collinear_movkl_problem()
+    As = [0.5 * RBF(1.0)(X), 0.5 * RBF(1.0 + 1e-7)(X)]
+    _, info = solve_gauss_seidel(As, Ts, Y, 1e-3, tol=1e-10, max_sweeps=1000)
+    assert info["stalled"] and not info["converged"] and info["iterations"] < 1000
+    assert info["residual"] > 1e-10
+
+
+def test_movkl_gauss_seidel_on_collinear_kernels_is_bounded_and_warns():
+    from sklearn.exceptions import ConvergenceWarning
+    from ovk_nb.movkl import GS_MAX_SWEEPS, MovKL
+    X, Y, Ts = _collinear_movkl_problem()
+    with pytest.warns(ConvergenceWarning, match="Gauss-Seidel.*solver='pcg'"):
+        est = MovKL([(RBF(1.0), Ts[0]), (RBF(1.0 + 1e-7), Ts[1])], lam=1e-3, solver="gauss_seidel").fit(X, Y)
+    assert sum(est.solver_iterations_) <= GS_MAX_SWEEPS
+    assert np.isfinite(est.predict(X)).all() and len(est.weights_history_) == est.n_iter_
