@@ -20,7 +20,7 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['REGISTRY', 'NOT_ATTEMPTED', 'VERDICT_KINDS', 'TALLY_KINDS', 'LEARNS_LITTLE', 'DATA_SOURCES', 'EVIDENCE_COLUMNS',
            'Experiment', 'experiment', 'in_test', 'not_attempted', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind',
-           'Data', 'Tol', 'binomial_tol', 'spread_tol', 'Order', 'Evidence', 'judge', 'evidence_columns',
+           'Data', 'Tol', 'binomial_tol', 'ratio_tol', 'spread_tol', 'Order', 'Evidence', 'judge', 'evidence_columns',
            'evidence_from_row', 'verdict_problems', 'section_anchor', 'evidence_link', 'tidy_figure', 'Run',
            'single_threaded', 'experiment_hashes', 'ovk_imports', 'code_hash']
 
@@ -208,6 +208,15 @@ def binomial_tol(p: float, n: int, k: float = 2.0) -> Tol:
                             f"(floor: one test, {100 / n:.3g} points)")
 
 
+def ratio_tol(n: int, of: str = "test samples", k: float = 2.0) -> Tol:
+    """`k` stds of a ratio of two mean squared errors (MSE, RSSE) each over `n` independent units (`of`: test samples,
+    test curves): each has a relative std of about sqrt(2 / n) (Gaussian errors), their ratio sqrt(2) times that."""
+    if n < 2:
+        raise ValueError(f"ratio_tol needs at least 2 units; got n={n}")
+    return Tol(k * np.sqrt(2) * np.sqrt(2 / n), "x (ratio)",
+               f"{k:g} x the std sqrt(2) sqrt(2/n) of a ratio of two MSEs over n = {n} {of} (Gaussian errors)")
+
+
 def spread_tol(values, unit: str, over: str, k: float = 2.0, floor: float = 0.0) -> Tol:
     """`k` times the sample std of `values` (their spread over `over`: seeds, folds, draws, repeats), at least `floor`."""
     values = np.asarray(values, dtype=float)
@@ -237,13 +246,15 @@ class Order:
 class Evidence:
     """What a claim of a paper is judged from (`judge`): the data its run used (`Data`, declared by the loader), the
     tolerance (`Tol`), the paper's number (`paper`, comparable only on the paper's data at full size) and/or every
-    pairwise ordering the paper states (`orders`), and the trivial predictor's score (`trivial`, set against
+    pairwise ordering the paper states (`orders`), the pairs it says are close (`ties`: (name, ours, name, ours),
+    within the tolerance), and the trivial predictor's score (`trivial`, set against
     `learner`, by default ours) or why none applies (`no_trivial`: a bound, a time, a sparsity pattern). `differs`: the
     experiment's own reason that the claim fails; it can only weaken a verdict."""
     data: Data
     tol: Tol | None = None
     paper: float | None = None
     orders: tuple = ()
+    ties: tuple = ()
     trivial: float | None = None
     learner: float | None = None
     higher_is_better: bool = True
@@ -257,6 +268,9 @@ class Evidence:
             raise TypeError("`tol` is a `Tol` (a number, its unit and its derivation), not a text")
         if not all(isinstance(o, Order) for o in self.orders):
             raise TypeError("`orders` holds `Order`s")
+        if self.ties and self.trivial is None and not self.differs:
+            raise ValueError("a closeness claim (`ties`) needs the trivial predictor's score: a wide tolerance would "
+                             "make anything close")
         if not self.differs and (self.trivial is None) == (not self.no_trivial.strip()):
             raise ValueError("a claim gives the trivial predictor's score (`trivial`) or says why none applies "
                              "(`no_trivial`), one of the two")
@@ -271,7 +285,8 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
 
     * 'reproduced' needs the paper's number, the paper's data and the full size: |ours - paper| within `tol`, every
       stated ordering holding beyond `tol`, and the learner ahead of the trivial predictor.
-    * 'shape holds' needs every ordering the paper states to hold beyond `tol` (margin > tol), at any size and on any data.
+    * 'shape holds' needs every ordering the paper states to hold beyond `tol` (margin > tol) and every pair it says is
+      close (`ties`) to be within `tol` (with the learner ahead of the trivial predictor), at any size and on any data.
     * 'differs because ...': an ordering reversed or tied within `tol`, the number outside `tol`, the learner not ahead of
       the trivial predictor, or the experiment's own reason (`ev.differs`).
     * 'not judged because ...': the paper's number is not comparable (reduced size) and the paper states no ordering.
@@ -280,7 +295,7 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
         raise ValueError(f"size is 'full' or 'quick'; got {size!r}")
     if ev.paper is not None and ev.data.kind != "paper":
         raise ValueError("on stand-in data the paper's number is not comparable: give it in the note, not as `paper`")
-    if ev.paper is None and not ev.orders and not ev.differs:
+    if ev.paper is None and not ev.orders and not ev.ties and not ev.differs:
         raise ValueError("a claim of the paper states the paper's number or the orderings it claims")
     fails = [ev.differs] if ev.differs else []
     t = ev.tol
@@ -296,6 +311,11 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
         else:
             fails.append(f"{o.better} vs {o.worse} is within the tolerance ({_g(m)} against {_g(t.value)} {t.unit}): "
                          "the data do not separate them")
+    for a, x, b, y in ev.ties if t is not None else ():
+        d = abs(float(x) - float(y))
+        (held if d <= t.value else fails).append(
+            f"{a} within the tolerance of {b} ({_g(d)} {t.unit})" if d <= t.value else
+            f"{a} is {_g(d)} {t.unit} from {b}, beyond the tolerance")
     if t is not None and ev.trivial is not None and not ev.differs:
         lr = float(ours if ev.learner is None else ev.learner)
         if ev.higher_is_better and lr - ev.trivial <= t.value:
@@ -319,7 +339,7 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
     return "shape holds: " + "; ".join(held) + tol
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #74917e3b
-EVIDENCE_COLUMNS = ("claim_of", "size", "data", "data_kind", "tol", "tol_unit", "tol_from", "orders", "trivial",
+EVIDENCE_COLUMNS = ("claim_of", "size", "data", "data_kind", "tol", "tol_unit", "tol_from", "orders", "ties", "trivial",
                     "learner", "higher_is_better", "no_trivial", "differs")
 
 
@@ -331,6 +351,7 @@ def evidence_columns(ev: Evidence, size: str) -> dict:
             "tol": None if t is None else float(t.value), "tol_unit": "" if t is None else t.unit,
             "tol_from": "" if t is None else t.derivation,
             "orders": json.dumps([[o.better, o.worse, float(o.b), float(o.w), bool(o.higher_is_better)] for o in ev.orders]),
+            "ties": json.dumps([[a, float(x), b, float(y)] for a, x, b, y in ev.ties]),
             "trivial": ev.trivial, "learner": ev.learner, "higher_is_better": bool(ev.higher_is_better),
             "no_trivial": ev.no_trivial, "differs": ev.differs}
 
@@ -352,7 +373,8 @@ def evidence_from_row(row: dict) -> Evidence:
     tol = None if _num(row.get("tol")) is None else Tol(_num(row["tol"]), row.get("tol_unit") or "", row.get("tol_from") or "")
     orders = tuple(Order(a, b, x, y, bool(h)) for a, b, x, y, h in json.loads(row.get("orders") or "[]"))
     hib = row.get("higher_is_better", True)
-    return Evidence(data, tol, _num(row.get("paper")), orders, _num(row.get("trivial")), _num(row.get("learner")),
+    ties = tuple(tuple(t) for t in json.loads(row.get("ties") or "[]"))
+    return Evidence(data, tol, _num(row.get("paper")), orders, ties, _num(row.get("trivial")), _num(row.get("learner")),
                     hib if isinstance(hib, bool) else str(hib).lower() != "false", row.get("no_trivial") or "",
                     row.get("differs") or "")
 
@@ -397,7 +419,7 @@ def verdict_problems(row: dict) -> list[str]:
     if claim_of == "ours":
         if kind not in ("own check", "not judged"):
             probs.append(f"a '{kind}' verdict is a claim of the paper: it is made with its evidence (`Run.claim`)")
-        if _num(row.get("paper")) is not None or (row.get("orders") or "[]") != "[]":
+        if _num(row.get("paper")) is not None or (row.get("orders") or "[]") != "[]" or (row.get("ties") or "[]") != "[]":
             probs.append("an own check has no paper number or ordering: a claim of the paper cannot be an 'own check'")
         for text in (verdict, row.get("note") or ""):
             if re.search(_QUOTES_PAPER, str(text), flags=re.I):
