@@ -246,10 +246,11 @@ class Order:
 class Evidence:
     """What a claim of a paper is judged from (`judge`): the data its run used (`Data`, declared by the loader), the
     tolerance (`Tol`), the paper's number (`paper`, comparable only on the paper's data at full size) and/or every
-    pairwise ordering the paper states (`orders`), the pairs it says are close (`ties`: (name, ours, name, ours),
-    within the tolerance), and the trivial predictor's score (`trivial`, set against
+    pairwise ordering the paper states (`orders`), the pairs it says are close (`ties`: (name, ours, name, ours[, the
+    closeness the paper states]), within the tolerance; a tolerance wider than the stated closeness confirms nothing), and the trivial predictor's score (`trivial`, set against
     `learner`, by default ours) or why none applies (`no_trivial`: a bound, a time, a sparsity pattern). `differs`: the
-    experiment's own reason that the claim fails; it can only weaken a verdict."""
+    experiment's own reason that the claim fails; it can only weaken a verdict. `missing`: what the evidence lacks (a
+    result stored before these rules, without its trivial predictor): then no verdict is positive ('not judged')."""
     data: Data
     tol: Tol | None = None
     paper: float | None = None
@@ -260,6 +261,7 @@ class Evidence:
     higher_is_better: bool = True
     no_trivial: str = ""
     differs: str = ""
+    missing: str = ""
 
     def __post_init__(self):
         if not isinstance(self.data, Data):
@@ -271,7 +273,7 @@ class Evidence:
         if self.ties and self.trivial is None and not self.differs:
             raise ValueError("a closeness claim (`ties`) needs the trivial predictor's score: a wide tolerance would "
                              "make anything close")
-        if not self.differs and (self.trivial is None) == (not self.no_trivial.strip()):
+        if not self.differs and not self.missing and (self.trivial is None) == (not self.no_trivial.strip()):
             raise ValueError("a claim gives the trivial predictor's score (`trivial`) or says why none applies "
                              "(`no_trivial`), one of the two")
 
@@ -311,11 +313,16 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
         else:
             fails.append(f"{o.better} vs {o.worse} is within the tolerance ({_g(m)} against {_g(t.value)} {t.unit}): "
                          "the data do not separate them")
-    for a, x, b, y in ev.ties if t is not None else ():
+    unresolved = []
+    for a, x, b, y, *bound in ev.ties if t is not None else ():
         d = abs(float(x) - float(y))
-        (held if d <= t.value else fails).append(
-            f"{a} within the tolerance of {b} ({_g(d)} {t.unit})" if d <= t.value else
-            f"{a} is {_g(d)} {t.unit} from {b}, beyond the tolerance")
+        if d > t.value:
+            fails.append(f"{a} is {_g(d)} {t.unit} from {b}, beyond the tolerance")
+        elif bound and t.value > float(bound[0]):
+            unresolved.append(f"{a} vs {b}: the tolerance is wider than the closeness the paper states "
+                              f"({_g(float(bound[0]))} {t.unit})")
+        else:
+            held.append(f"{a} within the tolerance of {b} ({_g(d)} {t.unit})")
     if t is not None and ev.trivial is not None and not ev.differs:
         lr = float(ours if ev.learner is None else ev.learner)
         if ev.higher_is_better and lr - ev.trivial <= t.value:
@@ -326,6 +333,8 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
     tol = f" (tolerance {_g(t.value)} {t.unit})" if t is not None else ""
     if fails:
         return "differs because " + "; ".join(fails) + tol
+    if unresolved:
+        return "not judged because the data cannot confirm the closeness: " + "; ".join(unresolved) + tol
     if ev.paper is not None:
         d = abs(float(ours) - ev.paper)
         if size != "full":
@@ -334,13 +343,17 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
                         "states no ordering here")
         elif d > t.value:
             return f"differs because ours is {_g(d)} {t.unit} from the paper's {_g(ev.paper)}, beyond the tolerance" + tol
+        elif ev.missing:
+            return f"not judged because {ev.missing} ({_g(d)} {t.unit} from the paper's {_g(ev.paper)})" + tol
         else:
             return "; ".join([f"reproduced: {_g(d)} {t.unit} from the paper's {_g(ev.paper)}"] + held) + tol
+    if ev.missing:
+        return f"not judged because {ev.missing} (the orderings: " + "; ".join(held) + ")" + tol
     return "shape holds: " + "; ".join(held) + tol
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #74917e3b
 EVIDENCE_COLUMNS = ("claim_of", "size", "data", "data_kind", "tol", "tol_unit", "tol_from", "orders", "ties", "trivial",
-                    "learner", "higher_is_better", "no_trivial", "differs")
+                    "learner", "higher_is_better", "no_trivial", "differs", "missing")
 
 
 def evidence_columns(ev: Evidence, size: str) -> dict:
@@ -351,13 +364,17 @@ def evidence_columns(ev: Evidence, size: str) -> dict:
             "tol": None if t is None else float(t.value), "tol_unit": "" if t is None else t.unit,
             "tol_from": "" if t is None else t.derivation,
             "orders": json.dumps([[o.better, o.worse, float(o.b), float(o.w), bool(o.higher_is_better)] for o in ev.orders]),
-            "ties": json.dumps([[a, float(x), b, float(y)] for a, x, b, y in ev.ties]),
+            "ties": json.dumps([[a, float(x), b, float(y), *map(float, m)] for a, x, b, y, *m in ev.ties]),
             "trivial": ev.trivial, "learner": ev.learner, "higher_is_better": bool(ev.higher_is_better),
-            "no_trivial": ev.no_trivial, "differs": ev.differs}
+            "no_trivial": ev.no_trivial, "differs": ev.differs, "missing": ev.missing}
 
 
 def _num(v):
-    return None if v in ("", None) or (isinstance(v, float) and not np.isfinite(v)) else float(v)
+    "A stored number, or None for an empty or non-finite one ('', None, nan, 'nan')."
+    if v in ("", None):
+        return None
+    v = float(v)
+    return v if np.isfinite(v) else None
 
 
 def evidence_from_row(row: dict) -> Evidence:
@@ -376,7 +393,7 @@ def evidence_from_row(row: dict) -> Evidence:
     ties = tuple(tuple(t) for t in json.loads(row.get("ties") or "[]"))
     return Evidence(data, tol, _num(row.get("paper")), orders, ties, _num(row.get("trivial")), _num(row.get("learner")),
                     hib if isinstance(hib, bool) else str(hib).lower() != "false", row.get("no_trivial") or "",
-                    row.get("differs") or "")
+                    row.get("differs") or "", row.get("missing") or "")
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #f393f456
 _ODD_TEXTS = {r"(?:±|\+/-)\s*0\.0+(?![\d1-9])": "a '± 0.00' (a spread over one draw, or one that rounds to zero)",
@@ -399,7 +416,8 @@ def verdict_problems(row: dict) -> list[str]:
     2. A claim of the paper (`claim_of` "paper") carries its evidence (`evidence_columns`: the data declared by its
        loader, the tolerance, the paper's number or orderings, the trivial predictor) and its verdict is exactly the one
        `judge` gives from that evidence: a typed verdict cannot pass.
-    3. An 'own check' is not a claim of the paper: no paper number, no ordering, no quote of the paper.
+    3. An 'own check' is not a claim of the paper: no paper number, no ordering, no quote of the paper. A line stored
+       before these rules without its evidence (`claim_of` "stale") is 'not judged'.
     4. None of the odd texts (`_ODD_TEXTS`) in the verdict or the note.
     """
     verdict = row.get("verdict") or ""
@@ -416,6 +434,8 @@ def verdict_problems(row: dict) -> list[str]:
                      "(judge it: 'differs because ...' where the claim fails)")
     if claim_of == "not run" and "because" not in verdict.lower():
         probs.append("a 'not reproducible' verdict says why ('because ...')")
+    if claim_of == "stale" and kind != "not judged":
+        probs.append("a line stored without its evidence (`claim_of` 'stale') is 'not judged'")
     if claim_of == "ours":
         if kind not in ("own check", "not judged"):
             probs.append(f"a '{kind}' verdict is a claim of the paper: it is made with its evidence (`Run.claim`)")
