@@ -206,5 +206,7 @@ def test_issue_32_rows_get_the_verdict_their_evidence_supports():
     for (e, q), k in full.items():
         if e == "mvml_fig1_toy" or e == "kde_digits":
             assert k not in ("reproduced", "shape holds") or q.startswith("Fig. 1: pooled linear separability, MKL"), (q, k)
-        if e == "mvml_table1" and "BasicMotions" in q and ("lfSVM" in q or "1-view SVM accuracy" in q):
-            assert k != "shape holds", (q, k)
+    for r in _full():                   # BasicMotions: the tolerance of 40 tests (2 binomial stds, 11-13 points), not of 300
+        if r["experiment"] == "mvml_table1" and "BasicMotions" in r["quantity"]:
+            assert "n = 40 tests" in r["tol_from"] and float(r["tol"]) > 10, r
+    assert full["mvml_table1", "Table 1 BasicMotions 24%: lfSVM accuracy %"] == "differs"
