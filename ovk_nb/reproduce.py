@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import time
 import traceback
@@ -14,11 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from .experiments import paper000, paper001, paper002, paper003, paper004  # noqa: F401  (importing them registers their experiments, in this order)
-from .experiments.core import (NOT_ATTEMPTED, REGISTRY, TALLY_KINDS, VERDICT_KINDS, Experiment, Run, _fmt,
-                                     evidence_link, rows_to_csv, rows_to_markdown, verdict_kind, verdict_problems)
+from .experiments.core import (DATA_SOURCES, NOT_ATTEMPTED, REGISTRY, TALLY_KINDS, VERDICT_KINDS, Experiment, Run,
+                                     _fmt, code_hash, evidence_link, rows_to_csv, rows_to_markdown, verdict_kind,
+                                     verdict_problems)
 
 # %% auto #0
-__all__ = ['PAPERS', 'PAPER_SOURCES', 'MIN_SCALE', 'load_experiments', 'run_experiments', 'docs_base', 'provenance',
+__all__ = ['PAPERS', 'PAPER_SOURCES', 'MIN_SCALE', 'load_experiments', 'run_experiments', 'docs_base', 'versions', 'provenance',
            'summary_rows', 'rule_violations', 'tally', 'console_summary', 'short_title', 'dead_links', 'write_report']
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #b32990f9
@@ -84,28 +86,53 @@ def docs_base(out) -> str:
     return ""
 
 
-def provenance(quick: bool, seed: int = 0) -> dict:
-    "What produced a report: package version, commit, date, seed, sizes, machine (written on the page and in provenance.csv)."
+def versions() -> dict:
+    "The versions a result depends on: Python, numpy, scipy, scikit-learn, threadpoolctl and the BLAS (threadpoolctl's report)."
+    import sys
+    import scipy
+    import sklearn
+    import threadpoolctl
+    blas = [f"{p.get('internal_api')} {p.get('version')} ({p.get('threading_layer', '')}, {p.get('num_threads')} threads)"
+            for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
+    return {"python": sys.version.split()[0], "numpy": np.__version__, "scipy": scipy.__version__,
+            "scikit-learn": sklearn.__version__, "threadpoolctl": threadpoolctl.__version__,
+            "blas": "; ".join(sorted(set(blas))) or "none found by threadpoolctl"}
+
+
+def provenance(quick: bool, seed: int = 0, out=None) -> dict:
+    """What produced a report: package version, commit, date, seed, sizes, machine and `versions()` (written on the page
+    and in provenance.csv). One commit for everything: a tree with uncommitted changes under `ovk_nb/` is recorded with
+    its diff beside the report (`out`/uncommitted.diff, its sha256 in `commit`); an untracked module there has no diff and
+    is refused (ValueError), as is a dirty tree with no folder to store the diff in at the full size."""
     import datetime
+    import hashlib
     import os
     import platform
     import subprocess
-    import sys
     from ovk_nb import __version__
     root = Path(__file__).resolve().parent.parent if "__file__" in globals() else Path(".")
     def git(*a):
         try:
-            return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+            return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=30).stdout
         except Exception:
             return ""
-    commit = git("rev-parse", "--short=12", "HEAD") or "unknown (not a git checkout)"
-    if commit[0] != "u" and git("status", "--porcelain", "--", "ovk_nb"):
-        commit += " + uncommitted changes in ovk_nb/"
+    commit = git("rev-parse", "--short=12", "HEAD").strip() or "unknown (not a git checkout)"
+    status = git("status", "--porcelain", "--", "ovk_nb") if commit[0] != "u" else ""
+    if status:
+        untracked = [ln[3:] for ln in status.splitlines() if ln.startswith("??") and ln.endswith(".py")]
+        if untracked:
+            raise ValueError(f"untracked modules in ovk_nb/ ({untracked}): commit them before recording a report")
+        if out is None and not quick:
+            raise ValueError("a full-size report from a tree with uncommitted changes in ovk_nb/ stores their diff: give `out`")
+        diff = git("diff", "HEAD", "--", "ovk_nb")
+        if out is not None:
+            (Path(out) / "uncommitted.diff").write_text(diff)
+        commit += f" + uncommitted.diff (sha256 {hashlib.sha256(diff.encode()).hexdigest()[:12]})"
     return {"package": f"ovk_nb {__version__}", "commit": commit,
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "seed": seed, "sizes": "quick (reduced sizes, --quick)" if quick else "full (the papers' sizes)",
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-                       f"Python {sys.version.split()[0]}, numpy {np.__version__}"}
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}",
+            **versions()}
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #89c2ea21
 def summary_rows(runs) -> list[dict]:
@@ -114,7 +141,7 @@ def summary_rows(runs) -> list[dict]:
     out = []
     for exp, r in runs:
         for c in r.comparisons:
-            c = {"verdict": "", "incomparable": "", "section": "", "standin": "", "tolerance": "", "vs_trivial": None, **c}
+            c = {"verdict": "", "incomparable": "", "section": "", **c}
             out.append({**c, "paper_id": exp.paper or "-", "kind": verdict_kind(c["verdict"]),
                         "evidence": f"#{exp.name}", "notebook": evidence_link(exp.module, c["section"] or exp.section)})
     papers = {exp.paper for exp, _ in runs}
@@ -145,11 +172,18 @@ def _paper_cell(c) -> str:
     "The paper's number, or why there is none to set beside ours."
     if c["paper"] is not None and c["paper"] != "":
         return _fmt(c["paper"])
-    if c.get("standin"):
-        return "not comparable: stand-in data (" + c["standin"] + ")"
+    if c.get("data_kind") == "stand-in":
+        d = DATA_SOURCES.get(c.get("data") or "")
+        return "not comparable: stand-in data (" + (d.label[len("stand-in: "):] if d else str(c.get("data"))) + ")"
     if c["incomparable"]:
         return "not comparable: " + c["incomparable"]
     return "no number in the paper"
+
+
+def _tol_cell(c) -> str:
+    "A claim's tolerance: the number, its unit and how it follows from the data."
+    t = c.get("tol")
+    return "" if t in (None, "") else f"{_fmt(float(t))} {c.get('tol_unit', '')} ({c.get('tol_from', '')})"
 
 
 def console_summary(runs) -> str:
@@ -210,7 +244,7 @@ def _pairs(run) -> list:
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #2f9c99d1
 def _claim_row(c) -> dict:
     return {"result": c["experiment"], "quantity": c["quantity"], "ours": c["ours"], "paper": _paper_cell(c),
-            "verdict": c["verdict"] or "not judged", "tolerance": c.get("tolerance") or ""}
+            "verdict": c["verdict"] or "not judged", "tolerance": _tol_cell(c)}
 
 
 def _report_markdown(runs, failures, quick, base=None, prov=None) -> str:
@@ -287,7 +321,7 @@ def _glance_rows(rows) -> list[dict]:
     "The at-a-glance lines of summary lines `rows`: the result links to its experiment's section in this page."
     return [{"result": (c["experiment"], c["evidence"]), "quantity": c["quantity"], "ours": c["ours"],
              "paper": _paper_cell(c), "verdict": (c["kind"].replace(" ", "-"), c["verdict"] or "not judged"),
-             "tolerance": c.get("tolerance") or "", "note": c.get("note") or ""} for c in rows]
+             "tolerance": _tol_cell(c), "note": c.get("note") or ""} for c in rows]
 
 # %% ../nbs/3_reproduction/06_reproduce.ipynb #4e63e293
 MIN_SCALE = 0.8   # a figure beside its table is shown at least at this fraction of its own width, else it goes under it
@@ -333,9 +367,10 @@ def _report_html(runs, failures, quick, base=None, out=None, prov=None) -> str:
         r["paper"] = (f"Paper {r['paper']}", f"#paper-{r['paper']}")
     out += ['<h2 id="at-a-glance">Verdicts per paper</h2>',
             "<p>Kinds: " + " ".join(f'<span class="v v-{k.replace(" ", "-")}">{k}</span>' for k in VERDICT_KINDS)
-            + ". <em>reproduced</em>: on the paper's data, within the stated tolerance; <em>shape holds</em>: on stand-in "
-              "data, where the paper's number is not comparable, the claim's ordering or sign holds within the stated "
-              "tolerance; <em>not reproducible</em>: results the paper reports that we cannot run (the line says what "
+            + ". Each verdict is computed from its evidence (ovk_nb.experiments.core.judge). <em>reproduced</em>: the paper's "
+              "number, on the paper's data at the paper's size, within the tolerance (a number derived from the data); "
+              "<em>shape holds</em>: every ordering the paper states holds beyond the tolerance; "
+              "<em>not reproducible</em>: results the paper reports that did not run (the line says what "
               "would be needed); <em>own check</em>: not a claim of the paper.</p>",
             _html_table(t, links=("paper",)).replace("<table>", '<table class="tally">', 1)]
     for paper in sorted({c["paper_id"] for c in summ}):
@@ -384,13 +419,17 @@ def dead_links(folder) -> list[str]:
 
 
 def write_report(runs, failures, out: Path, quick: bool, base: str | None = None, seed: int = 0):
-    """Write index.md, index.html, summary.csv and provenance.csv into `out`. A summary line that breaks a verdict rule
+    """Write index.md, index.html, summary.csv, provenance.csv and code_hashes.json (`code_hash` of every experiment run:
+    the staleness check of a stored result compares it with today's) into `out`. A summary line that breaks a verdict rule
     cannot exist (`Run.compare` refuses it); the not-run rows are checked here too (ValueError)."""
     out = Path(out)
-    summ, prov = summary_rows(runs), provenance(quick, seed)
+    summ = summary_rows(runs)
     bad = rule_violations(summ)
     if bad:
         raise ValueError("summary lines break the verdict rules:\n" + "\n".join(bad))
+    prov = provenance(quick, seed, out)
+    hashes = {exp.name: code_hash(exp.name, exp.module) for exp, _ in runs if exp.module.startswith("ovk_nb.")}
+    (out / "code_hashes.json").write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
     if summ:
         (out / "summary.csv").write_text(rows_to_csv(summ))
     (out / "provenance.csv").write_text(rows_to_csv([prov]))

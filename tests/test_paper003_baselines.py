@@ -62,18 +62,23 @@ def test_okl_l_step_is_the_symmetric_minimiser():
 
 
 def test_table1_verdicts_follow_the_claims():
+    "Issue 32: the verdict is computed (`judge`) from the accuracies, the test count's binomial tolerance and the trivial predictor."
+    from ovk_nb.experiments.paper003 import BASICMOTIONS
     a = {"MVML": 97.0, "MVML-sparse": 96.8, "MVML_Cov": 96.5, "MVML_I": 97.2, "lpMKL": 97.0, "OKL": 90.0, "efSVM": 96.5,
          "lfSVM": 99.5, "1-view SVM": 91.0}
-    assert table1_verdict("MVML", a).startswith("reproduced")
-    assert table1_verdict("lpMKL", a).startswith("reproduced")
-    assert table1_verdict("OKL", a).startswith("reproduced")
+    # on stand-in data (UCI mfeat) at most "shape holds"; 300 tests near 97 %: a tolerance of 1.97 points
+    assert table1_verdict("MVML", a, n_test=1000).startswith("shape holds")        # 1.08 points: below the paper's 1.1
+    assert table1_verdict("MVML", a).startswith("not judged")                       # 1.97 points cannot confirm "within 1.1"
+    assert table1_verdict("lpMKL", a, n_test=1000).startswith("not judged")         # nor "within 0.6"
+    assert table1_verdict("OKL", a).startswith("shape holds")
     assert table1_verdict("efSVM", a).startswith("differs because")                 # within the noise
-    assert "above MVML" in table1_verdict("lfSVM", a)
-    assert table1_verdict("1-view SVM", a).startswith("reproduced")
-    assert table1_verdict("MVML", {**a, "MVML_Cov": 90.0}).startswith("differs")
+    assert "lfSVM is ahead of MVML" in table1_verdict("lfSVM", a)
+    assert table1_verdict("1-view SVM", a).startswith("shape holds")
+    assert table1_verdict("MVML", {**a, "MVML_Cov": 90.0}, n_test=1000).startswith("differs")
     assert table1_verdict("lpMKL", {**a, "lpMKL": 93.0}).startswith("differs")
-    # on stand-in data (issue 22) only the claim's shape is judged: never "reproduced"
-    assert table1_verdict("MVML", a, standin=True).startswith("shape holds")
-    assert table1_verdict("1-view SVM", a, standin=True).startswith("shape holds")
-    assert table1_verdict("efSVM", a, standin=True).startswith("differs because")
-    assert not any(table1_verdict(k, a, standin=True).startswith("reproduced") for k in a)
+    assert not any(table1_verdict(k, a).startswith("reproduced") for k in a)
+    # the untuned single-view SVM's row holds only if MVML is also above the tuned one at the same level
+    assert table1_verdict("1-view SVM", {**a, "1-view SVM (C tuned)": 97.5}).startswith("differs")
+    # BasicMotions: 40 tests, one test is 2.5 points: a 7.5-point gap near 80 % is within 2 binomial stds (12.6 points)
+    b = {**a, "MVML": 80.0, "lfSVM": 72.5}
+    assert table1_verdict("lfSVM", b, data=BASICMOTIONS, n_test=40, trivial=25.0).startswith("differs because")

@@ -44,15 +44,15 @@ def report(report_dir):
 
 
 def test_quick_report_obeys_the_verdict_rules_and_stands_alone(report_dir):
-    "Issue 22: no summary line breaks a verdict rule, the page opens with the tally, and every link resolves offline."
+    """Issues 22 and 32: no summary line breaks a verdict rule (each verdict is what its stored evidence gives), nothing is
+    'reproduced' at the quick size, the page opens with the tally, and every link resolves offline."""
     from ovk_nb.experiments.core import verdict_problems
     from ovk_nb.reproduce import dead_links
     with open(report_dir / "summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    bad = [(r["experiment"], r["quantity"], p) for r in rows for p in verdict_problems(
-        {**r, "paper": None if r["paper"] == "" else float(r["paper"]),
-         "vs_trivial": None if r["vs_trivial"] == "" else float(r["vs_trivial"])})]
+    bad = [(r["experiment"], r["quantity"], p) for r in rows for p in verdict_problems(r)]   # re-judged from its evidence
     assert not bad, bad
+    assert not any(r["size"] == "quick" and r["kind"] == "reproduced" for r in rows)     # issue 32: never at a reduced size
     assert dead_links(report_dir) == []
     page = (report_dir / "index.html").read_text()
     assert page.index('class="tally"') < page.index('id="evidence"') and "../_docs" not in page

@@ -18,9 +18,11 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['REGISTRY', 'NOT_ATTEMPTED', 'VERDICT_KINDS', 'TALLY_KINDS', 'LEARNS_LITTLE', 'Experiment', 'experiment', 'in_test',
-           'not_attempted', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind', 'verdict_problems', 'section_anchor',
-           'evidence_link', 'tidy_figure', 'Run', 'single_threaded', 'experiment_hashes']
+__all__ = ['REGISTRY', 'NOT_ATTEMPTED', 'VERDICT_KINDS', 'TALLY_KINDS', 'LEARNS_LITTLE', 'DATA_SOURCES', 'EVIDENCE_COLUMNS',
+           'Experiment', 'experiment', 'in_test', 'not_attempted', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind',
+           'Data', 'Tol', 'binomial_tol', 'ratio_tol', 'spread_tol', 'Order', 'Evidence', 'judge', 'evidence_columns',
+           'evidence_from_row', 'verdict_problems', 'section_anchor', 'evidence_link', 'tidy_figure', 'Run',
+           'single_threaded', 'experiment_hashes', 'ovk_imports', 'code_hash']
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #51f3be76
 @dataclass
@@ -65,7 +67,7 @@ def not_attempted(paper: str, result: str, because: str, needs: str):
     NOT_ATTEMPTED[paper, result] = {"experiment": f"paper{paper}_not_run", "quantity": result, "ours": float("nan"),
                                     "paper": None, "note": f"would need: {needs}",
                                     "verdict": f"not reproducible because {because}", "incomparable": "not run",
-                                    "section": "", "standin": "", "tolerance": "", "vs_trivial": None, "paper_id": paper}
+                                    "section": "", "claim_of": "not run", "paper_id": paper}
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #feb7a6d3
 def _fmt(v):
@@ -102,8 +104,8 @@ TALLY_KINDS = ("reproduced", "shape holds", "differs", "not reproducible", "own 
 
 
 def verdict_kind(verdict: str | None) -> str:
-    "The kind a verdict starts with (one of `VERDICT_KINDS`), or 'not judged' for None / ''."
-    if not verdict:
+    "The kind a verdict starts with (one of `VERDICT_KINDS`), or 'not judged' for None / '' / 'not judged ...'."
+    if not verdict or verdict.strip().lower().startswith("not judged"):
         return "not judged"
     v = verdict.strip().lower()
     for k in VERDICT_KINDS:
@@ -117,52 +119,346 @@ def verdict_kind(verdict: str | None) -> str:
 
 LEARNS_LITTLE = 0.9    # a learner whose error is above this fraction of the trivial predictor's has learnt almost nothing
 
+# %% ../../nbs/3_reproduction/00_core.ipynb #49d5de34
+DATA_SOURCES: dict[str, "Data"] = {}
+
+
+@dataclass(frozen=True)
+class Data:
+    """What a data loader declares about the data it returns: `kind` is "paper" (the paper's data, or data of the
+    paper's own generator with the paper's parameters) or "stand-in" (`replaces` says which data of the paper it stands
+    for and why). Declared once, next to the loader; a claim names the `Data` its run used, never a kind of its own.
+
+    Parameters
+    ----------
+    name : str
+        The data's name (unique: a second declaration of the same name must agree).
+    kind : str
+        "paper" or "stand-in".
+    replaces : str
+        For a stand-in: the paper's data it replaces, and why (required); empty for the paper's data.
+
+    Examples
+    --------
+    >>> Data("toy", "stand-in", replaces="the paper's toy (its parameters are not printed)").label
+    "stand-in: toy for the paper's toy (its parameters are not printed)"
+    """
+    name: str
+    kind: str
+    replaces: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ("paper", "stand-in"):
+            raise ValueError(f"a data kind is 'paper' or 'stand-in'; got {self.kind!r}")
+        if not self.name.strip():
+            raise ValueError("a data declaration names its data (`name`)")
+        if (self.kind == "stand-in") != bool(self.replaces.strip()):
+            raise ValueError("a stand-in says which data of the paper it replaces (`replaces`), the paper's data do not")
+        old = DATA_SOURCES.setdefault(self.name, self)
+        if old != self:
+            raise ValueError(f"data {self.name!r} is declared twice, differently: {old} and {self}")
+
+    @property
+    def label(self) -> str:
+        return f"the paper's data: {self.name}" if self.kind == "paper" else f"stand-in: {self.name} for {self.replaces}"
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #e106f122
+_TOL_SOURCES = r"binomial|fold|seed|draw|repeat|spread|std|round-?off|eps|resolution|tests?\b"
+
+
+@dataclass(frozen=True)
+class Tol:
+    """A tolerance: a positive number, its unit, and how it follows from the data (`derivation`: a binomial std from
+    the test count, a std over folds / seeds / draws / repeats, a round-off bound). "by eye", zero, or a text with no
+    such source is refused (ValueError).
+
+    Examples
+    --------
+    >>> Tol(2.5, "points", "one test of 40").value
+    2.5
+    """
+    value: float
+    unit: str
+    derivation: str
+
+    def __post_init__(self):
+        v = float(self.value)
+        if not np.isfinite(v) or v <= 0:
+            raise ValueError(f"a tolerance is a positive finite number; got {self.value!r}")
+        if float(f"{v:.2g}") == 0:
+            raise ValueError("a tolerance that prints as 0 is refused")
+        if not self.unit.strip():
+            raise ValueError("a tolerance states its unit (points, x, log10, s, ...)")
+        d = self.derivation.lower()
+        if re.search(r"by eye|visual|looks", d) or not re.search(_TOL_SOURCES, d):
+            raise ValueError("a tolerance says how it follows from the data (binomial std from the test count, fold "
+                             f"std, seed spread, repeats, round-off); got {self.derivation!r}")
+
+    def __str__(self):
+        return f"{self.value:.3g} {self.unit} ({self.derivation})"
+
+
+def binomial_tol(p: float, n: int, k: float = 2.0) -> Tol:
+    """`k` binomial stds of an accuracy near `p` (a fraction) measured on `n` tests, in points, and never below one
+    test (100 / n points): sqrt(p (1 - p) / n)."""
+    if n < 1 or not 0 <= p <= 1:
+        raise ValueError(f"binomial_tol needs 0 <= p <= 1 and n >= 1 tests; got p={p}, n={n}")
+    v = max(100 * k * np.sqrt(p * (1 - p) / n), 100 / n)
+    return Tol(v, "points", f"{k:g} x the binomial std sqrt(p(1-p)/n) at p = {p:.3f}, n = {n} tests "
+                            f"(floor: one test, {100 / n:.3g} points)")
+
+
+def ratio_tol(n: int, of: str = "test samples", k: float = 2.0) -> Tol:
+    """`k` stds of a ratio of two mean squared errors (MSE, RSSE) each over `n` independent units (`of`: test samples,
+    test curves): each has a relative std of about sqrt(2 / n) (Gaussian errors), their ratio sqrt(2) times that."""
+    if n < 2:
+        raise ValueError(f"ratio_tol needs at least 2 units; got n={n}")
+    return Tol(k * np.sqrt(2) * np.sqrt(2 / n), "x (ratio)",
+               f"{k:g} x the std sqrt(2) sqrt(2/n) of a ratio of two MSEs over n = {n} {of} (Gaussian errors)")
+
+
+def spread_tol(values, unit: str, over: str, k: float = 2.0, floor: float = 0.0) -> Tol:
+    """`k` times the sample std of `values` (their spread over `over`: seeds, folds, draws, repeats), at least `floor`."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        raise ValueError(f"a spread needs at least 2 values; got {values.size}")
+    s = float(np.std(values, ddof=1))
+    return Tol(max(k * s, floor), unit, f"{k:g} x the std over {values.size} {over}"
+                                       + (f" (floor {floor:.3g})" if floor and k * s < floor else ""))
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #658dc555
+@dataclass(frozen=True)
+class Order:
+    """One pairwise ordering the paper states: `better` ahead of `worse`; ours are `b` and `w` (`higher_is_better`:
+    scores such as accuracy; else errors, losses, times). `margin` > 0 when ours agree, in the unit of the values."""
+    better: str
+    worse: str
+    b: float
+    w: float
+    higher_is_better: bool = True
+
+    @property
+    def margin(self) -> float:
+        return float(self.b - self.w) if self.higher_is_better else float(self.w - self.b)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a claim of a paper is judged from (`judge`): the data its run used (`Data`, declared by the loader), the
+    tolerance (`Tol`), the paper's number (`paper`, comparable only on the paper's data at full size) and/or every
+    pairwise ordering the paper states (`orders`), the pairs it says are close (`ties`: (name, ours, name, ours[, the
+    closeness the paper states]), within the tolerance; a tolerance wider than the stated closeness confirms nothing), and the trivial predictor's score (`trivial`, set against
+    `learner`, by default ours) or why none applies (`no_trivial`: a bound, a time, a sparsity pattern). `differs`: the
+    experiment's own reason that the claim fails; it can only weaken a verdict. `missing`: what the evidence lacks (a
+    result stored before these rules, without its trivial predictor): then no verdict is positive ('not judged')."""
+    data: Data
+    tol: Tol | None = None
+    paper: float | None = None
+    orders: tuple = ()
+    ties: tuple = ()
+    trivial: float | None = None
+    learner: float | None = None
+    higher_is_better: bool = True
+    no_trivial: str = ""
+    differs: str = ""
+    missing: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.data, Data):
+            raise TypeError("`data` is the `Data` its loader declares, not a text")
+        if self.tol is not None and not isinstance(self.tol, Tol):
+            raise TypeError("`tol` is a `Tol` (a number, its unit and its derivation), not a text")
+        if not all(isinstance(o, Order) for o in self.orders):
+            raise TypeError("`orders` holds `Order`s")
+        if self.ties and self.trivial is None and not self.differs:
+            raise ValueError("a closeness claim (`ties`) needs the trivial predictor's score: a wide tolerance would "
+                             "make anything close")
+        if not self.differs and not self.missing and (self.trivial is None) == (not self.no_trivial.strip()):
+            raise ValueError("a claim gives the trivial predictor's score (`trivial`) or says why none applies "
+                             "(`no_trivial`), one of the two")
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #0b2b9bab
+def _g(x) -> str:
+    return f"{x:.3g}"
+
+
+def judge(ours: float, ev: Evidence, size: str) -> str:
+    """The verdict of one claim of a paper from its evidence (`size`: "full", the paper's sizes, or "quick").
+
+    * 'reproduced' needs the paper's number, the paper's data and the full size: |ours - paper| within `tol`, every
+      stated ordering holding beyond `tol`, and the learner ahead of the trivial predictor.
+    * 'shape holds' needs every ordering the paper states to hold beyond `tol` (margin > tol) and every pair it says is
+      close (`ties`) to be within `tol` (with the learner ahead of the trivial predictor), at any size and on any data.
+    * 'differs because ...': an ordering reversed or tied within `tol`, the number outside `tol`, the learner not ahead of
+      the trivial predictor, or the experiment's own reason (`ev.differs`).
+    * 'not judged because ...': the paper's number is not comparable (reduced size) and the paper states no ordering.
+    A claim with neither a number nor an ordering, or a positive verdict without a tolerance, is refused (ValueError)."""
+    if size not in ("full", "quick"):
+        raise ValueError(f"size is 'full' or 'quick'; got {size!r}")
+    if ev.paper is not None and ev.data.kind != "paper":
+        raise ValueError("on stand-in data the paper's number is not comparable: give it in the note, not as `paper`")
+    if ev.paper is None and not ev.orders and not ev.ties and not ev.differs:
+        raise ValueError("a claim of the paper states the paper's number or the orderings it claims")
+    fails = [ev.differs] if ev.differs else []
+    t = ev.tol
+    if t is None and not fails:
+        raise ValueError("a claim of the paper states its tolerance (`Tol`), derived from the data")
+    held = []
+    for o in ev.orders if t is not None else ():
+        m = o.margin
+        if m > t.value:
+            held.append(f"{o.better} ahead of {o.worse} by {_g(m)} {t.unit}")
+        elif m < -t.value:
+            fails.append(f"{o.worse} is ahead of {o.better} by {_g(-m)} {t.unit}, beyond the tolerance")
+        else:
+            fails.append(f"{o.better} vs {o.worse} is within the tolerance ({_g(m)} against {_g(t.value)} {t.unit}): "
+                         "the data do not separate them")
+    unresolved = []
+    for a, x, b, y, *bound in ev.ties if t is not None else ():
+        d = abs(float(x) - float(y))
+        if d > t.value:
+            fails.append(f"{a} is {_g(d)} {t.unit} from {b}, beyond the tolerance")
+        elif bound and t.value > float(bound[0]):
+            unresolved.append(f"{a} vs {b}: the tolerance is wider than the closeness the paper states "
+                              f"({_g(float(bound[0]))} {t.unit})")
+        else:
+            held.append(f"{a} within the tolerance of {b} ({_g(d)} {t.unit})")
+    if t is not None and ev.trivial is not None and not ev.differs:
+        lr = float(ours if ev.learner is None else ev.learner)
+        if ev.higher_is_better and lr - ev.trivial <= t.value:
+            fails.append(f"the learner ({_g(lr)}) is not above the trivial predictor ({_g(ev.trivial)}) beyond the tolerance")
+        if not ev.higher_is_better and (ev.trivial <= 0 or lr / ev.trivial > LEARNS_LITTLE):
+            fails.append(f"the learner is at {_g(lr / ev.trivial)}x the trivial predictor's error (> {LEARNS_LITTLE}): "
+                         "it learns almost nothing")
+    tol = f" (tolerance {_g(t.value)} {t.unit})" if t is not None else ""
+    if fails:
+        return "differs because " + "; ".join(fails) + tol
+    if unresolved:
+        return "not judged because the data cannot confirm the closeness: " + "; ".join(unresolved) + tol
+    if ev.paper is not None:
+        d = abs(float(ours) - ev.paper)
+        if size != "full":
+            if not held:
+                return ("not judged because the paper's number is not comparable at the reduced size and the paper "
+                        "states no ordering here")
+        elif d > t.value:
+            return f"differs because ours is {_g(d)} {t.unit} from the paper's {_g(ev.paper)}, beyond the tolerance" + tol
+        elif ev.missing:
+            return f"not judged because {ev.missing} ({_g(d)} {t.unit} from the paper's {_g(ev.paper)})" + tol
+        else:
+            return "; ".join([f"reproduced: {_g(d)} {t.unit} from the paper's {_g(ev.paper)}"] + held) + tol
+    if ev.missing:
+        return f"not judged because {ev.missing} (the orderings: " + "; ".join(held) + ")" + tol
+    return "shape holds: " + "; ".join(held) + tol
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #74917e3b
+EVIDENCE_COLUMNS = ("claim_of", "size", "data", "data_kind", "tol", "tol_unit", "tol_from", "orders", "ties", "trivial",
+                    "learner", "higher_is_better", "no_trivial", "differs", "missing")
+
+
+def evidence_columns(ev: Evidence, size: str) -> dict:
+    "The columns a claim's evidence is stored in (summary.csv), so that `verdict_problems` can judge it again."
+    import json
+    t = ev.tol
+    return {"claim_of": "paper", "size": size, "data": ev.data.name, "data_kind": ev.data.kind,
+            "tol": None if t is None else float(t.value), "tol_unit": "" if t is None else t.unit,
+            "tol_from": "" if t is None else t.derivation,
+            "orders": json.dumps([[o.better, o.worse, float(o.b), float(o.w), bool(o.higher_is_better)] for o in ev.orders]),
+            "ties": json.dumps([[a, float(x), b, float(y), *map(float, m)] for a, x, b, y, *m in ev.ties]),
+            "trivial": ev.trivial, "learner": ev.learner, "higher_is_better": bool(ev.higher_is_better),
+            "no_trivial": ev.no_trivial, "differs": ev.differs, "missing": ev.missing}
+
+
+def _num(v):
+    "A stored number, or None for an empty or non-finite one ('', None, nan, 'nan')."
+    if v in ("", None):
+        return None
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def evidence_from_row(row: dict) -> Evidence:
+    """The `Evidence` stored in a summary line's columns (`evidence_columns`); the data must be declared by a loader
+    (`DATA_SOURCES`) with the kind the line states (ValueError otherwise)."""
+    import json
+    name, kind = row.get("data") or "", row.get("data_kind") or ""
+    data = DATA_SOURCES.get(name)
+    if data is None:
+        raise ValueError(f"the data {name!r} are declared by no loader (`Data`): a line cannot name its own data kind")
+    if data.kind != kind:
+        raise ValueError(f"the line says {name!r} is {kind!r}, its loader declares {data.kind!r}")
+    tol = None if _num(row.get("tol")) is None else Tol(_num(row["tol"]), row.get("tol_unit") or "", row.get("tol_from") or "")
+    orders = tuple(Order(a, b, x, y, bool(h)) for a, b, x, y, h in json.loads(row.get("orders") or "[]"))
+    hib = row.get("higher_is_better", True)
+    ties = tuple(tuple(t) for t in json.loads(row.get("ties") or "[]"))
+    return Evidence(data, tol, _num(row.get("paper")), orders, ties, _num(row.get("trivial")), _num(row.get("learner")),
+                    hib if isinstance(hib, bool) else str(hib).lower() != "false", row.get("no_trivial") or "",
+                    row.get("differs") or "", row.get("missing") or "")
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #f393f456
 _ODD_TEXTS = {r"(?:±|\+/-)\s*0\.0+(?![\d1-9])": "a '± 0.00' (a spread over one draw, or one that rounds to zero)",
               r"within 0\.0+(?![\d1-9])\b": "a 'within 0.000' (say 'equal at this precision' or give more digits)",
+              r"\bby -?0\.0+(?![\d1-9])": "a 'by 0.0' (a gap that prints as zero is no gap)",
+              r"(?<![\d.])-0\.0+(?![\d1-9])\s*%": "a '-0.0 %' (a change that prints as zero is no change)",
+              r"by eye": "'by eye' (a tolerance follows from the data)",
               r"\bpaper the paper\b": "'paper the paper'",
               r"figure only": "'figure only' (a claim in the paper's text is judged whatever the figure)",
               r"\bn/a\b": "'n/a'"}
+# an own check that quotes or restates a claim of the paper is that claim, filed where no rule applies
+_QUOTES_PAPER = r"\bpaper\s*:|the paper(?:'s)? (?:claims?|states?|reports?|shows?|ranking|ordering)|as in the paper|the paper's (?:ranking|claim|ordering)"
 
 
 def verdict_problems(row: dict) -> list[str]:
-    """The verdict rules (issue 22) broken by one summary line (a dict with the keys `Run.compare` writes); [] if none.
+    """The verdict rules broken by one summary line (a dict with the columns `Run.claim` / `Run.compare` write); [] if none.
 
-    1. The verdict is of a known kind (no 'figure only': a claim stated in the paper is judged whatever its figure).
-    2. On stand-in data (`standin` says what replaces the paper's data) the paper's number is not comparable (no number
-       in `paper`) and the verdict judges only the claim's shape: never 'reproduced'; 'shape holds' or 'differs'.
-    3. 'reproduced' and 'shape holds' state their tolerance (`tolerance`).
-    4. A claim earned where nothing learns much is no claim: a positive verdict ('reproduced', 'shape holds') whose
-       `vs_trivial` (our error over a trivial predictor's) is above `LEARNS_LITTLE` is refused.
-    5. 'not reproducible' and 'differs' say why ('because').
-    6. None of the odd texts (`_ODD_TEXTS`) in the verdict, the note or the reason.
+    1. The verdict is of a known kind; 'not reproducible' only for a result that did not run (`claim_of` "not run", no
+       number of ours), and it says why.
+    2. A claim of the paper (`claim_of` "paper") carries its evidence (`evidence_columns`: the data declared by its
+       loader, the tolerance, the paper's number or orderings, the trivial predictor) and its verdict is exactly the one
+       `judge` gives from that evidence: a typed verdict cannot pass.
+    3. An 'own check' is not a claim of the paper: no paper number, no ordering, no quote of the paper. A line stored
+       before these rules without its evidence (`claim_of` "stale") is 'not judged'.
+    4. None of the odd texts (`_ODD_TEXTS`) in the verdict or the note.
     """
-    probs = []
     verdict = row.get("verdict") or ""
     try:
         kind = verdict_kind(verdict)
     except ValueError as e:
         return [str(e)]
-    paper, standin = row.get("paper"), (row.get("standin") or "").strip()
-    paper = None if paper in ("", None) or (isinstance(paper, float) and not np.isfinite(paper)) else paper
-    if standin and paper is not None:
-        probs.append("on stand-in data the paper's number is not comparable: give it in the note, not as `paper`")
-    if standin and kind == "reproduced":
-        probs.append("no 'reproduced' on stand-in data: judge the claim's shape ('shape holds ...' or 'differs ...')")
-    if kind in ("reproduced", "shape holds") and not (row.get("tolerance") or "").strip():
-        probs.append(f"a '{kind}' verdict states its tolerance")
-    vt = row.get("vs_trivial")
-    if vt not in (None, "") and kind in ("reproduced", "shape holds") and float(vt) > LEARNS_LITTLE:
-        probs.append(f"a positive verdict where the learner is at {float(vt):.2f}x a trivial predictor's error "
-                     f"(> {LEARNS_LITTLE}): nothing learns much, so the claim is not earned")
-    if kind in ("not reproducible", "differs") and "because" not in verdict.lower():
-        probs.append(f"a '{kind}' verdict says why ('because ...')")
-    for text in (verdict, row.get("note") or "", row.get("incomparable") or "", row.get("standin") or ""):
+    probs = []
+    ours = _num(row.get("ours"))
+    claim_of = row.get("claim_of") or {"own check": "ours", "not reproducible": "not run",
+                                       "not judged": "ours"}.get(kind, "paper")
+    if kind == "not reproducible" and (claim_of != "not run" or ours is not None):
+        probs.append("'not reproducible' is only for a result that did not run; this line has a number of ours "
+                     "(judge it: 'differs because ...' where the claim fails)")
+    if claim_of == "not run" and "because" not in verdict.lower():
+        probs.append("a 'not reproducible' verdict says why ('because ...')")
+    if claim_of == "stale" and kind != "not judged":
+        probs.append("a line stored without its evidence (`claim_of` 'stale') is 'not judged'")
+    if claim_of == "ours":
+        if kind not in ("own check", "not judged"):
+            probs.append(f"a '{kind}' verdict is a claim of the paper: it is made with its evidence (`Run.claim`)")
+        if _num(row.get("paper")) is not None or (row.get("orders") or "[]") != "[]" or (row.get("ties") or "[]") != "[]":
+            probs.append("an own check has no paper number or ordering: a claim of the paper cannot be an 'own check'")
+        for text in (verdict, row.get("note") or ""):
+            if re.search(_QUOTES_PAPER, str(text), flags=re.I):
+                probs.append(f"an own check quotes the paper ({str(text)[:60]!r}): a claim of the paper is judged by `Run.claim`")
+                break
+    if claim_of == "paper":
+        try:
+            want = judge(ours, evidence_from_row(row), row.get("size") or "")
+            if want != verdict:
+                probs.append(f"the verdict is not the one its evidence gives: {verdict[:70]!r} against {want[:90]!r}")
+        except (ValueError, TypeError) as e:
+            probs.append(f"the evidence does not support a verdict: {e}")
+    for text in (verdict, row.get("note") or "", row.get("incomparable") or ""):
         for pat, what in _ODD_TEXTS.items():
             if re.search(pat, str(text), flags=re.I):
                 probs.append(f"odd text: {what} in {str(text)[:80]!r}")
     return probs
 
-
+# %% ../../nbs/3_reproduction/00_core.ipynb #21dfee5f
 def section_anchor(heading: str) -> str:
     "The anchor the docs builder gives a heading: lower case, spaces to '-', only word characters, '.' and '-'."
     s = re.sub(r"<[^>]+>", "", heading).strip().lower()
@@ -232,6 +528,11 @@ class Run:
     notes: list = field(default_factory=list)
     rows: dict = field(default_factory=dict)      # table name -> its rows (the HTML report builds its tables from them)
 
+    @property
+    def size(self) -> str:
+        "'quick' (reduced sizes) or 'full' (the paper's sizes): the size a claim is judged at (`judge`)."
+        return "quick" if self.quick else "full"
+
     @classmethod
     def inline(cls, quick: bool | None = None, seed: int = 0):
         "A run for notebooks: figures displayed, nothing written; quick while testing."
@@ -281,28 +582,46 @@ def figure(self: Run, name: str, fig, caption: str = ""):
 
 @patch
 def compare(self: Run, what: str, ours: float, paper: float | None = None, note: str = "", verdict: str | None = None,
-            incomparable: str = "", section: str | None = None, standin: str = "", tolerance: str = "",
-            vs_trivial: float | None = None):
-    """A summary line: our number, the paper's where it is comparable (else `incomparable` says why), and the verdict
-    (see `VERDICT_KINDS`); `section`: the notebook heading with the evidence (default: the experiment's); `standin`: what
-    replaces the paper's data (then the paper's number is not comparable and only the claim's shape is judged);
-    `tolerance`: the tolerance a positive verdict used; `vs_trivial`: our error over a trivial predictor's.
-    A line that breaks a rule of `verdict_problems` is refused (ValueError)."""
-    verdict_kind(verdict)                                    # refuses a verdict of no known kind
+            incomparable: str = "", section: str | None = None):
+    """A summary line that is not a claim of the paper: an 'own check' (a check of ours: solvers agree, a sensitivity),
+    or an old call with no verdict ('not judged'). A claim of the paper is made by `Run.claim` with its evidence: any
+    other verdict here, a paper number, or an own check that quotes the paper is refused (ValueError)."""
+    kind = verdict_kind(verdict)                             # refuses a verdict of no known kind
+    if kind not in ("own check", "not judged"):
+        raise ValueError(f"a '{kind}' verdict is computed from its evidence: use run.claim(what, ours, Evidence(...))")
     if incomparable and paper is not None:
         raise ValueError("give the paper's number only where it is comparable (paper=None with `incomparable`)")
     line = {"experiment": self.name, "quantity": what, "ours": float(ours),
-            "paper": None if paper is None else float(paper), "note": note,
-            "verdict": verdict or "", "incomparable": incomparable, "section": section or "",
-            "standin": standin, "tolerance": tolerance, "vs_trivial": None if vs_trivial is None else float(vs_trivial)}
+            "paper": None if paper is None else float(paper), "note": note, "verdict": verdict or "",
+            "incomparable": incomparable, "section": section or "", "claim_of": "ours", "size": self.size}
+    self._keep(line)
+
+
+@patch
+def claim(self: Run, what: str, ours: float, evidence: Evidence, note: str = "", section: str | None = None):
+    """A claim of the paper: the summary line whose verdict `judge` computes from `evidence` (the data the loader
+    declared, the tolerance, the paper's number or orderings, the trivial predictor) at this run's size. Returns the
+    verdict. `note` says what the paper claims and what ours means; it cannot change the verdict."""
+    if not isinstance(evidence, Evidence):
+        raise TypeError("a claim of the paper is judged from an `Evidence`")
+    verdict = judge(ours, evidence, self.size)
+    line = {"experiment": self.name, "quantity": what, "ours": float(ours), "paper": evidence.paper, "note": note,
+            "verdict": verdict, "incomparable": "", "section": section or "", **evidence_columns(evidence, self.size)}
+    self._keep(line)
+    return verdict
+
+
+@patch
+def _keep(self: Run, line: dict):
     probs = verdict_problems(line)
     if probs:
-        raise ValueError(f"summary line {what!r} breaks the verdict rules: " + "; ".join(probs))
+        raise ValueError(f"summary line {line['quantity']!r} breaks the verdict rules: " + "; ".join(probs))
     self.comparisons.append(line)
-    if self.show and verdict:
-        theirs = (f"paper {_fmt(paper)}" if paper is not None else
-                  f"paper's number not comparable ({standin or incomparable})" if (standin or incomparable) else "no paper number")
-        _display_markdown(f"*{what}*: ours {_fmt(float(ours))}, {theirs} -- **{verdict}**")
+    if self.show and line["verdict"]:
+        p = line["paper"]
+        theirs = f"paper {_fmt(p)}" if p is not None else (f"data: {DATA_SOURCES[line['data']].label}" if line.get("data")
+                                                           else "no paper number")
+        _display_markdown(f"*{line['quantity']}*: ours {_fmt(line['ours'])}, {theirs} -- **{line['verdict']}**")
 
 
 @patch
@@ -374,3 +693,57 @@ def experiment_hashes(module_source: str) -> dict[str, str]:
                 text = "\n".join(ast.unparse(nodes[s]) for s in sorted(seen))
                 out[d.args[0].value] = hashlib.sha256(text.encode()).hexdigest()[:16]
     return out
+
+# %% ../../nbs/3_reproduction/00_core.ipynb #e57c5a0c
+def _module_path(m: str, source_of) -> str | None:
+    "The file of module `m` (a .py or a package's __init__.py) that `source_of` can read, or None."
+    for p in (m.replace(".", "/") + ".py", m.replace(".", "/") + "/__init__.py"):
+        try:
+            source_of(p)
+            return p
+        except (OSError, KeyError, ValueError):
+            pass
+    return None
+
+
+def _here_source():
+    root = Path(__file__).resolve().parent.parent.parent if "__file__" in globals() else Path(".")
+    return lambda p: (root / p).read_text()
+
+
+def ovk_imports(module: str, source_of=None) -> list[str]:
+    """Every `ovk_nb` module `module` imports, transitively (itself included), found in the modules' source text
+    (`source_of(path) -> text`; default this checkout, `git show C:path` for an old commit), sorted."""
+    import ast
+    source_of = source_of or _here_source()
+    seen, stack = set(), [module]
+    while stack:
+        m = stack.pop()
+        p = _module_path(m, source_of) if m == "ovk_nb" or m.startswith("ovk_nb.") else None
+        if m in seen or p is None:
+            continue
+        seen.add(m)
+        pkg = m if p.endswith("__init__.py") else m.rsplit(".", 1)[0]
+        for n in ast.walk(ast.parse(source_of(p))):
+            if isinstance(n, ast.Import):
+                stack += [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom):
+                base = pkg.rsplit(".", n.level - 1)[0] if n.level > 1 else (pkg if n.level else "")
+                mod = ".".join(x for x in (base, n.module or "") if x)
+                stack += [mod] + [f"{mod}.{a.name}" for a in n.names]    # `from . import x`: x may be a module
+    return sorted(seen)
+
+
+def code_hash(name: str, module: str, source_of=None) -> str:
+    """The hash of everything experiment `name` (of `module`) runs from `ovk_nb`: its function and what it reaches in
+    its module (`experiment_hashes`), and the text (unparsed by `ast`: comments do not count) of every other `ovk_nb`
+    module its module imports, transitively (`ovk_imports`: the algorithms, the data loaders, this core). A change to
+    any of them marks a stored result of `name` stale."""
+    import ast
+    import hashlib
+    source_of = source_of or _here_source()
+    parts = [f"{name}:" + experiment_hashes(source_of(_module_path(module, source_of)))[name]]
+    for m in ovk_imports(module, source_of):
+        if m != module:
+            parts.append(f"{m}:" + ast.unparse(ast.parse(source_of(_module_path(m, source_of)))))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

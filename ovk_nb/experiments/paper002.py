@@ -221,7 +221,7 @@ def drift_verdicts(run: Run, m: dict, what: str, own: dict, grids: dict, prefix:
         gain = m[k] / o - 1                    # below OSKAAR means by more than 1 %: a hair below is not adapting
         run.compare(f"{prefix}{k}: {what}", m[k], None, f"OSKAAR {o:.4g}",
                     verdict=(f"own check: below OSKAAR under drift ({100 * gain:+.0f} %)" if gain < -0.01 else
-                             f"own check: not below OSKAAR under drift ({100 * gain:+.1f} %: it does not adapt)"
+                             f"own check: not below OSKAAR under drift ({100 * gain:+.2g} %: it does not adapt)"
                              + (" (FAILED: the default must be)" if k.startswith("SALAMI eta = 1/8") else "")), **own)
     for c, (_, _, surr) in grids.items():
         a, members = m[f"{c}SALAMI over the eta grid"], [k for k in m if k.startswith(f"{c}SALAMI eta")]
