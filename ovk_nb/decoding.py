@@ -9,6 +9,7 @@ import functools
 import numbers
 
 import numpy as np
+from fastcore.basics import patch
 
 from .validation import check_input, check_matrix
 
@@ -53,7 +54,7 @@ def n_items(Z, name):
     except TypeError:
         raise ValueError(f"{name} must be a sequence or an array of samples, got {type(Z).__name__}") from None
 
-
+# %% ../nbs/1_shared/05_decoding.ipynb #82f01375
 def take_items(Z, idx):
     """Z[idx] for arrays, a list for other sequences.
 
@@ -80,7 +81,7 @@ def take_items(Z, idx):
     """
     return Z[np.asarray(idx)] if isinstance(Z, np.ndarray) else [Z[i] for i in idx]
 
-
+# %% ../nbs/1_shared/05_decoding.ipynb #268aefe0
 def check_kernel(kernel, name):
     """The kernel, if it is callable; a ValueError naming `name` otherwise.
 
@@ -116,7 +117,7 @@ def check_kernel(kernel, name):
         raise ValueError(f"{name} must be a callable kernel(A, B) -> Gram matrix (e.g. ovk_nb.kernels.RBF), got {kernel!r}")
     return kernel
 
-
+# %% ../nbs/1_shared/05_decoding.ipynb #e30aaab7
 def as_samples(Z, name, min_samples: int = 1, why: str = "", vectors: bool = False):
     """Numeric samples as checked float arrays; sequences of other objects untouched.
 
@@ -170,7 +171,7 @@ def as_samples(Z, name, min_samples: int = 1, why: str = "", vectors: bool = Fal
                          + (f" ({why})" if why else ""))
     return Z
 
-
+# %% ../nbs/1_shared/05_decoding.ipynb #96c71e8a
 def finite_labels(Y, name: str = "Y"):
     """Y untouched, after checking that numeric labels are finite.
 
@@ -221,7 +222,7 @@ def finite_labels(Y, name: str = "Y"):
                 raise ValueError(f"{name} contains NaN or infinity: labels must be finite")
     return Y
 
-
+# %% ../nbs/1_shared/05_decoding.ipynb #c1a67908
 def check_centre(centre) -> bool:
     """The `centre` argument as a bool, a ValueError if it is not True or False.
 
@@ -501,7 +502,7 @@ def _surrogate_of(G, F) -> np.ndarray:
     no clipping at 0 (the surrogates written as expansions, `_LabelIds.surrogate`, clip their rounding)."""
     return ((G - F) ** 2).sum(1)
 
-
+# %% ../nbs/1_shared/05_decoding.ipynb #e8d01558
 class Decoder:
     """A loss Delta(z, y) = <psi(z), phi(y)> with its label embedding and decoding rule (paper 002).
 
@@ -558,78 +559,6 @@ class Decoder:
         """
         return {}
 
-    def stats(self, W, codes, reg) -> np.ndarray:
-        """The statistics g = W phi(codes): one weighted sum of label embeddings per row of W.
-
-        Parameters
-        ----------
-        W : ndarray of shape (n_queries, n)
-            The weights, one row per query.
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-
-        Returns
-        -------
-        ndarray of shape (n_queries, n_features)
-            The statistics.
-        """
-        return W @ self.features(codes, reg)
-
-    def surrogate(self, G, codes, reg) -> np.ndarray:
-        """The surrogate loss ``||g - phi(y)||^2`` per sample.
-
-        Parameters
-        ----------
-        G : ndarray of shape (n_queries, n_features)
-            The weighted statistics g = W phi(codes), one row per query (from `stats`).
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            The losses (>= 0).
-        """
-        return _surrogate_of(G, self.features(codes, reg))
-
-    def output_kernel(self, codes_a, codes_b, reg) -> np.ndarray:
-        """The output kernel <phi(a), phi(b)> between two sets of codes.
-
-        Parameters
-        ----------
-        codes_a, codes_b : ndarray
-            Encoded labels.
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-
-        Returns
-        -------
-        ndarray of shape (len(codes_a), len(codes_b))
-            The Gram matrix.
-        """
-        return self.features(codes_a, reg) @ self.features(codes_b, reg).T
-
-    def output(self, Z, reg):
-        """The decisions Z as the user's objects (here Z itself).
-
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-
-        Returns
-        -------
-        ndarray or list
-            The decisions.
-        """
-        return Z
-
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
         return f"{type(self).__name__}({args})"
@@ -638,6 +567,84 @@ class Decoder:
         return type(self) is type(other) and repr(self) == repr(other)
 
     __hash__ = None
+
+# %% ../nbs/1_shared/05_decoding.ipynb #e38036f6
+@patch
+def stats(self: Decoder, W, codes, reg) -> np.ndarray:
+    """The statistics g = W phi(codes): one weighted sum of label embeddings per row of W.
+
+    Parameters
+    ----------
+    W : ndarray of shape (n_queries, n)
+        The weights, one row per query.
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_features)
+        The statistics.
+    """
+    return W @ self.features(codes, reg)
+
+@patch
+def surrogate(self: Decoder, G, codes, reg) -> np.ndarray:
+    """The surrogate loss ``||g - phi(y)||^2`` per sample.
+
+    Parameters
+    ----------
+    G : ndarray of shape (n_queries, n_features)
+        The weighted statistics g = W phi(codes), one row per query (from `stats`).
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The losses (>= 0).
+    """
+    return _surrogate_of(G, self.features(codes, reg))
+
+# %% ../nbs/1_shared/05_decoding.ipynb #61725af9
+@patch
+def output_kernel(self: Decoder, codes_a, codes_b, reg) -> np.ndarray:
+    """The output kernel <phi(a), phi(b)> between two sets of codes.
+
+    Parameters
+    ----------
+    codes_a, codes_b : ndarray
+        Encoded labels.
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+
+    Returns
+    -------
+    ndarray of shape (len(codes_a), len(codes_b))
+        The Gram matrix.
+    """
+    return self.features(codes_a, reg) @ self.features(codes_b, reg).T
+
+@patch
+def output(self: Decoder, Z, reg):
+    """The decisions Z as the user's objects (here Z itself).
+
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+
+    Returns
+    -------
+    ndarray or list
+        The decisions.
+    """
+    return Z
 
 # %% ../nbs/1_shared/05_decoding.ipynb #43d09460
 @functools.lru_cache(maxsize=None)
@@ -654,7 +661,7 @@ def _hamming_table(a: int, q: int, centre: bool) -> np.ndarray:
     T.flags.writeable = False                 # shared by every call (cached): read-only
     return T
 
-
+# %% ../nbs/1_shared/05_decoding.ipynb #c0a5edd9
 class Hamming(Decoder):
     """Hamming loss on rows of q symbols in {0, ..., alphabet - 1}, decoded by a per-position weighted vote.
 
@@ -690,102 +697,108 @@ class Hamming(Decoder):
             raise ValueError(f"alphabet must be an integer >= 2, got {alphabet!r}")
         self.alphabet, self.centre = int(alphabet), check_centre(centre)
 
-    def encode(self, Y, reg, step=0):
-        """Check the labels Y and encode them as codes.
+# %% ../nbs/1_shared/05_decoding.ipynb #6fbc95aa
+@patch
+def encode(self: Hamming, Y, reg, step=0):
+    """Check the labels Y and encode them as codes.
 
-        Parameters
-        ----------
-        Y : array-like
-            Rows of q integer symbols in [0, alphabet), shape (n, q); q as in earlier calls.
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        step : int, default=0
-            The index of Y's first sample in the stream (records when a label was first seen).
+    Parameters
+    ----------
+    Y : array-like
+        Rows of q integer symbols in [0, alphabet), shape (n, q); q as in earlier calls.
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    step : int, default=0
+        The index of Y's first sample in the stream (records when a label was first seen).
 
-        Returns
-        -------
-        codes : ndarray
-            The codes, one per sample.
-        reg : dict
-            The updated registry.
+    Returns
+    -------
+    codes : ndarray
+        The codes, one per sample.
+    reg : dict
+        The updated registry.
 
-        Raises
-        ------
-        ValueError
-            If Y does not hold valid labels for this decoder.
-        """
-        Y = np.asarray(Y)
-        if Y.ndim != 2 or Y.shape[1] == 0 or Y.dtype.kind not in "biuf":
-            raise ValueError(f"Y must be a 2-D array of symbols (one row of q labels per sample), got shape {Y.shape}")
-        if Y.dtype.kind == "f":                                # floats: whole numbers in range, then cast
-            if not (np.isfinite(Y).all() and not (Y != np.round(Y)).any()) or Y.min() < 0 or Y.max() >= self.alphabet:
-                raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
-            codes = Y.astype(np.int64)
-        else:                                                  # integers: one max over the codes read as unsigned (a
-            codes = Y.astype(np.int64)                         # negative symbol reads as 2^64 - |y|): both ends at once
-            if codes.view(np.uint64).max() >= self.alphabet:
-                raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
-        q = reg.get("q", Y.shape[1])
-        if Y.shape[1] != q:
-            raise ValueError(f"Y must have {q} labels per row (as before), got {Y.shape[1]}")
-        return codes, {"q": q}
+    Raises
+    ------
+    ValueError
+        If Y does not hold valid labels for this decoder.
+    """
+    Y = np.asarray(Y)
+    if Y.ndim != 2 or Y.shape[1] == 0 or Y.dtype.kind not in "biuf":
+        raise ValueError(f"Y must be a 2-D array of symbols (one row of q labels per sample), got shape {Y.shape}")
+    if Y.dtype.kind == "f":                                # floats: whole numbers in range, then cast
+        if not (np.isfinite(Y).all() and not (Y != np.round(Y)).any()) or Y.min() < 0 or Y.max() >= self.alphabet:
+            raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
+        codes = Y.astype(np.int64)
+    else:                                                  # integers: one max over the codes read as unsigned (a
+        codes = Y.astype(np.int64)                         # negative symbol reads as 2^64 - |y|): both ends at once
+        if codes.view(np.uint64).max() >= self.alphabet:
+            raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
+    q = reg.get("q", Y.shape[1])
+    if Y.shape[1] != q:
+        raise ValueError(f"Y must have {q} labels per row (as before), got {Y.shape[1]}")
+    return codes, {"q": q}
 
-    def features(self, codes, reg):
-        """The label embedding phi(codes), one row per code.
+@patch
+def features(self: Hamming, codes, reg):
+    """The label embedding phi(codes), one row per code.
 
-        Parameters
-        ----------
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n, n_features)
-            The (centred) one-hot features, n_features = q * alphabet.
-        """
-        n, q = codes.shape
-        return _hamming_table(self.alphabet, q, self.centre).take(codes, axis=0).reshape(n, q * self.alphabet)
+    Returns
+    -------
+    ndarray of shape (n, n_features)
+        The (centred) one-hot features, n_features = q * alphabet.
+    """
+    n, q = codes.shape
+    return _hamming_table(self.alphabet, q, self.centre).take(codes, axis=0).reshape(n, q * self.alphabet)
 
-    def decode(self, G, reg, n_past=None):
-        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+# %% ../nbs/1_shared/05_decoding.ipynb #65dc602c
+@patch
+def decode(self: Hamming, G, reg, n_past=None):
+    """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
 
-        Parameters
-        ----------
-        G : ndarray of shape (n_queries, n_features)
-            The weighted statistics g = W phi(codes), one row per query (from `stats`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        n_past : array-like of shape (n_queries,) or None, default=None
-            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
-            ignored by decoders whose candidates do not grow.
+    Parameters
+    ----------
+    G : ndarray of shape (n_queries, n_features)
+        The weighted statistics g = W phi(codes), one row per query (from `stats`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    n_past : array-like of shape (n_queries,) or None, default=None
+        For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+        ignored by decoders whose candidates do not grow.
 
-        Returns
-        -------
-        ndarray
-            The decisions, shape (n_queries, q): the symbol with the largest weight at each position.
-        """
-        return G.reshape(len(G), reg["q"], self.alphabet).argmax(-1)
+    Returns
+    -------
+    ndarray
+        The decisions, shape (n_queries, q): the symbol with the largest weight at each position.
+    """
+    return G.reshape(len(G), reg["q"], self.alphabet).argmax(-1)
 
-    def task_loss(self, Z, codes, reg):
-        """The task loss Delta(z, y) of decisions Z against encoded labels.
+@patch
+def task_loss(self: Hamming, Z, codes, reg):
+    """The task loss Delta(z, y) of decisions Z against encoded labels.
 
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n,)
-            The fraction of positions where z and y differ.
-        """
-        return (Z != codes).sum(1) / Z.shape[1]              # = .mean(1), bit for bit, without mean's Python layer
+    Returns
+    -------
+    ndarray of shape (n,)
+        The fraction of positions where z and y differ.
+    """
+    return (Z != codes).sum(1) / Z.shape[1]              # = .mean(1), bit for bit, without mean's Python layer
 
 # %% ../nbs/1_shared/05_decoding.ipynb #46de1f1d
 def _key(y):
@@ -889,67 +902,71 @@ class ZeroOne(_LabelIds):
     def _fixed_labels(self):
         return None if self.classes is None else list(self.classes)
 
-    def decode(self, G, reg, n_past=None):
-        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+# %% ../nbs/1_shared/05_decoding.ipynb #62d3908b
+@patch
+def decode(self: ZeroOne, G, reg, n_past=None):
+    """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
 
-        Parameters
-        ----------
-        G : ndarray of shape (n_queries, n_features)
-            The weighted statistics g = W phi(codes), one row per query (from `stats`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        n_past : array-like of shape (n_queries,) or None, default=None
-            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
-            ignored by decoders whose candidates do not grow.
+    Parameters
+    ----------
+    G : ndarray of shape (n_queries, n_features)
+        The weighted statistics g = W phi(codes), one row per query (from `stats`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    n_past : array-like of shape (n_queries,) or None, default=None
+        For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+        ignored by decoders whose candidates do not grow.
 
-        Returns
-        -------
-        ndarray
-            The class ids, shape (n_queries,); -1 where no class is a candidate yet.
-        """
-        if not G.shape[1]:
-            return np.full(len(G), -1)
-        S = G.copy()
-        if self.classes is None and n_past is not None:          # a label first seen later is not a candidate yet
-            S[reg["first"][None, :] >= np.asarray(n_past)[:, None]] = -np.inf
-        out = S.argmax(1)
-        return np.where(np.isfinite(S[np.arange(len(S)), out]), out, -1)
+    Returns
+    -------
+    ndarray
+        The class ids, shape (n_queries,); -1 where no class is a candidate yet.
+    """
+    if not G.shape[1]:
+        return np.full(len(G), -1)
+    S = G.copy()
+    if self.classes is None and n_past is not None:          # a label first seen later is not a candidate yet
+        S[reg["first"][None, :] >= np.asarray(n_past)[:, None]] = -np.inf
+    out = S.argmax(1)
+    return np.where(np.isfinite(S[np.arange(len(S)), out]), out, -1)
 
-    def task_loss(self, Z, codes, reg):
-        """The task loss Delta(z, y) of decisions Z against encoded labels.
+@patch
+def task_loss(self: ZeroOne, Z, codes, reg):
+    """The task loss Delta(z, y) of decisions Z against encoded labels.
 
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n,)
-            1.0 where z differs from y, else 0.0.
-        """
-        return (Z != codes).astype(float)
+    Returns
+    -------
+    ndarray of shape (n,)
+        1.0 where z differs from y, else 0.0.
+    """
+    return (Z != codes).astype(float)
 
-    def output(self, Z, reg):
-        """The decisions as the labels themselves.
+@patch
+def output(self: ZeroOne, Z, reg):
+    """The decisions as the labels themselves.
 
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        list
-            The labels, None where the decision is -1 (no candidate).
-        """
-        return [reg["labels"][z] if z >= 0 else None for z in Z]
+    Returns
+    -------
+    list
+        The labels, None where the decision is -1 (no candidate).
+    """
+    return [reg["labels"][z] if z >= 0 else None for z in Z]
 
 # %% ../nbs/1_shared/05_decoding.ipynb #32a15e25
 class CandidateSet(_LabelIds):
@@ -1007,137 +1024,144 @@ class CandidateSet(_LabelIds):
         self._check()
         return {**super().start(), "M": np.zeros((n_items(self.candidates, "candidates"), 0))}
 
-    def encode(self, Y, reg, step=0, add=None):
-        """Check the labels Y and encode them as codes.
+# %% ../nbs/1_shared/05_decoding.ipynb #06e6ab01
+@patch
+def encode(self: CandidateSet, Y, reg, step=0, add=None):
+    """Check the labels Y and encode them as codes.
 
-        Parameters
-        ----------
-        Y : array-like
-            The labels (any objects the loss accepts).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        step : int, default=0
-            The index of Y's first sample in the stream (records when a label was first seen).
-        add : bool or None, default=None
-            Whether new labels are added to the registry (None: yes).
+    Parameters
+    ----------
+    Y : array-like
+        The labels (any objects the loss accepts).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    step : int, default=0
+        The index of Y's first sample in the stream (records when a label was first seen).
+    add : bool or None, default=None
+        Whether new labels are added to the registry (None: yes).
 
-        Returns
-        -------
-        codes : ndarray
-            The codes, one per sample.
-        reg : dict
-            The updated registry.
+    Returns
+    -------
+    codes : ndarray
+        The codes, one per sample.
+    reg : dict
+        The updated registry.
 
-        Raises
-        ------
-        ValueError
-            If Y does not hold valid labels for this decoder.
-        """
-        codes, new = super().encode(Y, reg, step, add)
-        k = reg["M"].shape[1]
-        if len(new["labels"]) > k:                               # one column per new label, never recomputed
-            fresh = new["labels"][k:]
-            m = n_items(self.candidates, "candidates")
-            cols = checked_gram(self.loss, as_samples(self.candidates, "candidates", vectors=True),
-                                as_samples(fresh, "Y", vectors=True), "loss", (m, len(fresh)))
-            new = {**new, "M": np.concatenate([reg["M"], cols], axis=1)}
-        return codes, new
+    Raises
+    ------
+    ValueError
+        If Y does not hold valid labels for this decoder.
+    """
+    codes, new = super(CandidateSet, self).encode(Y, reg, step, add)
+    k = reg["M"].shape[1]
+    if len(new["labels"]) > k:                               # one column per new label, never recomputed
+        fresh = new["labels"][k:]
+        m = n_items(self.candidates, "candidates")
+        cols = checked_gram(self.loss, as_samples(self.candidates, "candidates", vectors=True),
+                            as_samples(fresh, "Y", vectors=True), "loss", (m, len(fresh)))
+        new = {**new, "M": np.concatenate([reg["M"], cols], axis=1)}
+    return codes, new
 
-    def decode(self, G, reg, n_past=None):
-        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+# %% ../nbs/1_shared/05_decoding.ipynb #95abe2d7
+@patch
+def decode(self: CandidateSet, G, reg, n_past=None):
+    """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
 
-        Parameters
-        ----------
-        G : ndarray of shape (n_queries, n_features)
-            The weighted statistics g = W phi(codes), one row per query (from `stats`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        n_past : array-like of shape (n_queries,) or None, default=None
-            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
-            ignored by decoders whose candidates do not grow.
+    Parameters
+    ----------
+    G : ndarray of shape (n_queries, n_features)
+        The weighted statistics g = W phi(codes), one row per query (from `stats`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    n_past : array-like of shape (n_queries,) or None, default=None
+        For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+        ignored by decoders whose candidates do not grow.
 
-        Returns
-        -------
-        ndarray
-            The candidate indices, shape (n_queries,).
-        """
-        return np.argmin(G @ reg["M"].T, axis=1)
+    Returns
+    -------
+    ndarray
+        The candidate indices, shape (n_queries,).
+    """
+    return np.argmin(G @ reg["M"].T, axis=1)
 
-    def task_loss(self, Z, codes, reg):
-        """The task loss Delta(z, y) of decisions Z against encoded labels.
+@patch
+def task_loss(self: CandidateSet, Z, codes, reg):
+    """The task loss Delta(z, y) of decisions Z against encoded labels.
 
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n,)
-            ``loss(candidates[z], y)``.
-        """
-        return reg["M"][Z, codes]
+    Returns
+    -------
+    ndarray of shape (n,)
+        ``loss(candidates[z], y)``.
+    """
+    return reg["M"][Z, codes]
 
-    def output(self, Z, reg):
-        """The decisions as the candidates themselves.
+# %% ../nbs/1_shared/05_decoding.ipynb #3488fd56
+@patch
+def output(self: CandidateSet, Z, reg):
+    """The decisions as the candidates themselves.
 
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray or list
-            The chosen candidates.
-        """
-        return take_items(as_samples(self.candidates, "candidates", vectors=True), Z)
+    Returns
+    -------
+    ndarray or list
+        The chosen candidates.
+    """
+    return take_items(as_samples(self.candidates, "candidates", vectors=True), Z)
 
-    @classmethod
-    def from_output_kernel(cls, kernel, candidates):
-        """A CandidateSet with the feature-space loss ``||phi(z) - phi(y)||^2`` of an output kernel l.
+@patch(cls_method=True)
+def from_output_kernel(cls: CandidateSet, kernel, candidates):
+    """A CandidateSet with the feature-space loss ``||phi(z) - phi(y)||^2`` of an output kernel l.
 
-        The loss is ``l(z, z) + l(y, y) - 2 l(z, y)``.
+    The loss is ``l(z, z) + l(y, y) - 2 l(z, y)``.
 
-        Parameters
-        ----------
-        kernel : callable
-            The output kernel ``l(A, B) -> Gram matrix``.
-        candidates : array-like or sequence
-            The candidate outputs.
+    Parameters
+    ----------
+    kernel : callable
+        The output kernel ``l(A, B) -> Gram matrix``.
+    candidates : array-like or sequence
+        The candidate outputs.
 
-        Returns
-        -------
-        CandidateSet
-            The decoder.
+    Returns
+    -------
+    CandidateSet
+        The decoder.
 
-        Raises
-        ------
-        ValueError
-            If `kernel` is not callable.
+    Raises
+    ------
+    ValueError
+        If `kernel` is not callable.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from ovk_nb.decoding import CandidateSet
-        >>> from ovk_nb.kernels import Linear
-        >>> dec = CandidateSet.from_output_kernel(Linear(), np.array([0.0, 1.0]))
-        >>> dec.loss(np.array([[0.0], [1.0]]), np.array([[3.0]]))
-        array([[9.],
-               [4.]])
-        """
-        check_kernel(kernel, "output_kernel")
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.decoding import CandidateSet
+    >>> from ovk_nb.kernels import Linear
+    >>> dec = CandidateSet.from_output_kernel(Linear(), np.array([0.0, 1.0]))
+    >>> dec.loss(np.array([[0.0], [1.0]]), np.array([[3.0]]))
+    array([[9.],
+           [4.]])
+    """
+    check_kernel(kernel, "output_kernel")
 
-        def loss(Z, Y):
-            return (kernel_diag(kernel, Z, "output_kernel")[:, None] + kernel_diag(kernel, Y, "output_kernel")[None, :]
-                    - 2 * checked_gram(kernel, Z, Y, "output_kernel", (n_items(Z, "Z"), n_items(Y, "Y"))))
-        return cls(candidates, loss)
+    def loss(Z, Y):
+        return (kernel_diag(kernel, Z, "output_kernel")[:, None] + kernel_diag(kernel, Y, "output_kernel")[None, :]
+                - 2 * checked_gram(kernel, Z, Y, "output_kernel", (n_items(Z, "Z"), n_items(Y, "Y"))))
+    return cls(candidates, loss)
 
 # %% ../nbs/1_shared/05_decoding.ipynb #99e9fe43
 SQUARED_MAX_NORM = 2.0 ** 250
@@ -1213,108 +1237,114 @@ class Squared(Decoder):
         "sup ||phi(y)||^2 for labels as wide as the bounds (scalar bounds: one column; see `bound2` for Y's width)."
         return self.bound2()
 
-    def encode(self, Y, reg, step=0):
-        """Check the labels Y and encode them as codes.
+# %% ../nbs/1_shared/05_decoding.ipynb #042965c3
+@patch
+def encode(self: Squared, Y, reg, step=0):
+    """Check the labels Y and encode them as codes.
 
-        Parameters
-        ----------
-        Y : array-like
-            Real labels, shape (n, d) or (n,); d as in earlier calls.
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        step : int, default=0
-            The index of Y's first sample in the stream (records when a label was first seen).
+    Parameters
+    ----------
+    Y : array-like
+        Real labels, shape (n, d) or (n,); d as in earlier calls.
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    step : int, default=0
+        The index of Y's first sample in the stream (records when a label was first seen).
 
-        Returns
-        -------
-        codes : ndarray
-            The codes, one per sample.
-        reg : dict
-            The updated registry.
+    Returns
+    -------
+    codes : ndarray
+        The codes, one per sample.
+    reg : dict
+        The updated registry.
 
-        Raises
-        ------
-        ValueError
-            If Y does not hold valid labels for this decoder: not finite, of another width than before, or a row of
-            norm above `SQUARED_MAX_NORM` (2^250: its embedding (1, y, ||y||^2) and surrogate loss would overflow).
-        """
-        Y = check_matrix(Y, "Y", allow_1d=True)
-        d = reg.get("d", Y.shape[1])
-        if Y.shape[1] != d:
-            raise ValueError(f"Y must have {d} columns (as before), got {Y.shape[1]}")
-        big = float(np.max(np.abs(Y), initial=0.0))
-        if np.sqrt(d) * big > SQUARED_MAX_NORM:                          # cheap test first: ||y|| <= sqrt(d) max |y_j|
-            norm = float(np.max(np.linalg.norm(Y / big, axis=1)) * big)  # scaled: no overflow
-            if norm > SQUARED_MAX_NORM:
-                raise ValueError(f"Y is too large for the Squared decoder: a row has norm {norm:.3g} > 2^250 (about "
-                                 f"{SQUARED_MAX_NORM:.2g}), where its embedding (1, y, ||y||^2) and the surrogate loss "
-                                 "(~||y||^4) overflow float64; rescale Y (e.g. Y / Y.std(), and the predictions back)")
-        return Y, {**reg, "d": d}
+    Raises
+    ------
+    ValueError
+        If Y does not hold valid labels for this decoder: not finite, of another width than before, or a row of
+        norm above `SQUARED_MAX_NORM` (2^250: its embedding (1, y, ||y||^2) and surrogate loss would overflow).
+    """
+    Y = check_matrix(Y, "Y", allow_1d=True)
+    d = reg.get("d", Y.shape[1])
+    if Y.shape[1] != d:
+        raise ValueError(f"Y must have {d} columns (as before), got {Y.shape[1]}")
+    big = float(np.max(np.abs(Y), initial=0.0))
+    if np.sqrt(d) * big > SQUARED_MAX_NORM:                          # cheap test first: ||y|| <= sqrt(d) max |y_j|
+        norm = float(np.max(np.linalg.norm(Y / big, axis=1)) * big)  # scaled: no overflow
+        if norm > SQUARED_MAX_NORM:
+            raise ValueError(f"Y is too large for the Squared decoder: a row has norm {norm:.3g} > 2^250 (about "
+                             f"{SQUARED_MAX_NORM:.2g}), where its embedding (1, y, ||y||^2) and the surrogate loss "
+                             "(~||y||^4) overflow float64; rescale Y (e.g. Y / Y.std(), and the predictions back)")
+    return Y, {**reg, "d": d}
 
-    def features(self, codes, reg):
-        """The label embedding phi(codes), one row per code.
+@patch
+def features(self: Squared, codes, reg):
+    """The label embedding phi(codes), one row per code.
 
-        Parameters
-        ----------
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n, n_features)
-            ``(1, y, ||y||^2)``, n_features = d + 2.
-        """
-        return np.column_stack([np.ones(len(codes)), codes, (codes ** 2).sum(1)])
+    Returns
+    -------
+    ndarray of shape (n, n_features)
+        ``(1, y, ||y||^2)``, n_features = d + 2.
+    """
+    return np.column_stack([np.ones(len(codes)), codes, (codes ** 2).sum(1)])
 
-    def decode(self, G, reg, n_past=None):
-        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+# %% ../nbs/1_shared/05_decoding.ipynb #1d9288de
+@patch
+def decode(self: Squared, G, reg, n_past=None):
+    """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
 
-        Parameters
-        ----------
-        G : ndarray of shape (n_queries, n_features)
-            The weighted statistics g = W phi(codes), one row per query (from `stats`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        n_past : array-like of shape (n_queries,) or None, default=None
-            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
-            ignored by decoders whose candidates do not grow.
+    Parameters
+    ----------
+    G : ndarray of shape (n_queries, n_features)
+        The weighted statistics g = W phi(codes), one row per query (from `stats`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    n_past : array-like of shape (n_queries,) or None, default=None
+        For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+        ignored by decoders whose candidates do not grow.
 
-        Returns
-        -------
-        ndarray
-            The decisions, shape (n_queries, d).
-        """
-        d = reg["d"]
-        A, m = G[:, :1], G[:, 1:d + 1]
-        if self.bounds is None:
-            ok = A[:, 0] > 0
-            return np.where(ok[:, None], m / np.where(ok, A[:, 0], 1.0)[:, None], m)
-        lo, hi = (np.broadcast_to(np.asarray(b, float), (d,)) for b in self.bounds)
-        inner = np.clip(m / np.where(A > 0, A, 1.0), lo, hi)
-        f = lambda z: A * z ** 2 - 2 * m * z
-        ends = np.where(f(lo) <= f(hi), lo, hi)
-        return np.where(A > 0, inner, ends)
+    Returns
+    -------
+    ndarray
+        The decisions, shape (n_queries, d).
+    """
+    d = reg["d"]
+    A, m = G[:, :1], G[:, 1:d + 1]
+    if self.bounds is None:
+        ok = A[:, 0] > 0
+        return np.where(ok[:, None], m / np.where(ok, A[:, 0], 1.0)[:, None], m)
+    lo, hi = (np.broadcast_to(np.asarray(b, float), (d,)) for b in self.bounds)
+    inner = np.clip(m / np.where(A > 0, A, 1.0), lo, hi)
+    f = lambda z: A * z ** 2 - 2 * m * z
+    ends = np.where(f(lo) <= f(hi), lo, hi)
+    return np.where(A > 0, inner, ends)
 
-    def task_loss(self, Z, codes, reg):
-        """The task loss Delta(z, y) of decisions Z against encoded labels.
+@patch
+def task_loss(self: Squared, Z, codes, reg):
+    """The task loss Delta(z, y) of decisions Z against encoded labels.
 
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n,)
-            ``||z - y||^2``.
-        """
-        return ((Z - codes) ** 2).sum(1)
+    Returns
+    -------
+    ndarray of shape (n,)
+        ``||z - y||^2``.
+    """
+    return ((Z - codes) ** 2).sum(1)
 
 # %% ../nbs/1_shared/05_decoding.ipynb #df74b72b
 class Spearman(Decoder):
@@ -1353,93 +1383,99 @@ class Spearman(Decoder):
         k = self.n_items
         return k * (k * k - 1) / 3.0, (k - 1) * k * (2 * k - 1) / 6.0
 
-    def encode(self, Y, reg, step=0):
-        """Check the labels Y and encode them as codes.
+# %% ../nbs/1_shared/05_decoding.ipynb #db6e0724
+@patch
+def encode(self: Spearman, Y, reg, step=0):
+    """Check the labels Y and encode them as codes.
 
-        Parameters
-        ----------
-        Y : array-like
-            Rank vectors, shape (n, n_items), each row a permutation of 0..n_items-1.
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        step : int, default=0
-            The index of Y's first sample in the stream (records when a label was first seen).
+    Parameters
+    ----------
+    Y : array-like
+        Rank vectors, shape (n, n_items), each row a permutation of 0..n_items-1.
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    step : int, default=0
+        The index of Y's first sample in the stream (records when a label was first seen).
 
-        Returns
-        -------
-        codes : ndarray
-            The codes, one per sample.
-        reg : dict
-            The updated registry.
+    Returns
+    -------
+    codes : ndarray
+        The codes, one per sample.
+    reg : dict
+        The updated registry.
 
-        Raises
-        ------
-        ValueError
-            If Y does not hold valid labels for this decoder.
-        """
-        Y = np.asarray(Y)
-        k = self.n_items
-        if Y.ndim != 2 or Y.shape[1] != k or Y.dtype.kind not in "iuf":
-            raise ValueError(f"Y must be a 2-D array of rank vectors with {k} columns, got shape {Y.shape}")
-        if not (np.sort(Y, 1) == np.arange(k)[None]).all():
-            raise ValueError(f"Y must hold permutations of 0..{k - 1} (rank vectors) in every row")
-        return Y.astype(np.int64), reg
+    Raises
+    ------
+    ValueError
+        If Y does not hold valid labels for this decoder.
+    """
+    Y = np.asarray(Y)
+    k = self.n_items
+    if Y.ndim != 2 or Y.shape[1] != k or Y.dtype.kind not in "iuf":
+        raise ValueError(f"Y must be a 2-D array of rank vectors with {k} columns, got shape {Y.shape}")
+    if not (np.sort(Y, 1) == np.arange(k)[None]).all():
+        raise ValueError(f"Y must hold permutations of 0..{k - 1} (rank vectors) in every row")
+    return Y.astype(np.int64), reg
 
-    def features(self, codes, reg):
-        """The label embedding phi(codes), one row per code.
+@patch
+def features(self: Spearman, codes, reg):
+    """The label embedding phi(codes), one row per code.
 
-        Parameters
-        ----------
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n, n_features)
-            The (centred) rank vectors, scaled to norm 1.
-        """
-        k = self.n_items
-        if self.centre:                       # (r - (k-1)/2) / sqrt(k (k^2 - 1) / 12): centred, norm 1
-            return (codes - (k - 1) / 2.0) / np.sqrt(k * (k * k - 1) / 12.0)
-        return np.column_stack([np.ones(len(codes)), codes]) / np.sqrt(1.0 + self._consts()[1])
+    Returns
+    -------
+    ndarray of shape (n, n_features)
+        The (centred) rank vectors, scaled to norm 1.
+    """
+    k = self.n_items
+    if self.centre:                       # (r - (k-1)/2) / sqrt(k (k^2 - 1) / 12): centred, norm 1
+        return (codes - (k - 1) / 2.0) / np.sqrt(k * (k * k - 1) / 12.0)
+    return np.column_stack([np.ones(len(codes)), codes]) / np.sqrt(1.0 + self._consts()[1])
 
-    def decode(self, G, reg, n_past=None):
-        """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
+# %% ../nbs/1_shared/05_decoding.ipynb #f9397d1c
+@patch
+def decode(self: Spearman, G, reg, n_past=None):
+    """Decode the statistics: the decision argmin_z <psi(z), g> for every row of G.
 
-        Parameters
-        ----------
-        G : ndarray of shape (n_queries, n_features)
-            The weighted statistics g = W phi(codes), one row per query (from `stats`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
-        n_past : array-like of shape (n_queries,) or None, default=None
-            For online learners: the number of training samples each query has seen (labels seen later are not candidates);
-            ignored by decoders whose candidates do not grow.
+    Parameters
+    ----------
+    G : ndarray of shape (n_queries, n_features)
+        The weighted statistics g = W phi(codes), one row per query (from `stats`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
+    n_past : array-like of shape (n_queries,) or None, default=None
+        For online learners: the number of training samples each query has seen (labels seen later are not candidates);
+        ignored by decoders whose candidates do not grow.
 
-        Returns
-        -------
-        ndarray
-            The rank vectors, shape (n_queries, n_items).
-        """
-        return np.argsort(np.argsort(G[:, -self.n_items:], axis=1, kind="stable"), axis=1, kind="stable")
+    Returns
+    -------
+    ndarray
+        The rank vectors, shape (n_queries, n_items).
+    """
+    return np.argsort(np.argsort(G[:, -self.n_items:], axis=1, kind="stable"), axis=1, kind="stable")
 
-    def task_loss(self, Z, codes, reg):
-        """The task loss Delta(z, y) of decisions Z against encoded labels.
+@patch
+def task_loss(self: Spearman, Z, codes, reg):
+    """The task loss Delta(z, y) of decisions Z against encoded labels.
 
-        Parameters
-        ----------
-        Z : ndarray
-            Decisions, as returned by `decode`.
-        codes : ndarray
-            Encoded labels, one per sample (from `encode`).
-        reg : dict
-            The decoder's registry: from `start`, as returned by the last `encode`.
+    Parameters
+    ----------
+    Z : ndarray
+        Decisions, as returned by `decode`.
+    codes : ndarray
+        Encoded labels, one per sample (from `encode`).
+    reg : dict
+        The decoder's registry: from `start`, as returned by the last `encode`.
 
-        Returns
-        -------
-        ndarray of shape (n,)
-            Spearman's distance, in [0, 1].
-        """
-        return ((Z - codes) ** 2).sum(1) / self._consts()[0]
+    Returns
+    -------
+    ndarray of shape (n,)
+        Spearman's distance, in [0, 1].
+    """
+    return ((Z - codes) ** 2).sum(1) / self._consts()[0]

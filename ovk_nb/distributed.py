@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import numpy as np
+from fastcore.basics import patch
 
 from .linalg import BlockNystrom, KernelParts, NystromModel, NystromSystem, _chunks, jacobi_preconditioner, pcg
 
@@ -91,7 +92,7 @@ def as_row_blocks(X, Y=None):
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     return X, Y.rechunk((X.chunks[0], -1)).astype(float)
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #46689b2a
 def check_dask_X(X, why: str, p: int | None = None, min_samples: int = 1):
     """The checks of `ovk_nb.validation.check_input` that need no pass over a Dask X.
 
@@ -134,7 +135,7 @@ def check_dask_X(X, why: str, p: int | None = None, min_samples: int = 1):
     if p is not None and X.shape[1] != p:
         raise ValueError(f"X has {X.shape[1]} features, but the estimator is expecting {p} features as input.")
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #f75dbebc
 def _finite(block, name):
     if not np.isfinite(block).all():
         raise ValueError(f"{name} contains NaN or infinity")
@@ -149,7 +150,7 @@ def _terms(system, x, y, chunk=4096):
         A, b = (a_, b_) if A is None else (A + a_, b + b_)
     return A, b
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #937d7328
 def tree_sum(terms, obj, X, Y, shapes, split_every: int = 8):
     """The sum over the row blocks (x, y) of X, Y of terms(obj, x, y) -> (A, b), by a tree of additions.
 
@@ -198,7 +199,7 @@ def tree_sum(terms, obj, X, Y, shapes, split_every: int = 8):
                         da.concatenate(bs).sum(axis=0, split_every=split_every))
     return np.array(A), np.array(b)
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #2b06968a
 def dask_nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, split_every: int = 8) -> NystromModel:
     """`ovk_nb.linalg.nystrom_fit` on Dask arrays: normal equations per row block, tree sum, solve on the driver.
 
@@ -250,7 +251,7 @@ def dask_nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, split_every: int 
     A, b = tree_sum(_terms, system, X, Y, ((size, size), (size, k) if k else (size,)), split_every)
     return system.solve(A, b, lam)
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #6cdccb80
 def dask_predict(model: NystromModel, X):
     """A Nystrom model's predictions, blockwise over the row blocks of a Dask array X.
 
@@ -297,7 +298,7 @@ def _persist(*objs):
     dask, _ = _dask()
     return dask.persist(*objs)
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #20e8c561
 def _block_grams(parts, x, X):
     "The scalar Gram rows k_c(x, X) of one row block x against all of X."
     return parts.grams(_finite(x, "X"), X)
@@ -307,7 +308,7 @@ def _block_apply(parts, G, x, X, Z):
     "Rows x of K Z: sum_c k_c(x, X) Z T_c^T (+ generic parts); G: the block's cached Gram rows, or None (computed here)."
     return parts.apply_grams(_block_grams(parts, x, X) if G is None else G, x, X, Z)
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #4c1eacb6
 def _workers_memory():
     "Summed memory limit (bytes) of the current distributed client's workers, None without a client."
     try:
@@ -326,7 +327,7 @@ def _cache_grams(cache_grams, n, n_scalars):
     need = 8.0 * n * n * n_scalars
     return need <= CACHE_GRAMS_FRACTION * (mem if mem is not None else 2 ** 31)
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #eadd4645
 class DaskKernelOperator:
     """The product Z -> (D K D^{-1} + lam I) Z with the rows of K on the Dask workers, never the nd x nd matrix.
 
@@ -405,52 +406,56 @@ class DaskKernelOperator:
         if self.cache_grams:
             self._G = list(_persist(*[dask.delayed(_block_grams, pure=True)(self._parts, x, self._xall) for x in self._xs]))
 
-    def gather_X(self):
-        """X as one numpy array on the driver: what predictions need.
+# %% ../nbs/1_shared/08_distributed.ipynb #4715c470
+@patch
+def gather_X(self: DaskKernelOperator):
+    """X as one numpy array on the driver: what predictions need.
 
-        Returns
-        -------
-        ndarray of shape (n, p)
-            The inputs.
-        """
-        return np.asarray(self._xall.compute())
+    Returns
+    -------
+    ndarray of shape (n, p)
+        The inputs.
+    """
+    return np.asarray(self._xall.compute())
 
-    def apply_K(self, Z):
-        """The product K Z, one task per row block.
+@patch
+def apply_K(self: DaskKernelOperator, Z):
+    """The product K Z, one task per row block.
 
-        Parameters
-        ----------
-        Z : array-like of shape (n, d)
-            The matrix, on the driver.
+    Parameters
+    ----------
+    Z : array-like of shape (n, d)
+        The matrix, on the driver.
 
-        Returns
-        -------
-        ndarray of shape (n, d)
-            K Z, on the driver.
-        """
-        dask, _ = _dask()
-        z = dask.delayed(np.asarray(Z, dtype=float), pure=True)
-        rows = dask.compute(*[dask.delayed(_block_apply, pure=True)(self._parts, G, x, self._xall, z)
-                              for G, x in zip(self._G, self._xs)])
-        return np.concatenate(rows)
+    Returns
+    -------
+    ndarray of shape (n, d)
+        K Z, on the driver.
+    """
+    dask, _ = _dask()
+    z = dask.delayed(np.asarray(Z, dtype=float), pure=True)
+    rows = dask.compute(*[dask.delayed(_block_apply, pure=True)(self._parts, G, x, self._xall, z)
+                          for G, x in zip(self._G, self._xs)])
+    return np.concatenate(rows)
 
-    def __call__(self, Z):
-        """The product (D K D^{-1} + lam I) Z.
+@patch
+def __call__(self: DaskKernelOperator, Z):
+    """The product (D K D^{-1} + lam I) Z.
 
-        Parameters
-        ----------
-        Z : ndarray of shape (n, d)
-            The matrix, on the driver.
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+        The matrix, on the driver.
 
-        Returns
-        -------
-        ndarray of shape (n, d)
-            The product, on the driver.
-        """
-        KZ = self.apply_K(Z) if self.s is None else self.apply_K(Z / self.s) * self.s
-        return KZ + self.lam * Z
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The product, on the driver.
+    """
+    KZ = self.apply_K(Z) if self.s is None else self.apply_K(Z / self.s) * self.s
+    return KZ + self.lam * Z
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #6c13a748
 def dask_cg_fit(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, preconditioner="auto",
                 cache_grams="auto"):
     """Exact ridge by one preconditioned CG on the driver, its matvec on the Dask workers.
@@ -522,7 +527,7 @@ def dask_cg_fit(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int
     info["cache_grams"] = op.cache_grams
     return Z / s, info, Xn
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #ee35da5b
 def _apply_block(kernel, x, X_fit, C):
     return kernel.apply(_finite(x, "X"), X_fit, C)
 
@@ -668,7 +673,7 @@ def dask_block_nystrom(features: BlockNystrom, X):
     r = int(features.offsets[-1])
     return X.map_blocks(lambda x: features(_finite(x, "X")), chunks=(X.chunks[0], (r,)), dtype=float)
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #ca78cd1a
 def _ne_terms(features, x, y):
     "One row block's (Z^T Z, Z^T Y), summed over sub-chunks of 4096 rows by BlockNystrom.normal_equations."
     return features.normal_equations(_finite(x, "X"), _finite(y, "Y"))
@@ -714,7 +719,7 @@ def dask_block_nystrom_normal_equations(features: BlockNystrom, X, Y, split_ever
     G, B = tree_sum(_ne_terms, features, X, Y, ((r, r), (r, t)), split_every)
     return (G + G.T) / 2, B
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #ce74da16
 def dask_rows(X, idx, name: str = "X"):
     """The rows X[idx] as numpy on the driver: only these rows travel, each once.
 
@@ -753,7 +758,7 @@ def dask_rows(X, idx, name: str = "X"):
     rows = np.asarray(X[u].compute(), dtype=float) if len(u) else np.zeros((0, X.shape[1]))
     return _finite(rows, name)[inv.reshape(-1)]
 
-
+# %% ../nbs/1_shared/08_distributed.ipynb #947defce
 def _features_times(features, x, C, chunk=4096):
     "z(x) C for one row block, over sub-chunks of `chunk` rows (the n_i x r features of a sub-chunk at a time)."
     x = _finite(x, "X")
@@ -796,4 +801,3 @@ def dask_block_nystrom_predict(features: BlockNystrom, X, C):
     C = np.asarray(C, dtype=float)
     C = C.reshape(len(C), -1)
     return X.map_blocks(lambda x: _features_times(features, x, C), chunks=(X.chunks[0], (C.shape[1],)), dtype=float)
-

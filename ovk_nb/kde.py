@@ -11,6 +11,7 @@ import numbers
 import re
 
 import numpy as np
+from fastcore.basics import patch
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator
 
@@ -116,7 +117,7 @@ def _fit_kernel(kernel, Z, name: str, data: str):
         raise ValueError(f"{name}={kernel!r}: {e}") from None
     return fitted
 
-
+# %% ../nbs/2_algorithms/04_kde.ipynb #485e574d
 @contextlib.contextmanager
 def _on(kernel_name: str, data: str):
     """A ValueError (TypeError) raised while the kernel `kernel_name` is evaluated on the argument `data` names both (if it
@@ -137,7 +138,7 @@ def _named(kernel, kernel_name: str, data: str):
             return kernel(A, B)
     return call
 
-
+# %% ../nbs/2_algorithms/04_kde.ipynb #3aa39cdc
 class _KDECore(BaseEstimator):
     "Fit / criterion / predict shared by the KDE estimators: subclasses define `_fit_coef(k, L)`."
     _parameter_constraints = {"input_kernel": ["callable", None], "output_kernel": ["callable", None], "lam": [_POSITIVE]}
@@ -183,92 +184,102 @@ class _KDECore(BaseEstimator):
         self.l_diag_fit_ = kernel_diag(self.output_kernel_, Y, "output_kernel")
         return self
 
-    def _outputs(self, Z, name: str):
-        """Outputs given after fit (`candidates`, `y`), checked as the training outputs were: numeric training outputs need
-        numeric ones of the same width. A ValueError names `name`."""
-        Z = as_samples(Z, name, vectors=True)
-        Yf = self.Y_fit_
-        if isinstance(Yf, np.ndarray) and not isinstance(Z, np.ndarray):
-            raise ValueError(f"{name} must be numeric outputs like the training Y (an array with {Yf.shape[1]} columns), "
-                             f"got a {type(Z).__name__} of other objects")
-        if isinstance(Yf, np.ndarray) and Z.shape[1] != Yf.shape[1]:
-            raise ValueError(f"{name} has {Z.shape[1]} columns, but the training outputs Y had {Yf.shape[1]}")
-        return Z
+# %% ../nbs/2_algorithms/04_kde.ipynb #a881d9a5
+@patch
+def _outputs(self: _KDECore, Z, name: str):
+    """Outputs given after fit (`candidates`, `y`), checked as the training outputs were: numeric training outputs need
+    numeric ones of the same width. A ValueError names `name`."""
+    Z = as_samples(Z, name, vectors=True)
+    Yf = self.Y_fit_
+    if isinstance(Yf, np.ndarray) and not isinstance(Z, np.ndarray):
+        raise ValueError(f"{name} must be numeric outputs like the training Y (an array with {Yf.shape[1]} columns), "
+                         f"got a {type(Z).__name__} of other objects")
+    if isinstance(Yf, np.ndarray) and Z.shape[1] != Yf.shape[1]:
+        raise ValueError(f"{name} has {Z.shape[1]} columns, but the training outputs Y had {Yf.shape[1]}")
+    return Z
 
-    def _candidate_terms(self, candidates):
-        "C(x, y) = base(y) - 2 Lc(y)^T Q k_x: returns (Lc, base) for checked candidates (default: the training outputs)."
-        if candidates is None:
-            return self.L_fit_, self.l_diag_fit_
-        with _on("output_kernel", "candidates"):
-            return candidate_grams(self.output_kernel_, candidates, self.Y_fit_, self.n_samples_fit_)
+@patch
+def _candidate_terms(self: _KDECore, candidates):
+    "C(x, y) = base(y) - 2 Lc(y)^T Q k_x: returns (Lc, base) for checked candidates (default: the training outputs)."
+    if candidates is None:
+        return self.L_fit_, self.l_diag_fit_
+    with _on("output_kernel", "candidates"):
+        return candidate_grams(self.output_kernel_, candidates, self.Y_fit_, self.n_samples_fit_)
 
-    def _inputs(self, X):
-        "Test inputs of the fitted estimator, checked once: numeric ones as at fit (`n_features_in_`), others passed on."
-        check_fitted(self, "coef_")
-        return check_X(self, X) if hasattr(self, "n_features_in_") else as_samples(X, "X")
+@patch
+def _inputs(self: _KDECore, X):
+    "Test inputs of the fitted estimator, checked once: numeric ones as at fit (`n_features_in_`), others passed on."
+    check_fitted(self, "coef_")
+    return check_X(self, X) if hasattr(self, "n_features_in_") else as_samples(X, "X")
 
-    def _kx(self, X):
-        "k(X_fit, X) for checked test inputs X."
-        with _on("input_kernel", "X"):
-            return checked_gram(self.input_kernel_, self.X_fit_, X, "input_kernel", (self.n_samples_fit_, n_items(X, "X")))
+@patch
+def _kx(self: _KDECore, X):
+    "k(X_fit, X) for checked test inputs X."
+    with _on("input_kernel", "X"):
+        return checked_gram(self.input_kernel_, self.X_fit_, X, "input_kernel", (self.n_samples_fit_, n_items(X, "X")))
 
-    def _scores(self, X, terms):
-        "The criterion for checked inputs X and the candidates' terms (Lc, base)."
-        return _criterion(terms, self.coef_ @ self._kx(X))  # Z (n, n_test): O(n^2) per test input
+@patch
+def _scores(self: _KDECore, X, terms):
+    "The criterion for checked inputs X and the candidates' terms (Lc, base)."
+    return _criterion(terms, self.coef_ @ self._kx(X))  # Z (n, n_test): O(n^2) per test input
 
-    def _score_threads(self, n_test: int):
-        "The thread limit of the criterion's products Q k_x for n_test inputs at a time (see the decision above)."
-        return blas_threads(_threads(self.n_samples_fit_ ** 2 * n_test, KDE_SCORES_THREADS_MIN_WORK))
+@patch
+def _score_threads(self: _KDECore, n_test: int):
+    "The thread limit of the criterion's products Q k_x for n_test inputs at a time (see the decision above)."
+    return blas_threads(_threads(self.n_samples_fit_ ** 2 * n_test, KDE_SCORES_THREADS_MIN_WORK))
 
-    def decision_scores(self, X, candidates=None) -> np.ndarray:
-        """The pre-image criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4) of every input and candidate.
+# %% ../nbs/2_algorithms/04_kde.ipynb #a63392cd
+@patch
+def decision_scores(self: _KDECore, X, candidates=None) -> np.ndarray:
+    """The pre-image criterion C(x, y) = l(y, y) - 2 <g(x), Phi_l(y)> (eq. 4) of every input and candidate.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_test, n_features) or sequence
-            Test inputs, as the training inputs (anything the input kernel accepts).
-        candidates : array-like or sequence or None, default=None
-            Candidate outputs (as the training outputs); None: the training outputs.
+    Parameters
+    ----------
+    X : array-like of shape (n_test, n_features) or sequence
+        Test inputs, as the training inputs (anything the input kernel accepts).
+    candidates : array-like or sequence or None, default=None
+        Candidate outputs (as the training outputs); None: the training outputs.
 
-        Returns
-        -------
-        ndarray of shape (n_test, n_candidates)
-            The criterion; smaller is better.
-        """
-        X = self._inputs(X)                                # checks fitted first
-        candidates = None if candidates is None else self._outputs(candidates, "candidates")
-        with self._score_threads(n_items(X, "X")):
-            return self._scores(X, self._candidate_terms(candidates))
+    Returns
+    -------
+    ndarray of shape (n_test, n_candidates)
+        The criterion; smaller is better.
+    """
+    X = self._inputs(X)                                # checks fitted first
+    candidates = None if candidates is None else self._outputs(candidates, "candidates")
+    with self._score_threads(n_items(X, "X")):
+        return self._scores(X, self._candidate_terms(candidates))
 
-    def predict(self, X, candidates=None, batch_size: int = 512):
-        """For each input, the candidate output minimising the criterion (the pre-image step).
+@patch
+def predict(self: _KDECore, X, candidates=None, batch_size: int = 512):
+    """For each input, the candidate output minimising the criterion (the pre-image step).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_test, n_features) or sequence
-            Test inputs, as the training inputs (anything the input kernel accepts).
-        candidates : array-like, sequence, Dask array or None, default=None
-            Candidate outputs (as the training outputs); None: the training outputs. A Dask array is scored blockwise on
-            the Dask workers.
-        batch_size : int, default=512
-            Test inputs scored at a time (memory: batch_size x n_candidates floats).
+    Parameters
+    ----------
+    X : array-like of shape (n_test, n_features) or sequence
+        Test inputs, as the training inputs (anything the input kernel accepts).
+    candidates : array-like, sequence, Dask array or None, default=None
+        Candidate outputs (as the training outputs); None: the training outputs. A Dask array is scored blockwise on
+        the Dask workers.
+    batch_size : int, default=512
+        Test inputs scored at a time (memory: batch_size x n_candidates floats).
 
-        Returns
-        -------
-        ndarray or list
-            One candidate per input (1-D when the training Y was 1-D numeric).
-        """
-        X = self._inputs(X)
-        validate_params({"batch_size": batch_size}, {"batch_size": [Interval(numbers.Integral, 1, None)]},
-                        f"{type(self).__name__}.predict")
-        if is_dask_array(candidates):
-            return _predict_dask_candidates(self, X, candidates, batch_size)
-        candidates = None if candidates is None else self._outputs(candidates, "candidates")
-        with self._score_threads(min(batch_size, n_items(X, "X"))):
-            terms = self._candidate_terms(candidates)      # the candidates' Gram once, not once per batch
-            idx = argmin_in_batches(lambda Xb: self._scores(Xb, terms), X, batch_size)
-        out = take_items(self.Y_fit_ if candidates is None else candidates, idx)
-        return out[:, 0] if getattr(self, "_y1d", False) and isinstance(out, np.ndarray) and out.ndim == 2 else out
+    Returns
+    -------
+    ndarray or list
+        One candidate per input (1-D when the training Y was 1-D numeric).
+    """
+    X = self._inputs(X)
+    validate_params({"batch_size": batch_size}, {"batch_size": [Interval(numbers.Integral, 1, None)]},
+                    f"{type(self).__name__}.predict")
+    if is_dask_array(candidates):
+        return _predict_dask_candidates(self, X, candidates, batch_size)
+    candidates = None if candidates is None else self._outputs(candidates, "candidates")
+    with self._score_threads(min(batch_size, n_items(X, "X"))):
+        terms = self._candidate_terms(candidates)      # the candidates' Gram once, not once per batch
+        idx = argmin_in_batches(lambda Xb: self._scores(Xb, terms), X, batch_size)
+    out = take_items(self.Y_fit_ if candidates is None else candidates, idx)
+    return out[:, 0] if getattr(self, "_y1d", False) and isinstance(out, np.ndarray) and out.ndim == 2 else out
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #55434c18
 _NOT_FOR_SCORING = ("coef_", "L_fit_", "X_fit_", "ridge_coef_", "components_", "eigenvalues_")
@@ -325,57 +336,60 @@ class _KDEBase(_KDECore):
     def _embedding_coef(self):
         return self.coef_
 
-    def loss(self, Y, Y_pred) -> np.ndarray:
-        """Per-sample feature-space loss ``||Phi_l(y) - Phi_l(y_pred)||^2`` = l(y,y) + l(yp,yp) - 2 l(y,yp).
+# %% ../nbs/2_algorithms/04_kde.ipynb #16b522b2
+@patch
+def loss(self: _KDEBase, Y, Y_pred) -> np.ndarray:
+    """Per-sample feature-space loss ``||Phi_l(y) - Phi_l(y_pred)||^2`` = l(y,y) + l(yp,yp) - 2 l(y,yp).
 
-        It uses the fitted output kernel (``output_kernel_``; before fit, `output_kernel` itself when it needs no data).
+    It uses the fitted output kernel (``output_kernel_``; before fit, `output_kernel` itself when it needs no data).
 
-        Parameters
-        ----------
-        Y : array-like or sequence
-            True outputs.
-        Y_pred : array-like or sequence
-            Predicted outputs, as many as `Y`.
+    Parameters
+    ----------
+    Y : array-like or sequence
+        True outputs.
+    Y_pred : array-like or sequence
+        Predicted outputs, as many as `Y`.
 
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The loss of each pair.
-        """
-        Y, Y_pred = as_samples(Y, "Y", vectors=True), as_samples(Y_pred, "Y_pred", vectors=True)
-        if isinstance(Y, np.ndarray) and isinstance(Y_pred, np.ndarray) and Y.shape[1] != Y_pred.shape[1]:
-            raise ValueError(f"Y_pred has {Y_pred.shape[1]} columns, but Y has {Y.shape[1]}")
-        if hasattr(self, "output_kernel_"):
-            kernel = self.output_kernel_
-        elif self.output_kernel is None:                    # RBF(gamma='scale') on the training outputs: fit first
-            check_fitted(self, "output_kernel_")
-        else:
-            kernel = _fit_kernel(self.output_kernel, None, "output_kernel", "Y")     # checked, not resolved
-        with _on("output_kernel", "Y and Y_pred"):
-            return feature_space_loss(kernel, Y, Y_pred)
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The loss of each pair.
+    """
+    Y, Y_pred = as_samples(Y, "Y", vectors=True), as_samples(Y_pred, "Y_pred", vectors=True)
+    if isinstance(Y, np.ndarray) and isinstance(Y_pred, np.ndarray) and Y.shape[1] != Y_pred.shape[1]:
+        raise ValueError(f"Y_pred has {Y_pred.shape[1]} columns, but Y has {Y.shape[1]}")
+    if hasattr(self, "output_kernel_"):
+        kernel = self.output_kernel_
+    elif self.output_kernel is None:                    # RBF(gamma='scale') on the training outputs: fit first
+        check_fitted(self, "output_kernel_")
+    else:
+        kernel = _fit_kernel(self.output_kernel, None, "output_kernel", "Y")     # checked, not resolved
+    with _on("output_kernel", "Y and Y_pred"):
+        return feature_space_loss(kernel, Y, Y_pred)
 
-    def score(self, X, y, candidates=None) -> float:
-        """Minus the mean feature-space loss of the predictions (the paper's RBF loss for an RBF output kernel).
+@patch
+def score(self: _KDEBase, X, y, candidates=None) -> float:
+    """Minus the mean feature-space loss of the predictions (the paper's RBF loss for an RBF output kernel).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_test, n_features) or sequence
-            Test inputs, as the training inputs (anything the input kernel accepts).
-        y : array-like or sequence
-            True outputs, one per input.
-        candidates : array-like or sequence or None, default=None
-            Candidate outputs of `predict`; None: the training outputs.
+    Parameters
+    ----------
+    X : array-like of shape (n_test, n_features) or sequence
+        Test inputs, as the training inputs (anything the input kernel accepts).
+    y : array-like or sequence
+        True outputs, one per input.
+    candidates : array-like or sequence or None, default=None
+        Candidate outputs of `predict`; None: the training outputs.
 
-        Returns
-        -------
-        float
-            Minus the mean of `loss` (0 is perfect; higher is better).
-        """
-        X = self._inputs(X)
-        y = self._outputs(y, "y")
-        if n_items(y, "y") != n_items(X, "X"):
-            raise ValueError(f"y must have one output per row of X ({n_items(X, 'X')}), got {n_items(y, 'y')}")
-        return -float(np.mean(self.loss(y, self.predict(X, candidates))))
+    Returns
+    -------
+    float
+        Minus the mean of `loss` (0 is perfect; higher is better).
+    """
+    X = self._inputs(X)
+    y = self._outputs(y, "y")
+    if n_items(y, "y") != n_items(X, "X"):
+        raise ValueError(f"y must have one output per row of X ({n_items(X, 'X')}), got {n_items(y, 'y')}")
+    return -float(np.mean(self.loss(y, self.predict(X, candidates))))
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #a6e73a98
 class OVKDE(_KDEBase):

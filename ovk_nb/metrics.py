@@ -52,7 +52,7 @@ def _curve_weights(m, t=None, weights=None):
         return grid_weights(t)
     return np.ones(m)
 
-
+# %% ../nbs/1_shared/06_metrics.ipynb #c93580d0
 def rsse(Y, Y_pred, t=None, weights=None) -> float:
     """Residual sum of squares error of curves, sum_i int (y_i(t) - yhat_i(t))^2 dt, by quadrature (paper 001, eq. 20).
 
@@ -92,7 +92,7 @@ def rsse(Y, Y_pred, t=None, weights=None) -> float:
     w = _curve_weights(Y.shape[1], t, weights)
     return float((((Y - Y_pred) ** 2) * w).sum())
 
-
+# %% ../nbs/1_shared/06_metrics.ipynb #b40e53d5
 def lcr(labels, Y_pred, threshold: float = 0.5) -> float:
     """Labels correctly recognised, in percent: the share of entries where (Y_pred > threshold) equals the 0/1 label.
 

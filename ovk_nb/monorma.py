@@ -85,7 +85,7 @@ def _is_kernel_list(v) -> bool:
 
 DEFAULT_BANDWIDTHS = (0.1, 1.0, 10.0)   # the default dictionary: RBF('scale')'s gamma times these
 
-
+# %% ../nbs/2_algorithms/02_monorma.ipynb #fea45faa
 class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     """MONORMA (paper 000, Algorithm 2): ONORMA's coefficients alpha shared by m kernels, g^j = sum_i K^j(x_i, .) alpha_i,
     f = sum_j delta_j g^j, with the kernel weights delta updated after every step from gamma^j = ||g^j||^2 (eq. (6)).
@@ -162,10 +162,12 @@ class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     _frozen = KernelStream._frozen + ("kernels", "record_errors")
     _step_records = KernelStream._step_records + ("_hist",)
 
-    def __init__(self, kernels=None, lam: float = 0.01, eta: float = 1.0, r: float = 2, schedule="invsqrt",
-                 truncation=None, history=None, record_errors: bool = False, n_passes: int = 1):
-        self.kernels, self.lam, self.eta, self.r, self.schedule, self.truncation = kernels, lam, eta, r, schedule, truncation
-        self.history, self.record_errors, self.n_passes = history, record_errors, n_passes
+# %% ../nbs/2_algorithms/02_monorma.ipynb #b5c76919
+@patch
+def __init__(self: MONORMA, kernels=None, lam: float = 0.01, eta: float = 1.0, r: float = 2, schedule="invsqrt",
+             truncation=None, history=None, record_errors: bool = False, n_passes: int = 1):
+    self.kernels, self.lam, self.eta, self.r, self.schedule, self.truncation = kernels, lam, eta, r, schedule, truncation
+    self.history, self.record_errors, self.n_passes = history, record_errors, n_passes
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #342c4014
 def _stacked_parts(parts, d):

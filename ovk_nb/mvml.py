@@ -9,6 +9,7 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
+from fastcore.basics import patch
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, RegressorMixin
 
@@ -513,7 +514,7 @@ def check_views(views, p: int):
         raise ValueError(f"views must partition the {p} columns of X: every column in exactly one view")
     return groups
 
-
+# %% ../nbs/2_algorithms/05_mvml.ipynb #4510b0eb
 def _subsample(n: int, rng, m: int = 500):
     "The rows (<= m of n) on which mean_distance_gamma measures the mean distance."
     return rng.choice(n, min(n, m), replace=False)
@@ -528,6 +529,7 @@ def mean_distance_gamma(Xv, rng, m: int = 500) -> float:
     "gamma = 1 / (2 sigma^2) with sigma the mean distance between samples (paper, section 4.2), on <= m samples."
     return _gamma_of(Xv[_subsample(len(Xv), rng, m)])
 
+# %% ../nbs/2_algorithms/05_mvml.ipynb #c97404a3
 _VIEWS_HOW = ("give X as one 2-D array (n_samples, n_features) with views = the column indices of each view (e.g. "
               "views=[[0, 1], [2, 3, 4]]), or as a list of per-view 2-D arrays [X1, X2, ...] or a dict {name: array, ...} "
               "whose arrays have the same rows (then views=None)")
@@ -729,7 +731,7 @@ def _one_blas_thread(method):
             return method(*args, **kwargs)
     return wrapper
 
-
+# %% ../nbs/2_algorithms/05_mvml.ipynb #fab3483b
 def _prepare(self, X, groups=None):
     "Set views_, kernels_, n_components_, landmarks_, features_ on the estimator (shared permutation from random_state)."
     rs = check_random_state(self.random_state)
@@ -746,7 +748,7 @@ def _prepare(self, X, groups=None):
         feats = BlockNystrom([ColumnKernel(k, c) for k, c in zip(ks, groups)], _fetch_rows(X, landmarks), rcond=self.rcond)
     self.views_, self.kernels_, self.n_components_, self.landmarks_, self.features_ = groups, ks, p, landmarks, feats
 
-
+# %% ../nbs/2_algorithms/05_mvml.ipynb #1c9369bd
 def _target_scale(y) -> float:
     "The power of two s with max |y / s| in [1, 2) (1 for y = 0): y / s and every quantity scaled by s are exact."
     m = float(np.max(np.abs(y))) if len(y) else 0.0
@@ -783,7 +785,7 @@ def _unscale(st: MVMLState, s: float) -> MVMLState:
                          f"and the kernels, or {_RESCALE}")
     return st
 
-
+# %% ../nbs/2_algorithms/05_mvml.ipynb #75d67c4b
 def _solve_columns(self, X, Y, yy, scales):
     """One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState (in Y's units). Column t
     is solved in units of scales[t] (`_scaled_problem`): yy[t] = ||Y[:, t] / scales[t]||^2. A Dask X (Y Dask or numpy): G
@@ -897,7 +899,7 @@ def _pattern(M: Metric, offs, rtol=1e-10):
     N = M.group_norms(offs)
     return N > rtol * max(N.max(initial=0.0), 1e-300)
 
-
+# %% ../nbs/2_algorithms/05_mvml.ipynb #f6a6f5b2
 _PARAMS_DOC = """
     Parameters
     ----------
@@ -963,7 +965,7 @@ _ATTRS_DOC = """
         Columns of X (of all views together).
 """
 
-
+# %% ../nbs/2_algorithms/05_mvml.ipynb #8f738c06
 class MVML(MultiOutputMixin, RegressorMixin, _MVMLBase):
     __doc__ = """Multi-view metric learning (Huusari, Kadri & Capponi 2018) for regression: f(x) = sum_l w_l z_l(x)^T g_l,
     z_l the block Nystrom features of view l, with the metric A between views learned ('learned', eq. 13; 'sparse', eq. 14)
@@ -1024,81 +1026,85 @@ class MVML(MultiOutputMixin, RegressorMixin, _MVMLBase):
                          rcond)
         self.normalize_y = normalize_y
 
-    @fit_context
-    @_one_blas_thread
-    def fit(self, X, y):
-        """Fit the features, the metric, the view weights and g by the alternating scheme of the paper.
+# %% ../nbs/2_algorithms/05_mvml.ipynb #7f624b62
+@patch
+@fit_context
+@_one_blas_thread
+def fit(self: MVML, X, y):
+    """Fit the features, the metric, the view weights and g by the alternating scheme of the paper.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), list or dict of arrays
-            One 2-D array whose columns ``views`` names, or a list / dict of per-view 2-D arrays with the same rows; a
-            Dask array fits on the Dask workers (see 'On a Dask cluster' in the notebook).
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets (numpy, or Dask with a Dask X); a 2-D y is one problem per column on shared features.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), list or dict of arrays
+        One 2-D array whose columns ``views`` names, or a list / dict of per-view 2-D arrays with the same rows; a
+        Dask array fits on the Dask workers (see 'On a Dask cluster' in the notebook).
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Targets (numpy, or Dask with a Dask X); a 2-D y is one problem per column on shared features.
 
-        Returns
-        -------
-        self : MVML
-            The fitted estimator.
+    Returns
+    -------
+    self : MVML
+        The fitted estimator.
 
-        Raises
-        ------
-        ValueError
-            If y is not finite, has fewer than 2 samples, or X's views do not match ``views``.
-        """
-        X, groups, names = _views_input(self, X, fitting=True)
-        y = _y_array(y)
-        y1d = y.ndim == 1
-        if is_dask_array(X):
-            X, Y, Yw = _dask_regression_inputs(X, y)
-        else:
-            X, Y, _ = check_X_Y(X, y, min_samples=2, why="MVML needs two samples")
-            Yw = Y
-        self._prepare(X, groups)
-        sts, mean, sd = _regression_states(self, X, Y, Yw)
-        offs = self.features_.offsets
-        one = (lambda v: v[0]) if y1d else (lambda v: v)        # a 1-D y: one problem's attributes, as they were
-        self.metric_, self.objective_, self.steps_ = one([s.M for s in sts]), one([s.objective for s in sts]), \
-            one([s.steps for s in sts])
-        self.g_, self.w_ = (sts[0].g, sts[0].w) if y1d else (np.column_stack([s.g for s in sts]),
-                                                             np.column_stack([s.w for s in sts]))
-        self.n_iter_ = max(s.n_iter for s in sts)
-        coef = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts]) * sd
-        self.coef_, self.intercept_ = (coef[:, 0], float(mean[0])) if y1d else (coef, mean)
-        self.sparsity_ = one([_pattern(s.M, offs) for s in sts])
-        self.n_features_in_ = X.shape[1]
-        self.view_names_ = names
-        self._view_layout = None if groups is None else (names, [len(g) for g in groups])
-        return self
+    Raises
+    ------
+    ValueError
+        If y is not finite, has fewer than 2 samples, or X's views do not match ``views``.
+    """
+    X, groups, names = _views_input(self, X, fitting=True)
+    y = _y_array(y)
+    y1d = y.ndim == 1
+    if is_dask_array(X):
+        X, Y, Yw = _dask_regression_inputs(X, y)
+    else:
+        X, Y, _ = check_X_Y(X, y, min_samples=2, why="MVML needs two samples")
+        Yw = Y
+    self._prepare(X, groups)
+    sts, mean, sd = _regression_states(self, X, Y, Yw)
+    offs = self.features_.offsets
+    one = (lambda v: v[0]) if y1d else (lambda v: v)        # a 1-D y: one problem's attributes, as they were
+    self.metric_, self.objective_, self.steps_ = one([s.M for s in sts]), one([s.objective for s in sts]), \
+        one([s.steps for s in sts])
+    self.g_, self.w_ = (sts[0].g, sts[0].w) if y1d else (np.column_stack([s.g for s in sts]),
+                                                         np.column_stack([s.w for s in sts]))
+    self.n_iter_ = max(s.n_iter for s in sts)
+    coef = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts]) * sd
+    self.coef_, self.intercept_ = (coef[:, 0], float(mean[0])) if y1d else (coef, mean)
+    self.sparsity_ = one([_pattern(s.M, offs) for s in sts])
+    self.n_features_in_ = X.shape[1]
+    self.view_names_ = names
+    self._view_layout = None if groups is None else (names, [len(g) for g in groups])
+    return self
 
-    @_one_blas_thread
-    def predict(self, X):
-        """Predict f(x) = z(x)^T ``coef_`` + ``intercept_`` for each row of X.
+# %% ../nbs/2_algorithms/05_mvml.ipynb #3b54ab22
+@patch
+@_one_blas_thread
+def predict(self: MVML, X):
+    """Predict f(x) = z(x)^T ``coef_`` + ``intercept_`` for each row of X.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), list or dict of arrays
-            As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
-            rows); a Dask array gives a Dask result.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), list or dict of arrays
+        As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
+        rows); a Dask array gives a Dask result.
 
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            The predictions, in the shape of the fitted y (a Dask array for a Dask X).
-        """
-        return self._decision(X) + getattr(self, "intercept_", 0.0)
+    Returns
+    -------
+    ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        The predictions, in the shape of the fitted y (a Dask array for a Dask X).
+    """
+    return self._decision(X) + getattr(self, "intercept_", 0.0)
 
-    @property
-    def A_(self):
-        "The learned metric (r, r), dense (a list of them, one per output, for a 2-D y)."
-        return [M.dense() for M in self.metric_] if isinstance(self.metric_, list) else self.metric_.dense()
+@patch(as_prop=True)
+def A_(self: MVML):
+    "The learned metric (r, r), dense (a list of them, one per output, for a 2-D y)."
+    return [M.dense() for M in self.metric_] if isinstance(self.metric_, list) else self.metric_.dense()
 
-    @property
-    def kernel_(self):
-        "The learned multi-view kernel as an OVKernel (output dimension v); a list of them for a 2-D y."
-        A = self.A_
-        return [MultiViewKernel(self.features_, a) for a in A] if isinstance(A, list) else MultiViewKernel(self.features_, A)
+@patch(as_prop=True)
+def kernel_(self: MVML):
+    "The learned multi-view kernel as an OVKernel (output dimension v); a list of them for a 2-D y."
+    A = self.A_
+    return [MultiViewKernel(self.features_, a) for a in A] if isinstance(A, list) else MultiViewKernel(self.features_, A)
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #03edd93f
 def _pm_targets(codes, k: int):
@@ -1113,7 +1119,7 @@ def _dask_pm_targets(X, codes, k: int):
     t = 1 if k == 2 else k
     return c.map_blocks(lambda b: _pm_targets(b[:, 0].astype(np.int64), k), chunks=(c.chunks[0], (t,)), dtype=float)
 
-
+# %% ../nbs/2_algorithms/05_mvml.ipynb #5db72580
 class MVMLClassifier(ClassifierMixin, _MVMLBase):
     __doc__ = """MVML for classification (paper 003, section 4.2): binary on +-1 targets (+1 for ``classes_[1]``), multi-class
     one-vs-all with one metric, g and w per class on shared features; the label is the sign or the argmax of the outputs.
@@ -1155,107 +1161,112 @@ class MVMLClassifier(ClassifierMixin, _MVMLBase):
     ['a', 'a']
     """
 
-    @fit_context
-    @_one_blas_thread
-    def fit(self, X, y):
-        """Fit one MVML problem on +-1 targets per one-vs-all class (one for two classes), on shared features.
+# %% ../nbs/2_algorithms/05_mvml.ipynb #01e2b5ab
+@patch
+@fit_context
+@_one_blas_thread
+def fit(self: MVMLClassifier, X, y):
+    """Fit one MVML problem on +-1 targets per one-vs-all class (one for two classes), on shared features.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), list or dict of arrays
-            One 2-D array whose columns ``views`` names, or a list / dict of per-view 2-D arrays with the same rows; a
-            Dask array fits on the Dask workers.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, of one type).
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), list or dict of arrays
+        One 2-D array whose columns ``views`` names, or a list / dict of per-view 2-D arrays with the same rows; a
+        Dask array fits on the Dask workers.
+    y : array-like of shape (n_samples,)
+        Class labels (at least two classes, of one type).
 
-        Returns
-        -------
-        self : MVMLClassifier
-            The fitted estimator.
+    Returns
+    -------
+    self : MVMLClassifier
+        The fitted estimator.
 
-        Raises
-        ------
-        ValueError
-            If y is not 1-D, has fewer than two classes or labels of mixed types, or X and y differ in rows.
-        """
-        from sklearn.utils.multiclass import check_classification_targets
-        X, groups, names = _views_input(self, X, fitting=True)
-        y = _as_1d(y.compute() if is_dask_array(y) else y)   # n labels: small, on the driver
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (one label per row of X), got shape {y.shape}")
-        try:
-            check_classification_targets(y)
-            classes, yi = np.unique(y, return_inverse=True)
-        except ValueError as e:                        # scikit-learn's message does not name the argument
-            raise ValueError(f"y: {e}") from None
-        except TypeError:                              # e.g. str and int labels: they cannot be sorted (scikit-learn too raises
-            kinds = sorted({type(v).__name__ for v in y.ravel()})          # a TypeError there)
-            raise ValueError(f"y: labels of mixed types ({', '.join(kinds)}) cannot be ordered; give labels of one type, "
-                             "e.g. y.astype(str)") from None
-        if is_dask_array(X):
-            check_dask_X(X, "MVML needs two samples", min_samples=2)
-            if X.shape[0] != len(y):
-                raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {len(y)}")
-        else:
-            X, _, _ = check_X_Y(X, np.zeros(len(y)), min_samples=2, why="MVML needs two samples")
-        k = len(classes)
-        if k < 2:
-            raise ValueError(f"y must contain at least two classes, got {k}")
-        Y = _dask_pm_targets(X, yi, k) if is_dask_array(X) else _pm_targets(yi, k)
-        self._prepare(X, groups)
-        t = 1 if k == 2 else k
-        sts = self._solve_columns(X, Y, [float(len(yi))] * t, [1.0] * t)     # y^T y = n for +-1 targets (scale 1)
-        offs = self.features_.offsets
-        self.classes_ = classes
-        self.metrics_ = [s.M for s in sts]
-        self.g_ = np.column_stack([s.g for s in sts])
-        self.w_ = np.column_stack([s.w for s in sts])
-        self.coef_ = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts])
-        self.objective_, self.n_iter_ = [s.objective for s in sts], max(s.n_iter for s in sts)
-        self.sparsity_ = [_pattern(s.M, offs) for s in sts]
-        self.n_features_in_ = X.shape[1]
-        self.view_names_ = names
-        self._view_layout = None if groups is None else (names, [len(g) for g in groups])
-        return self
+    Raises
+    ------
+    ValueError
+        If y is not 1-D, has fewer than two classes or labels of mixed types, or X and y differ in rows.
+    """
+    from sklearn.utils.multiclass import check_classification_targets
+    X, groups, names = _views_input(self, X, fitting=True)
+    y = _as_1d(y.compute() if is_dask_array(y) else y)   # n labels: small, on the driver
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (one label per row of X), got shape {y.shape}")
+    try:
+        check_classification_targets(y)
+        classes, yi = np.unique(y, return_inverse=True)
+    except ValueError as e:                        # scikit-learn's message does not name the argument
+        raise ValueError(f"y: {e}") from None
+    except TypeError:                              # e.g. str and int labels: they cannot be sorted (scikit-learn too raises
+        kinds = sorted({type(v).__name__ for v in y.ravel()})          # a TypeError there)
+        raise ValueError(f"y: labels of mixed types ({', '.join(kinds)}) cannot be ordered; give labels of one type, "
+                         "e.g. y.astype(str)") from None
+    if is_dask_array(X):
+        check_dask_X(X, "MVML needs two samples", min_samples=2)
+        if X.shape[0] != len(y):
+            raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {len(y)}")
+    else:
+        X, _, _ = check_X_Y(X, np.zeros(len(y)), min_samples=2, why="MVML needs two samples")
+    k = len(classes)
+    if k < 2:
+        raise ValueError(f"y must contain at least two classes, got {k}")
+    Y = _dask_pm_targets(X, yi, k) if is_dask_array(X) else _pm_targets(yi, k)
+    self._prepare(X, groups)
+    t = 1 if k == 2 else k
+    sts = self._solve_columns(X, Y, [float(len(yi))] * t, [1.0] * t)     # y^T y = n for +-1 targets (scale 1)
+    offs = self.features_.offsets
+    self.classes_ = classes
+    self.metrics_ = [s.M for s in sts]
+    self.g_ = np.column_stack([s.g for s in sts])
+    self.w_ = np.column_stack([s.w for s in sts])
+    self.coef_ = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts])
+    self.objective_, self.n_iter_ = [s.objective for s in sts], max(s.n_iter for s in sts)
+    self.sparsity_ = [_pattern(s.M, offs) for s in sts]
+    self.n_features_in_ = X.shape[1]
+    self.view_names_ = names
+    self._view_layout = None if groups is None else (names, [len(g) for g in groups])
+    return self
 
-    @_one_blas_thread
-    def decision_function(self, X):
-        """The real outputs z(x)^T ``coef_`` of the one-vs-all problems.
+# %% ../nbs/2_algorithms/05_mvml.ipynb #0a554fca
+@patch
+@_one_blas_thread
+def decision_function(self: MVMLClassifier, X):
+    """The real outputs z(x)^T ``coef_`` of the one-vs-all problems.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), list or dict of arrays
-            As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
-            rows); a Dask array gives a Dask result.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), list or dict of arrays
+        As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
+        rows); a Dask array gives a Dask result.
 
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One column for two classes (positive: ``classes_[1]``), else one per class; a Dask array for a Dask X.
-        """
-        F = self._decision(X)
-        return F[:, 0] if len(self.classes_) == 2 else F
+    Returns
+    -------
+    ndarray of shape (n_samples,) or (n_samples, n_classes)
+        One column for two classes (positive: ``classes_[1]``), else one per class; a Dask array for a Dask X.
+    """
+    F = self._decision(X)
+    return F[:, 0] if len(self.classes_) == 2 else F
 
-    def predict(self, X):
-        """The labels, from the sign (two classes) or the argmax of `decision_function`.
+@patch
+def predict(self: MVMLClassifier, X):
+    """The labels, from the sign (two classes) or the argmax of `decision_function`.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), list or dict of arrays
-            As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
-            rows); a Dask array gives a Dask result.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), list or dict of arrays
+        As at fit: one 2-D array whose columns ``views`` names, or the same list / dict of per-view 2-D arrays (same
+        rows); a Dask array gives a Dask result.
 
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Labels from ``classes_`` (a Dask array for a Dask X).
-        """
-        F = self.decision_function(X)
-        i = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
-        return i.map_blocks(self.classes_.__getitem__, dtype=self.classes_.dtype) if is_dask_array(F) else self.classes_[i]
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        Labels from ``classes_`` (a Dask array for a Dask X).
+    """
+    F = self.decision_function(X)
+    i = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
+    return i.map_blocks(self.classes_.__getitem__, dtype=self.classes_.dtype) if is_dask_array(F) else self.classes_[i]
 
-    @property
-    def A_(self):
-        "The learned metric(s): (r, r) for two classes, else a list with one per class."
-        As = [M.dense() for M in self.metrics_]
-        return As[0] if len(As) == 1 else As
+@patch(as_prop=True)
+def A_(self: MVMLClassifier):
+    "The learned metric(s): (r, r) for two classes, else a list with one per class."
+    As = [M.dense() for M in self.metrics_]
+    return As[0] if len(As) == 1 else As

@@ -194,11 +194,13 @@ class ONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     _parameter_constraints = {"kernel": [OVKernel, None], "loss": [Options(("squared", "margin"))]}
     _frozen = KernelStream._frozen + ("kernel", "loss", "record_errors")
 
-    def __init__(self, kernel=None, lam: float = 0.01, eta: float = 1.0, schedule="invsqrt",
-                 truncation=None, loss: str = "squared", history=None, record_errors: bool = False, n_passes: int = 1):
-        self.kernel, self.lam, self.eta, self.schedule = kernel, lam, eta, schedule
-        self.truncation, self.loss, self.history = truncation, loss, history
-        self.record_errors, self.n_passes = record_errors, n_passes
+# %% ../nbs/2_algorithms/01_onorma.ipynb #d52764eb
+@patch
+def __init__(self: ONORMA, kernel=None, lam: float = 0.01, eta: float = 1.0, schedule="invsqrt",
+             truncation=None, loss: str = "squared", history=None, record_errors: bool = False, n_passes: int = 1):
+    self.kernel, self.lam, self.eta, self.schedule = kernel, lam, eta, schedule
+    self.truncation, self.loss, self.history = truncation, loss, history
+    self.record_errors, self.n_passes = record_errors, n_passes
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #dcfd7f24
 @patch
@@ -481,7 +483,7 @@ def _scores(self: ONORMA, X):
     X = self._check_X(X)
     return self._predict_parts(self._parts, X)
 
-
+# %% ../nbs/2_algorithms/01_onorma.ipynb #aca9e603
 def _margin_loss(est) -> bool:
     "ONORMA is a classifier with the margin loss, a regressor with the squared loss (scikit-learn's regressors have no decision_function)."
     return est.loss == "margin"
@@ -509,7 +511,7 @@ def _decision_function(self, X):
 _decision_function.__name__, _decision_function.__qualname__ = "decision_function", "ONORMA.decision_function"
 ONORMA.decision_function = available_if(_margin_loss)(_decision_function)   # a descriptor: present on the classifier only
 
-
+# %% ../nbs/2_algorithms/01_onorma.ipynb #8fa3a429
 @patch
 def predict(self: ONORMA, X):
     """Predict with the current function f_n (no learning).
@@ -537,7 +539,7 @@ def predict(self: ONORMA, X):
         return self.classes_[F.argmax(1)]
     return F[:, 0] if getattr(self, "_y1d", self._parts.d == 1) else F
 
-
+# %% ../nbs/2_algorithms/01_onorma.ipynb #4a4dbc17
 @patch
 def score(self: ONORMA, X, y, sample_weight=None):
     """The coefficient of determination R^2 (squared loss) or the accuracy (margin loss) on (X, y).
@@ -560,7 +562,7 @@ def score(self: ONORMA, X, y, sample_weight=None):
         return float(np.mean(self.predict(X) == np.asarray(y)))
     return RegressorMixin.score(self, X, y, sample_weight)
 
-
+# %% ../nbs/2_algorithms/01_onorma.ipynb #331704ca
 @patch
 def __sklearn_tags__(self: ONORMA):
     tags = super(ONORMA, self).__sklearn_tags__()

@@ -667,6 +667,7 @@ def _feature_estimates(self: OSKAAR, X):
         return self.decoder_.stats(self._factor.weights(Kxo, self.kernel_.diag(X)), self._codes[:n], reg)
     return primal_estimates(P, X, self.decoder_.features(self._codes[:1], reg).shape[1])
 
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #42d66739
 def _scalars(labels) -> bool:
     "True when every label is a scalar (a number, a string): predictions are then a 1-D array, as scikit-learn's."
     return all(np.ndim(v) == 0 and v is not None for v in labels)
@@ -686,7 +687,7 @@ def classes_(self: OSKAAR):
     except TypeError:                                     # mixed types: the order of first appearance
         return np.asarray(labels, dtype=object)
 
-
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #b902a5ba
 @patch
 def predict(self: OSKAAR, X):
     """The decisions z = argmin_z <psi(z), g(x)> for the rows of X (no learning), in chunks of 1024 rows.
@@ -720,7 +721,7 @@ def predict(self: OSKAAR, X):
     out = np.asarray(out)
     return out[:, 0] if isinstance(self.decoder_, Squared) and getattr(self, "_y1d", False) else out
 
-
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #2b2ae471
 @patch
 def _scored(self: OSKAAR, X, y, sample_weight):
     """(decisions and y as codes, the registry that knows y's labels, the weights) of a scored batch; X and y checked by name.
@@ -739,7 +740,7 @@ def _scored(self: OSKAAR, X, y, sample_weight):
     codes, reg = dec.encode(y, self._reg, step=self.n_seen_ + 1, **add)
     return dec.decode(self._feature_estimates(X), self._reg, t), codes, reg, w
 
-
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #01d5e976
 @patch
 def loss(self: OSKAAR, X, y, sample_weight=None) -> float:
     """The mean task loss Delta(z(x), y) of the predictions on (X, y): lower is better.
@@ -799,7 +800,7 @@ def score(self: OSKAAR, X, y, sample_weight=None) -> float:
         return 1.0 - mean
     return 1.0 - 2.0 * mean if isinstance(dec, Spearman) else -mean
 
-
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #7a4b137a
 @patch
 def __sklearn_tags__(self: OSKAAR):
     "A classifier with the 0-1 decoder (the default), a regressor with the squared one, a structured learner otherwise."

@@ -244,9 +244,11 @@ class SALAMI(OSKAAR):
     _frozen = ("kernel", "lam", "decoder", "eta", "lifetime", "budget")
     _step_records = OSKAAR._step_records + ("_n_live", "_mean_start")
 
-    def __init__(self, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None, budget=None):
-        self.kernel, self.lam, self.decoder, self.eta, self.lifetime = kernel, lam, decoder, eta, lifetime
-        self.history, self.budget = history, budget
+# %% ../nbs/2_algorithms/07_salami.ipynb #30f25349
+@patch
+def __init__(self: SALAMI, kernel=None, lam: float = 1.0, decoder=None, eta=None, lifetime=4, history=None, budget=None):
+    self.kernel, self.lam, self.decoder, self.eta, self.lifetime = kernel, lam, decoder, eta, lifetime
+    self.history, self.budget = history, budget
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #9e02ffa9
 @patch
