@@ -11,7 +11,7 @@ import numpy as np
 from fastcore.basics import patch
 from sklearn.base import MultiOutputMixin, RegressorMixin
 
-from .kernels import RBF, OVKernel, Separable, data_gamma, resolve_kernel
+from .kernels import KERNEL_NAMES, RBF, OVKernel, ScalarKernel, Separable, data_gamma, resolve_kernel
 from .linalg import KernelParts
 from .streaming import KernelStream
 from .validation import Interval, Predicate, check_fitted, check_input
@@ -80,7 +80,8 @@ def monorma_reference(kernels, X, Y, lam, etas, r, s=None):
 
 # %% ../nbs/2_algorithms/02_monorma.ipynb #307a9302
 def _is_kernel_list(v) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(k, OVKernel) for k in v)
+    return isinstance(v, (list, tuple)) and len(v) > 0 and all(
+        isinstance(k, (OVKernel, ScalarKernel)) or (isinstance(k, str) and k in KERNEL_NAMES) for k in v)
 
 
 DEFAULT_BANDWIDTHS = (0.1, 1.0, 10.0)   # the default dictionary: RBF('scale')'s gamma times these
@@ -92,8 +93,9 @@ class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
 
     Parameters
     ----------
-    kernels : list of OVKernel or None, default=None
-        The m kernels (one output dimension). None: three Gaussians `Separable(RBF(c * gamma), T=None)`, gamma SVC's
+    kernels : list of OVKernel, ScalarKernel or str, or None, default=None
+        The m kernels (one output dimension); a ScalarKernel k means ``Separable(k, identity)``, a name of
+        ``KERNEL_NAMES`` ('rbf', ...) that of its scalar kernel. None: three Gaussians `Separable(RBF(c * gamma), T=None)`, gamma SVC's
         'scale' bandwidth on the first batch's inputs and c in (0.1, 1, 10), each with the identity of the output width;
         resolved at the first call and kept as `kernels_`.
     lam : float, default=0.01
@@ -156,8 +158,9 @@ class MONORMA(MultiOutputMixin, RegressorMixin, KernelStream):
     >>> len(est.kernels_), round(float(np.sum(est.weights_ ** 2)), 6)
     (3, 1.0)
     """
-    _parameter_constraints = {"kernels": [None, Predicate("a non-empty list of OVKernel instances (e.g. Separable, "
-                                                          "SumKernel), or None", _is_kernel_list)],
+    _parameter_constraints = {"kernels": [None, Predicate(
+        "a non-empty list of kernels (OVKernel instances such as Separable or SumKernel, ScalarKernels used as "
+        "Separable(k, identity), or KernelRidge names such as 'rbf'), or None", _is_kernel_list)],
                               "r": [Interval(numbers.Real, 1, None)]}
     _frozen = KernelStream._frozen + ("kernels", "record_errors")
     _step_records = KernelStream._step_records + ("_hist",)

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, RegressorMixin
 
-from .kernels import RBF, ColumnKernel, OVKernel, ScalarKernel, resolve_kernel, sq_distances
+from .kernels import KERNEL_NAMES, RBF, ColumnKernel, OVKernel, ScalarKernel, resolve_kernel, sq_distances
 # floor 1; dask itself is imported only for Dask data
 from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
                                 dask_block_nystrom_predict, dask_rows, is_dask_array,
@@ -649,10 +649,10 @@ def _kernels(kernel, groups, X, rng):
         rows, ends = _fetch_rows(X, np.concatenate(subs)), np.cumsum([0] + [len(s) for s in subs])
         # C order, as X[:, c][sub] was (X[sub][:, c] comes out in F order, and the BLAS products of sq_distances round differently)
         return [RBF(_gamma_of(np.ascontiguousarray(rows[a:b][:, c]))) for a, b, c in zip(ends[:-1], ends[1:], groups)]
-    if isinstance(kernel, ScalarKernel):
+    if isinstance(kernel, (ScalarKernel, str)):      # a KernelRidge name ('rbf', ...) is resolved on each view's columns
         ks = [kernel] * v
     else:
-        if len(kernel) != v or not all(isinstance(k, ScalarKernel) for k in kernel):
+        if len(kernel) != v or not all(isinstance(k, ScalarKernel) or (isinstance(k, str) and k in KERNEL_NAMES) for k in kernel):
             raise ValueError(f"kernel must be a ScalarKernel or a list of {v} ScalarKernels (one per view), got "
                              f"{[type(k).__name__ for k in kernel]}")
         ks = list(kernel)
@@ -908,8 +908,9 @@ _PARAMS_DOC = """
         they must partition the columns. None: one view of all the columns, or, when ``X`` is given as per-view arrays (a
         list ``[X1, X2, ...]`` or a dict ``{name: Xname}`` of 2-D arrays with the same rows, as multi-view libraries take
         them), those views (then ``views`` must be None, and ``predict`` takes the same structure).
-    kernel : ScalarKernel, list of ScalarKernel, or None, default=None
-        One kernel for every view, or one per view. Data-driven arguments (``RBF(gamma='scale')``, ``'median'``) are resolved
+    kernel : ScalarKernel, str, list of ScalarKernel or str, or None, default=None
+        One kernel for every view, or one per view; a KernelRidge name ('rbf', 'laplacian', 'linear', 'poly') means that
+        scalar kernel (``ovk_nb.kernels.named_kernel``). Data-driven arguments (``RBF(gamma='scale')``, ``'median'``) are resolved
         on each view's columns at fit. None: per view, ``RBF`` with gamma = 1 / (2 sigma^2), sigma the mean distance between
         <= 500 drawn samples of the view (the paper's rule, section 4.2; see the notebook's decision). The fitted kernels
         are ``kernels_``.

@@ -355,3 +355,23 @@ def test_bad_kernel_names_and_objects_are_refused_by_name():
             ovk_nb.OVKRidge(kernel=bad).fit(X, Y)
     with pytest.raises(ValueError, match="kernel must be"):
         resolve_kernel("gaussian", X, Y)
+
+
+@pytest.mark.parametrize("given, means", [("rbf", RBF()), ("laplacian", Laplacian()), (RBF(0.5), RBF(0.5))])
+def test_monorma_and_mvml_take_names_and_scalar_kernels(given, means):
+    "MONORMA's dictionary and MVML's per-view kernels take the same forms as the others: the same predictions, bit for bit."
+    import ovk_nb
+    r = np.random.default_rng(0)
+    X = r.normal(size=(30, 4)); Y = np.c_[np.sin(X[:, 0]), X[:, 1] ** 2]
+    a = ovk_nb.MONORMA(kernels=[given, RBF(2.0)]).fit(X, Y).predict(X[:5])
+    b = ovk_nb.MONORMA(kernels=[Separable(means, None), Separable(RBF(2.0), None)]).fit(X, Y).predict(X[:5])
+    np.testing.assert_array_equal(a, b)
+    for kernel in (given, [given, given]):
+        m = ovk_nb.MVML(views=[[0, 1], [2, 3]], kernel=kernel, random_state=0).fit(X, Y[:, 0])
+        np.testing.assert_array_equal(m.predict(X[:5]),
+                                      ovk_nb.MVML(views=[[0, 1], [2, 3]], kernel=means, random_state=0).fit(X, Y[:, 0]).predict(X[:5]))
+    for bad in (["gaussian"], ["rbf", 3]):
+        with pytest.raises(ValueError, match="kernels must be"):
+            ovk_nb.MONORMA(kernels=bad).fit(X, Y)
+    with pytest.raises(ValueError, match="kernel must be"):
+        ovk_nb.MVML(kernel="gaussian").fit(X, Y[:, 0])
