@@ -936,7 +936,8 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
     for g in pcg_groups:
         s, rhs, idx = todo[g]
         delta, rho = s - s_f, max(s / s_f, s_f / s)
-        cond = max(cond, (anorm + delta) * kappa / anorm * max(1.0, s_f / s))       # (9)
+        lmin = anorm / kappa if math.isfinite(kappa) else 0.0                      # (9)
+        cond = max(cond, (anorm + delta) / max(lmin + delta, min(1.0, s / s_f) * lmin, 1e-300))
         x = _shifted_pcg(F[0], delta, rhs, anorm, kappa, rho) if math.isfinite(kappa) else None
         if x is None:                                          # breakdown or cap: that group's own Cholesky, from U^T U
             U = np.triu(F[0])
