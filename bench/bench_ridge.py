@@ -13,7 +13,10 @@ the load average is recorded at the start and the end.
 
 Writes bench/results/ridge.md and bench/results/ridge.csv.
 
-    python bench/bench_ridge.py [--quick]
+4. (--shift, alone) issue 34's target: Gaussian x J, n = 5000, d = 4 against KernelRidge, one thread and as installed,
+   wall and CPU seconds and the load; written as section 4 of ridge.md and as ridge_shift.csv.
+
+    python bench/bench_ridge.py [--quick] [--shift]
 """
 import argparse
 import json
@@ -221,10 +224,85 @@ def nystrom_rows(n_exact, n_big, d, ps, p_big):
     return rows
 
 
+def shift_rows(n, d, repeat):
+    """Issue 34's target: exact separable ridge, Gaussian x J, (n, d), against KernelRidge, one thread and as installed;
+    ours with the shifted-PCG grouped Cholesky ('auto': one Cholesky + PCG) and with one Cholesky per group (the previous
+    route, `shift_solve="cholesky"`). Wall and CPU (`time.process_time`) seconds, best of the repeats, the 1-minute load
+    average at each fit, the methods and modes interleaved within each repeat."""
+    from functools import partial
+    from sklearn.kernel_ridge import KernelRidge
+    import ovk_nb.ridge as ridge_mod
+    from ovk_nb import linalg
+    X, Y = make_paper000_synthetic(n, d, random_state=0, return_X_y=True)
+    K = gaussian_times_J(d, GAMMA)
+    KR = "sklearn KernelRidge (rbf, T = I)"
+
+    def ours(mode):
+        ridge_mod.grouped_cholesky = partial(linalg.grouped_cholesky, shift_solve=mode)
+        try:
+            return OVKRidge(K, lam=LAM, center_y=False).fit(X, Y)
+        finally:
+            ridge_mod.grouped_cholesky = linalg.grouped_cholesky
+    methods = {KR: lambda: KernelRidge(alpha=LAM, kernel="rbf", gamma=GAMMA).fit(X, Y),
+               "ours, Gaussian x J, one Cholesky + PCG (auto)": lambda: ours("auto"),
+               "ours, Gaussian x J, one Cholesky per group (before)": lambda: ours("cholesky")}
+    rec = {(k, m): [] for k in methods for m, _ in MODES}
+    fits = {}
+    for _ in range(repeat):
+        for k, f in methods.items():
+            for m, limit in MODES:
+                with threadpool_limits(limit):
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    fits[k] = f()
+                    rec[k, m].append((time.perf_counter() - t0, time.process_time() - c0, os.getloadavg()[0]))
+    rows = []
+    for k in methods:
+        for m, _ in MODES:
+            w, c = min(t for t, _, _ in rec[k, m]), min(t for _, t, _ in rec[k, m])       # each the best of the repeats
+            wk, ck = min(t for t, _, _ in rec[KR, m]), min(t for _, t, _ in rec[KR, m])
+            rows.append({"section": "issue 34", "n": n, "d": d, "method": k, "mode": m, "wall (s)": w, "cpu (s)": c,
+                         "wall ratio to KernelRidge": w / wk, "cpu ratio to KernelRidge": c / ck,
+                         "load (1 min), each repeat": " ".join(f"{x:.1f}" for _, _, x in rec[k, m]),
+                         "all walls (s)": " ".join(f"{t:.2f}" for t, _, _ in rec[k, m]),
+                         "all cpus (s)": " ".join(f"{t:.2f}" for _, t, _ in rec[k, m])})
+    a, b = (fits[k].coef_ for k in list(methods)[1:])
+    rows[-1]["note"] = f"rel. diff. of coef, auto vs before: {rel(a, b):.2e}"
+    return rows
+
+
+def shift_main(quick, repeat=None):
+    "`--shift`: the issue-34 section only, written between markers into ridge.md and as ridge_shift.csv."
+    n, d, repeat = (1500, 4, repeat or 1) if quick else (5000, 4, repeat or 3)
+    load0 = os.getloadavg()
+    rows = shift_rows(n, d, repeat)
+    load1 = os.getloadavg()
+    print(rows_to_markdown(rows), flush=True)
+    OUT.mkdir(exist_ok=True)
+    suffix = "_quick" if quick else ""
+    (OUT / f"ridge_shift{suffix}.csv").write_text(rows_to_csv(rows))
+    sec = ["<!-- shift -->", f"## 4. Issue 34: Gaussian x J, n = {n}, d = {d} against KernelRidge (`--shift`)", "",
+           f"`python bench/bench_ridge.py --shift{' --quick' if quick else ''}`, {os.cpu_count()} cores, gamma = {GAMMA}, "
+           f"lam = {LAM}; load average (1 / 5 / 15 min) {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, "
+           f"{load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f} at the end. 'one thread': threadpoolctl's limit of 1; 'as "
+           f"installed': no limit (OVKRidge's thread policy decides). {repeat} repeats, wall and CPU each the best of them; CPU seconds from "
+           "`time.process_time`, which a loaded machine distorts less than wall time.", "", rows_to_markdown(rows),
+           "<!-- /shift -->", ""]
+    md = OUT / f"ridge{suffix}.md"
+    old = md.read_text() if md.exists() else ""
+    if "<!-- shift -->" in old:
+        old = old[:old.index("<!-- shift -->")] + old[old.index("<!-- /shift -->") + len("<!-- /shift -->\n"):]
+    md.write_text(old.rstrip("\n") + "\n\n" + "\n".join(sec))
+    print(f"wrote {md}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test, about two minutes)")
+    ap.add_argument("--repeat", type=int, default=None, help="--shift: repeats (default 3; quick 1)")
+    ap.add_argument("--shift", action="store_true", help="only issue 34's Gaussian x J, d = 4 against KernelRidge")
     args = ap.parse_args()
+    if args.shift:
+        return shift_main(args.quick, args.repeat)
     t0, load0 = time.time(), os.getloadavg()
     if args.quick:
         n_speed, n_acc, n_exact, n_big, ps, p_big, repeat = 1500, 200, 1500, 20000, [100, 300], 300, 1

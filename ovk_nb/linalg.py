@@ -20,14 +20,14 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['COND_EPS_BOUND', 'SYMMETRY_ROWS', 'IDLE_CACHE_S', 'IDLE_WINDOW_S', 'IDLE_CORES_PER_THREAD', 'KernelParts',
-           'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning', 'check_condition', 'cho_cond',
-           'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec', 'separable_preconditioner',
-           'jacobi_preconditioner', 'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'check_symmetric',
-           'landmark_rows', 'cg_solve', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit',
-           'RandomFourierFeatures', 'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner',
-           'masked_solve', 'masked_logdet_slq', 'BlockNystrom', 'blas_threads', 'idle_cores', 'blas_ceiling',
-           'factor_threads']
+__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'SYMMETRY_ROWS', 'IDLE_CACHE_S', 'IDLE_WINDOW_S', 'IDLE_CORES_PER_THREAD',
+           'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning', 'check_condition',
+           'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec',
+           'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
+           'ov_nystrom_preconditioner', 'check_symmetric', 'landmark_rows', 'cg_solve', 'NystromFeatures',
+           'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit',
+           'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom',
+           'blas_threads', 'idle_cores', 'blas_ceiling', 'factor_threads']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #c0f071ab
 def _like(A, like):
@@ -838,11 +838,122 @@ def cond(self: EigenFactor, lam) -> float:
     den = to_numpy(self.den(lam))
     return float((den.max(0) / den.min(0)).max()) if den.size else 1.0
 
+# %% ../nbs/1_shared/02_linalg.ipynb #ed250559
+BLAS2_PENALTY = 8.0   # a triangular solve on k <= 9 columns costs this many times its flops at the Cholesky's rate (above)
+
+
+def _pcg_iterations(rho: float, kappa: float | None = None, dtype=np.float64) -> int:
+    """The Chebyshev bound (6): CG iterations on a system of condition <= `rho` for the stopping test (7), given the
+    condition `kappa` of the factored system (None: 1/eps, the worst a factor can have)."""
+    eps = float(np.finfo(dtype).eps)
+    kappa = 1 / eps if kappa is None or not math.isfinite(kappa) else max(float(kappa), 1.0)
+    if rho <= 1 + 4 * eps:
+        return 1
+    q = (math.sqrt(rho) - 1) / (math.sqrt(rho) + 1)
+    return max(1, math.ceil(math.log(2 * math.sqrt(rho * kappa) / eps) / -math.log(q)))
+
+
+def _shift_plan(shifts, ks, n: int, mode: str = "auto"):
+    """(f, pcg): the group to factor and the groups to solve by CG preconditioned with its factor, the rest by their own
+    Cholesky; the cheapest by the flop count (8). `mode`: 'auto', 'pcg' (every other group by PCG), 'cholesky' (none)."""
+    chol = n ** 3 / 3
+    best = None
+    for f in range(len(shifts)):
+        pcg_groups, cost = [], chol + 2 * n * n * ks[f]
+        for g in range(len(shifts)):
+            if g == f:
+                continue
+            rho = max(shifts[g] / shifts[f], shifts[f] / shifts[g])
+            c_pcg = BLAS2_PENALTY * (_pcg_iterations(rho) + 1) * 2 * n * n * ks[g]
+            if mode == "pcg" or (mode == "auto" and c_pcg < chol):
+                pcg_groups.append(g); cost += c_pcg
+            else:
+                cost += chol + 2 * n * n * ks[g]
+        if best is None or cost < best[0]:
+            best = (cost, f, pcg_groups)
+    return best[1], best[2]
+
+# %% ../nbs/1_shared/02_linalg.ipynb #d025088f
+def _shifted_pcg(U, delta: float, B, anorm: float, kappa: float, rho: float):
+    """Solve (U^T U + delta I) X = B (U upper, from `_spd_factor`) by CG on the split-preconditioned system (6):
+    M Z = U^{-T} B, M = I + delta U^{-T} U^{-1}, X = U^{-1} Z, all columns of B at once (two BLAS-3 triangular solves
+    an iteration). Stops by (7); returns X, or None when CG breaks down or reaches the bound's cap (the caller factors)."""
+    eps = float(np.finfo(B.dtype).eps)
+    def trs(V, trans=0):
+        return sla.solve_triangular(U, V, lower=False, trans=trans, check_finite=False)
+    Bm = B.reshape(len(B), -1)
+    R = trs(Bm, trans=1)                                       # c = U^{-T} b, and the residual of Z = 0
+    tol2 = (eps * np.linalg.norm(Bm, axis=0)) ** 2 / anorm     # (7): ||r_j|| <= eps ||b_j|| / sqrt(||A_f||_1)
+    Z, P, rr = np.zeros_like(R), R.copy(), np.einsum("ij,ij->j", R, R)
+    for _ in range(2 * _pcg_iterations(rho, kappa, B.dtype) + 2):
+        if np.all(rr <= tol2):
+            return trs(Z).reshape(B.shape)
+        Q = P + delta * trs(trs(P), trans=1)                   # M P: solve U y = P, then U^T w = y
+        pq = np.einsum("ij,ij->j", P, Q)
+        live = rr > 0
+        if np.any(live & ~(pq > 0)):                           # M not positive definite in floating point
+            return None
+        alpha = np.divide(rr, pq, out=np.zeros_like(rr), where=live)
+        Z += alpha * P
+        R -= alpha * Q
+        rr_new = np.einsum("ij,ij->j", R, R)
+        P = R + np.divide(rr_new, rr, out=np.zeros_like(rr), where=live) * P
+        rr = rr_new
+    return None
+
+# %% ../nbs/1_shared/02_linalg.ipynb #437b93f9
+def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
+    """The groups of a single scalar Gram G as the shifted systems (G + s_g I) x = y / t_g, s_g = lam / t_g (NumPy): one
+    Cholesky of the group `_shift_plan` picks (in G's memory), the groups it names by `_shifted_pcg` on that factor, the
+    rest by their own Cholesky; warns with the largest condition (9). Returns the rotated coefficients (n, d)."""
+    n = G.shape[0]
+    out, todo = np.empty(Yh.shape, dtype=np.result_type(G, Yh)), []
+    for col, idx in groups:
+        t = float(sum(col[c] for c in range(len(parts.sidx))))
+        if t <= 0:
+            out[:, idx] = Yh[:, idx] / lam
+        else:
+            todo.append((lam / t, Yh[:, idx] / t, idx))
+    if not todo:
+        return out
+    f, pcg_groups = _shift_plan([s for s, _, _ in todo], [len(i) for _, _, i in todo], n, mode)
+    cond = 1.0
+    for g, (s, rhs, idx) in enumerate(todo):                   # own factorisations first, on copies of G
+        if g != f and g not in pcg_groups:
+            A = _add_diag(np, G * 1.0, s)
+            anorm = _anorm(A)
+            F = _spd_factor(np, A)
+            cond = max(cond, cho_cond(F, anorm))
+            out[:, idx] = _spd_factor_solve(np, F, rhs)
+            del A, F
+    s_f, rhs, idx = todo[f]
+    A = _add_diag(np, G, s_f)                                  # the factored group overwrites G
+    anorm = _anorm(A)
+    F = _spd_factor(np, A)
+    kappa = cho_cond(F, anorm)
+    cond = max(cond, kappa)
+    out[:, idx] = _spd_factor_solve(np, F, rhs)
+    for g in pcg_groups:
+        s, rhs, idx = todo[g]
+        delta, rho = s - s_f, max(s / s_f, s_f / s)
+        lmin = anorm / kappa if math.isfinite(kappa) else 0.0                      # (9)
+        cond = max(cond, (anorm + delta) / max(lmin + delta, min(1.0, s / s_f) * lmin, 1e-300))
+        x = _shifted_pcg(F[0], delta, rhs, anorm, kappa, rho) if math.isfinite(kappa) else None
+        if x is None:                                          # breakdown or cap: that group's own Cholesky, from U^T U
+            U = np.triu(F[0])
+            A = _add_diag(np, U.T @ U, s - s_f + 0.0)
+            x = _spd_factor_solve(np, _spd_factor(np, A), rhs)
+        out[:, idx] = x
+    check_condition(cond, lam, "cholesky")
+    return out
+
 # %% ../nbs/1_shared/02_linalg.ipynb #e3e1bdb2
-def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
+def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str = "auto"):
     """Solve the ridge system (K + lam I) C = Y for a kernel whose output matrices share an eigenbasis.
 
-    One Cholesky factorisation per distinct column of eigenvalues (`group_columns`).
+    One Cholesky factorisation per distinct column of eigenvalues (`group_columns`); with a single scalar Gram (NumPy) the
+    groups are shifts of one matrix, and the other groups are solved by CG preconditioned with one group's factor where
+    the flop count (8) says it pays (`_one_gram_shifts`).
 
     Parameters
     ----------
@@ -855,7 +966,10 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
     lam : float
         The regularisation, > 0.
     grams : list of ndarray or None, default=None
-        ``parts.grams(X, X)`` when already computed.
+        ``parts.grams(X, X)`` when already computed (overwritten).
+    shift_solve : {'auto', 'pcg', 'cholesky'}, default='auto'
+        With a single scalar Gram: 'auto' solves a group by PCG on another's factor when (8) predicts it cheaper than its
+        own Cholesky, 'pcg' always, 'cholesky' never (one Cholesky per group).
 
     Returns
     -------
@@ -879,10 +993,14 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None):
     True
     """
     xp = xp_of(Y)                       # numpy itself for NumPy; else Y's namespace and device (the shim above)
+    if shift_solve not in ("auto", "pcg", "cholesky"):
+        raise ValueError(f"shift_solve must be 'auto', 'pcg' or 'cholesky', got {shift_solve!r}")
     E, V, Vinv = parts.eig
     grams = parts.grams(X, X) if grams is None else grams
     Yh = Y @ _like(Vinv, Y).T
     groups = group_columns(E)
+    if len(grams) == 1 and xp is np and shift_solve != "cholesky":
+        return _one_gram_shifts(parts, grams[0], Yh, groups, lam, shift_solve) @ V.T
     blocks, cond = [], 1.0
     for gi, (col, idx) in enumerate(groups):
         coefs = np.zeros(len(grams))

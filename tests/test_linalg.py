@@ -330,3 +330,99 @@ def test_idle_cores_after_fork_does_not_use_the_parents_sample():
             assert la.idle_cores() == 2.0
     finally:
         la._IDLE.clear()
+
+
+# --- issue 34: one Cholesky for the shifted groups of a single Gram, the others by PCG on its factor ---------------------
+
+from ovk_nb import linalg as _linalg  # noqa: E402
+
+
+@pytest.mark.parametrize("d", [2, 4, 10])
+@pytest.mark.parametrize("lam", [0.1, 1e-3])
+def test_grouped_cholesky_pcg_shifts_match_dense(d, lam):
+    "Every non-factored group by PCG (6)-(7): the dense solution to the accuracy the Cholesky route is held to."
+    K = Separable(RBF(0.5), paper000_J(d))
+    X, Y = data(40, d=d, seed=d)
+    C = dense(K, X, Y, lam)
+    Z = grouped_cholesky(KernelParts(K), X, Y, lam, shift_solve="pcg")
+    assert rel(Z, C) < 1e-10
+    assert rel(Z, grouped_cholesky(KernelParts(K), X, Y, lam, shift_solve="cholesky")) < 1e-10
+    G = K.gram(X)                                         # the residual is as small as a direct solve's
+    r = np.linalg.norm((G + lam * np.eye(len(G))) @ Z.reshape(-1) - Y.reshape(-1)) / np.linalg.norm(Y)
+    assert r < 1e3 * np.finfo(float).eps * len(G)
+
+
+def test_grouped_cholesky_pcg_three_groups_and_a_zero_column():
+    "T with three distinct eigenvalues and a zero one: the zero column is Y / lam, the others agree with dense."
+    Q = np.linalg.qr(np.random.default_rng(0).normal(size=(4, 4)))[0]
+    T = Q @ np.diag([0.0, 0.5, 1.0, 3.0]) @ Q.T
+    K = Separable(RBF(0.7), T)
+    X, Y = data(30, d=4, seed=3)
+    P = KernelParts(K)
+    assert len(group_columns(P.eig[0])) == 4
+    import warnings
+    from ovk_nb.linalg import IllConditionedWarning
+    with warnings.catch_warnings():                       # (9): a well-conditioned problem does not warn
+        warnings.simplefilter("error", IllConditionedWarning)
+        Z = grouped_cholesky(P, X, Y, 0.05, shift_solve="pcg")
+    assert rel(Z, dense(K, X, Y, 0.05)) < 1e-10
+
+
+def test_shift_plan_follows_the_flop_count():
+    "(8): for J, d = 4 the 3-column group is factored and the 1-column one goes by PCG once n > 6 w (m + 1)."
+    s = [1e-3 / 0.9, 1e-3 / 1.3]
+    m = _linalg._pcg_iterations(1.3 / 0.9)
+    edge = 6 * _linalg.BLAS2_PENALTY * (m + 1)
+    assert _linalg._shift_plan(s, [3, 1], int(edge) + 1) == (0, [1])
+    assert _linalg._shift_plan(s, [3, 1], int(edge) - 1) == (0, [])
+    assert _linalg._shift_plan(s, [1, 3], 5000) == (1, [0])            # the larger group is factored
+    assert _linalg._shift_plan([1.0, 2.0, 4.0], [1, 1, 1], 10 ** 5)[0] == 1   # the middle shift
+    assert _linalg._shift_plan(s, [3, 1], 10 ** 6, "cholesky") == (0, [])
+    assert _linalg._pcg_iterations(1.0) == 1 and _linalg._pcg_iterations(4.0) > _linalg._pcg_iterations(2.0)
+
+
+def test_grouped_cholesky_auto_uses_pcg_at_large_n(monkeypatch):
+    "At n past (8)'s edge 'auto' runs PCG, and its answer equals the one-Cholesky-per-group answer."
+    calls = []
+    orig = _linalg._shifted_pcg
+    monkeypatch.setattr(_linalg, "_shifted_pcg", lambda *a: calls.append(a[2].shape) or orig(*a))
+    K = gaussian_times_J(4, 0.3)
+    X, Y = data(1300, p=4, d=4, seed=5)
+    P = KernelParts(K)
+    Z = grouped_cholesky(P, X, Y, 0.1)
+    assert calls == [(1300, 1)]
+    assert rel(Z, grouped_cholesky(P, X, Y, 0.1, shift_solve="cholesky")) < 1e-10
+
+
+def test_grouped_cholesky_pcg_falls_back_to_a_cholesky(monkeypatch):
+    "A PCG that breaks down or reaches its cap (None) leaves the group to its own Cholesky: still the dense answer."
+    monkeypatch.setattr(_linalg, "_shifted_pcg", lambda *a: None)
+    K = Separable(RBF(0.5), paper000_J(3))
+    X, Y = data(30, seed=1)
+    assert rel(grouped_cholesky(KernelParts(K), X, Y, 0.1, shift_solve="pcg"), dense(K, X, Y, 0.1)) < 1e-10
+
+
+def test_shifted_pcg_stops_at_its_cap():
+    "With a cap of 2 m + 2 the bound's iterations for a far too small rho, CG returns None rather than an iterate."
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(60, 60)); A = A @ A.T + 1e-3 * np.eye(60)
+    U = np.linalg.cholesky(A).T
+    assert _linalg._shifted_pcg(U, 50.0, rng.normal(size=(60, 2)), np.abs(A).sum(0).max(), 1.0, 1.0) is None
+    X = _linalg._shifted_pcg(U, 50.0, B := rng.normal(size=(60, 2)), np.abs(A).sum(0).max(), 1e8, 5e4)
+    assert rel(X, np.linalg.solve(A + 50.0 * np.eye(60), B)) < 1e-12
+
+
+def test_grouped_cholesky_pcg_warns_when_ill_conditioned():
+    "Duplicated rows at lam = 1e-12: the factored and the PCG groups' conditions are large, the warning is issued."
+    from ovk_nb.linalg import IllConditionedWarning
+    K = Separable(RBF(0.5), paper000_J(3))
+    X, Y = data(20, seed=2)
+    X = np.vstack([X, X])
+    Y = np.vstack([Y, Y])
+    with pytest.warns(IllConditionedWarning):
+        grouped_cholesky(KernelParts(K), X, Y, 1e-12, shift_solve="pcg")
+
+
+def test_grouped_cholesky_rejects_an_unknown_shift_solve():
+    with pytest.raises(ValueError, match="shift_solve"):
+        grouped_cholesky(KernelParts(KERNELS["separable"]), *data(), 0.1, shift_solve="lanczos")
