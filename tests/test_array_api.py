@@ -527,9 +527,9 @@ def gp_float32_bounds(model, Xt):
 def test_gp_float32_follows_x(kw):
     """float32 in, float32 out. At the float64 fit's hyper-parameters the float32 posterior agrees with float64's to
     gp_float32_bounds (about 4e-4 / 6e-4 with a fixed T, 4e-3 / 1e-2 with the default learned T; measured 3e-5 / 1e-4 and
-    2e-4 / 1.3e-3). The float32 optimizer's own run stops where its objective's rounding (eps32 times the sum of the
-    LML's terms: the n d log-det terms and the quadratic one) hides the remaining ascent: its theta, scored by the float64
-    LML, is within 16 of that noise of the float64 optimum (measured 8e-7 and 7e-5 absolute)."""
+    2e-4 / 1.3e-3). The float32 optimizer's own run stops where its objective's rounding hides the remaining ascent:
+    its theta, scored by the float64
+    LML, is within that rounding of the float64 optimum."""
     import warnings as w
     X, Y, Xt = gp_data()
     f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
@@ -542,8 +542,15 @@ def test_gp_float32_follows_x(kw):
     assert F.dtype == S.dtype == m.alpha_.dtype == opt.alpha_.dtype == torch.float32
     bm, bs = gp_float32_bounds(ref, Xt)
     assert rel(F, Fr) <= bm and rel(S, Sr) <= bs
-    best = ref.log_marginal_likelihood_value_
-    assert ref.log_marginal_likelihood(opt._theta) >= best - 16 * EPS32 * (abs(best) + Y.size)
+    # the float32 LML's own rounding, componentwise (first order, |dA| <= eps32 |A|): 1/2 |alpha|^T |A| |alpha| for the
+    # quadratic term and 1/2 sum |A^{-1}| o |A^T| for the log-determinant; float32's L-BFGS-B cannot resolve ascent
+    # below it (about 0.04 and 0.18 here; measured gaps 3e-5 and 7e-4 under MKL_CBWR=COMPATIBLE; another local optimum
+    # differs by O(1))
+    Yn = to_numpy(ref.y_train_)
+    A = ref.kernel_.gram(X) + np.diag(_noise_diag(ref, *Yn.shape))
+    al = np.linalg.solve(A, Yn.ravel())
+    noise = EPS32 * (0.5 * np.abs(al) @ np.abs(A) @ np.abs(al) + 0.5 * np.sum(np.abs(np.linalg.inv(A)) * np.abs(A.T)))
+    assert ref.log_marginal_likelihood(opt._theta) >= ref.log_marginal_likelihood_value_ - noise
 
 
 def gp_float32_pair(kw):
