@@ -8,8 +8,9 @@ the fitted noise, in y's scale) and the 95% coverage of y; classification accura
 Mean fit time per fold beside each score. A failure is a row with its error, never a crash; each (data set, scaling,
 estimator) has a time budget (--budget, seconds, checked between folds and by an alarm inside Python code).
 
-Data sets larger than --max-n rows (default 1000) are subsampled (a fixed seed) for every estimator: the exact GPs are
-O(n^3) per likelihood evaluation and the whole run has to fit in 15 minutes on 2 cores.
+Data sets larger than --max-n rows (default 1000) are subsampled (a fixed seed) for every estimator, and to --gp-max-n
+(default 500) for the Gaussian processes, ours and scikit-learn's on the same rows: the exact GPs are O(n^3) per
+likelihood evaluation and the whole run has to fit in 15 minutes on 2 cores.
 
     python bench/bench_real.py              # full run -> bench/results/real_data.{md,csv,png}
     python bench/bench_real.py --quick      # 4 data sets, for a check
@@ -247,8 +248,9 @@ def run_cell(make, family, X, Y, kind, scaled, budget):
     from sklearn.model_selection import KFold
     from sklearn.preprocessing import StandardScaler
     out = dict(score=np.nan, nlpd=np.nan, coverage=np.nan, fit_s=np.nan, error="")
-    P = np.zeros(_as_2d(Y).shape) if kind == "regression" else np.empty(len(Y), dtype=object)
-    Pl, M, V = None, np.zeros(_as_2d(Y).shape), np.zeros(_as_2d(Y).shape)
+    shape = (len(Y), 1) if np.ndim(Y) == 1 else np.shape(Y)
+    P = np.zeros(shape) if kind == "regression" else np.empty(len(Y), dtype=object)
+    Pl, M, V = None, np.zeros(shape), np.zeros(shape)
     fits, t_start = [], time.perf_counter()
     import threading
     alarm = threading.current_thread() is threading.main_thread() and budget < 1e6    # signals: main thread only
@@ -323,8 +325,22 @@ def load(name, loader, max_n):
 _CACHE = {}
 
 
+def failed_row(t, error):
+    name, est, scaled = t[:3]
+    return dict(dataset=name, source="", kind="regression" if name in REGRESSION else "classification", est_key=est,
+                scaling="standardized" if scaled else "raw", estimator=est, family="", n=np.nan, n_full=np.nan, p=np.nan,
+                d=np.nan, note="", score=np.nan, nlpd=np.nan, coverage=np.nan, fit_s=np.nan, error=error)
+
+
 def task(t):
     "One (data set, estimator, scaling) in a worker: its row (a load failure or any error is a row with the error)."
+    try:
+        return _task(t)
+    except Exception as e:                                                      # noqa: BLE001
+        return failed_row(t, f"{type(e).__name__}: {e}")
+
+
+def _task(t):
     import threadpoolctl
     name, est, scaled, max_n, budget, threads = t
     kind = "regression" if name in REGRESSION else "classification"
@@ -332,9 +348,9 @@ def task(t):
     base = dict(dataset=name, source=source, kind=kind, est_key=est, scaling="standardized" if scaled else "raw",
                 estimator=est, family="", n=np.nan, n_full=np.nan, p=np.nan, d=np.nan, note="")
     try:
-        if name not in _CACHE:
-            _CACHE[name] = load(name, loader, max_n)
-        X, Y, n_full, note = _CACHE[name]
+        if (name, max_n) not in _CACHE:
+            _CACHE[name, max_n] = load(name, loader, max_n)
+        X, Y, n_full, note = _CACHE[name, max_n]
     except Exception as e:                                                      # noqa: BLE001
         return dict(base, score=np.nan, nlpd=np.nan, coverage=np.nan, fit_s=np.nan, error=f"load: {type(e).__name__}: {e}")
     ests = regressors() if kind == "regression" else classifiers()
@@ -360,6 +376,7 @@ def main(argv=None):
     ap.add_argument("--only", default="", help="comma-separated data set names")
     ap.add_argument("--estimators", default="", help="comma-separated estimator names")
     ap.add_argument("--max-n", type=int, default=1000, help="subsample larger data sets to this many rows")
+    ap.add_argument("--gp-max-n", type=int, default=500, help="the GP rows (ours and scikit-learn's) on this many rows")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds per (data set, scaling, estimator), 5 folds")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (one per core)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads per worker (threadpoolctl)")
@@ -379,16 +396,22 @@ def main(argv=None):
     for name in names:
         kind = "regression" if name in REGRESSION else "classification"
         ests = regressors() if kind == "regression" else classifiers()
-        tasks += [(name, est, scaled, args.max_n, args.budget, args.threads) for est in ests
+        tasks += [(name, est, scaled, args.gp_max_n if ests[est][1].endswith("gp") else args.max_n, args.budget,
+                   args.threads) for est in ests
                   if est != "_svc_multilabel" and (not wanted or est in wanted) for scaled in (False, True)]
     # longest first (the GPs, MovKL) so that the two workers finish together
     order = {"GPR": 0, "GPR(normalize_y)": 0, "OVKGaussianProcess": 0, "MovKL": 1, "OVKRidgeCV": 1}
     tasks.sort(key=lambda t: (order.get(t[1], 2), -len(t[0])))
     rows = []
     if args.jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import ProcessPoolExecutor, as_completed
         with ProcessPoolExecutor(args.jobs) as pool:
-            for row in pool.map(task, tasks):
+            futures = {pool.submit(task, t): t for t in tasks}
+            for fut in as_completed(futures):
+                try:
+                    row = fut.result()
+                except Exception as e:                                      # noqa: BLE001 - a dead worker: a row
+                    row = failed_row(futures[fut], f"worker: {type(e).__name__}: {e}")
                 rows.append(row)
                 report(row)
     else:
@@ -400,7 +423,8 @@ def main(argv=None):
     rows.sort(key=lambda r: key.get((r["dataset"], r["est_key"], r["scaling"]), 1 << 30))
     elapsed, load1 = time.time() - t0, os.getloadavg()
     meta = dict(elapsed=elapsed, load0=load0, load1=load1, threads=args.threads, jobs=args.jobs, threads_installed=threads, cpus=os.cpu_count(),
-                machine=f"{platform.machine()} {platform.processor() or ''}".strip(), max_n=args.max_n, budget=args.budget)
+                machine=f"{platform.machine()} {platform.processor() or ''}".strip(), max_n=args.max_n, budget=args.budget,
+                gp_max_n=args.gp_max_n)
     write(rows, meta, Path(args.out))
     print(f"done in {elapsed:.0f} s; load {load0} -> {load1}", flush=True)
 
@@ -457,7 +481,8 @@ def write(rows, meta, stem):
          f"{meta['load1'][2]:.1f} at the end; {meta['cpus']} CPUs; {meta['jobs']} worker processes with "
          f"{meta['threads']} BLAS thread each (as installed: {meta['threads_installed']}); {meta['machine']}). "
          f"5-fold held-out (KFold(5, shuffle=True, random_state=0)); raw X and X standardized on the training folds; data "
-         f"sets over {meta['max_n']} rows subsampled to {meta['max_n']} (seed 0) for every estimator; "
+         f"sets over {meta['max_n']} rows subsampled to {meta['max_n']} (seed 0), and to {meta['gp_max_n']} for the GP "
+         f"rows (ours and scikit-learn's: exact GPs cost O(n^3) per likelihood evaluation), the same rows for all the GPs; "
          f"{meta['budget']:.0f} s budget per (data set, scaling, estimator). Fit times are means per fold, under the "
          f"load stated.", "",
          "Regression score: R^2 of the pooled out-of-fold predictions (mean over outputs). GPs: mean NLPD of y "
@@ -498,7 +523,7 @@ def write(rows, meta, stem):
             for sc in ("raw", "standardized"):
                 c = {r["estimator"]: r for r in G if r["dataset"] == ds and r["scaling"] == sc}
                 if c:
-                    L.append(f"| {ds} | {sc} | " + " | ".join(
+                    L.append(f"| {ds} (n = {next(iter(c.values()))['n']}) | {sc} | " + " | ".join(
                         "err" if e in c and c[e]["error"] else f"{_f(c[e]['nlpd'], '{:.3g}')} / {_f(c[e]['coverage'], '{:.2f}')}"
                         if e in c else "" for e in gps) + " |")
         L.append("")
