@@ -558,11 +558,13 @@ def plot(rows, path):
         if not r["error"]:
             S[cases.index((r["dataset"], r["scaling"])), ests.index(r["estimator"])] = r["score"]
     fig, ax = plt.subplots(figsize=(1.0 + 0.8 * len(ests), 0.9 + 0.28 * len(cases)))
-    im = ax.imshow(np.clip(S, -0.5, 1.0), cmap="viridis", vmin=-0.5, vmax=1.0, aspect="auto")
+    cmap = matplotlib.colormaps["viridis"].copy()
+    cmap.set_bad("lightgray")                                                   # errors and over-budget cells
+    im = ax.imshow(np.clip(S, -0.5, 1.0), cmap=cmap, vmin=-0.5, vmax=1.0, aspect="auto")
     for i in range(S.shape[0]):
         for j in range(S.shape[1]):
             ax.text(j, i, "err" if np.isnan(S[i, j]) else f"{S[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                    color="w" if np.isnan(S[i, j]) or S[i, j] < 0.4 else "k")
+                    color="w" if not np.isnan(S[i, j]) and S[i, j] < 0.4 else "k")
     ax.set_xticks(range(len(ests)), ests, rotation=40, ha="right", fontsize=7)
     ax.set_yticks(range(len(cases)), [f"{d} ({s[:3]})" for d, s in cases], fontsize=7)
     ax.set_title("held-out R^2, 5-fold (clipped to [-0.5, 1])", fontsize=9)
