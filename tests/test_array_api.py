@@ -44,10 +44,12 @@ def both(K, kw, lib, X, Y, Xt):
     m = OVKRidge(K, **kw).fit(a(X.copy()), a(Y.copy()))
     P = m.predict(a(Xt.copy()))
     assert route_of(P) == "array_api" and route_of(m.y_mean_) == "array_api"
-    assert m.solver_ == ref.solver_ and m.n_iter_ == ref.n_iter_
+    # iterative solvers: the count may move by one where the last residual lands within rounding of tol on another kernel
+    assert m.solver_ == ref.solver_ and (m.n_iter_ == ref.n_iter_ or abs(m.n_iter_ - ref.n_iter_) <= 1)
     return ref, ref.predict(Xt), m, P
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("solver", ["auto", *XP_SOLVERS])
 @pytest.mark.parametrize("scalar", SCALARS, ids=lambda k: type(k).__name__)
@@ -80,6 +82,7 @@ def test_sums_and_weights_equal_numpy(lib, solver, name):
         assert out[2].n_components_ == out[0].n_components_          # the same numerical ranks
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("lib", LIBS)
 def test_cg_against_numpy_and_the_exact_solve(lib):
     """CG in X's namespace makes NumPy's iterations (the same count; predictions within 1e-10 of NumPy's CG, measured
@@ -140,6 +143,7 @@ def test_lam_paths_loo_and_std_equal_numpy(lib, solver):
     assert rel(m.predict(a(Xt.copy())), ref.predict(Xt)) <= 1e-10
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("cv, solver, kernel", [(3, "auto", None), (3, "cholesky", None), ("loo", "auto", None),
                                                  (3, "auto", "commuting sum")])
@@ -201,12 +205,53 @@ def test_refusals(lib):
         fitted.predict_path(Xt, [0.1])
 
 
-@pytest.mark.parametrize("solver, kernel, bound", [("cholesky", None, 1e-4), ("eigen", None, 1e-4), ("cg", None, 1e-4),
-                                                   ("rff", None, 1e-4), ("nystrom", None, 5e-3), ("dense", "sum", 1e-4),
-                                                   ("cg", "sum", 1e-4), ("cholesky", "sum", 1e-4), ("nystrom", "sum", 5e-3)])
-def test_float32_follows_x(solver, kernel, bound):
-    """float32 in, float32 out; against the float64 fit at lam = 0.1 the predictions agree to about 1e-5 relative (Nystrom:
-    5e-4, its feature map divides by small eigenvalues); the notebook states the figures at smaller lam."""
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def _parts(K):
+    "[(weight, scalar kernel, T matrix)] of a Separable or a SumKernel of Separables."
+    if isinstance(K, SumKernel):
+        w = K.weights if K.weights is not None else np.ones(len(K.kernels))
+        return [(wi, *_parts(k)[0][1:]) for wi, k in zip(w, K.kernels)]
+    T = K.T
+    return [(1.0, K.scalar_kernel, np.asarray(getattr(T, "matrix", T), dtype=float))]
+
+
+def float32_bound(K, X, lam, solver, n_components, random_state):
+    """How far a float32 fit may be from the float64 one, relative to the largest prediction, from float32's eps and the
+    problem's conditioning (issue 29: the former 1e-4 was one machine's 1e-5 with a margin; an AMD EPYC gave 1.23e-4 on the
+    sum kernel, MKL_CBWR=COMPATIBLE here 1.2e-4).
+
+    Rounding: X, Y and the Gram rounded to float32 and a backward-stable solve (Cholesky, eigh, LU; CG to its float32
+    stop) perturb A = K + lam I by |dA| <= c eps32 |A| normwise, so the solution moves by at most cond(A) c eps32 relative
+    (first order), and the predictions K_* c with it; c = 4 counts the Gram's rounding, the solve's backward error, Y's
+    rounding and the prediction's product, one eps each (the n-dependent worst-case factors of the backward error bounds
+    are not attained on random rounding: measured c <= 0.4 on 6 BLAS / MKL kernel choices).
+    Nystrom: float32 features drop the landmark Gram's eigenpairs below eps32 * g_max (float64 keeps those above 1e-12 g_max):
+    the two models' kernels differ by dK = sum_c w_c Phi_c Phi_c^T kron T_c over those dropped pairs, which moves the
+    regularised solution by at most |dK| / lam relative (|(A + dA)^{-1} - A^{-1}| <= |dA| / lam^2 with |A^{-1}| <= 1 / lam)."""
+    A = K.gram(X)
+    bound = 4 * EPS32 * np.linalg.cond(A + lam * np.eye(A.shape[0]))
+    if solver == "nystrom":
+        from ovk_nb.linalg import landmark_rows
+        L = X[landmark_rows(X.shape[0], n_components, random_state)]
+        dK = 0.0
+        for w, k, T in _parts(K):
+            g, Q = np.linalg.eigh(k(L))
+            drop = (g >= 1e-12 * g.max()) & (g < EPS32 * g.max())
+            Phi = k(X, L) @ Q[:, drop] / np.sqrt(g[drop])
+            dK += abs(w) * np.linalg.norm(Phi, 2) ** 2 * np.linalg.norm(T, 2)
+        bound += dK / lam
+    return bound
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("solver, kernel", [("cholesky", None), ("eigen", None), ("cg", None), ("rff", None), ("nystrom", None),
+                                            ("dense", "sum"), ("cg", "sum"), ("cholesky", "sum"), ("nystrom", "sum")])
+def test_float32_follows_x(solver, kernel):
+    """float32 in, float32 out; against the float64 fit at lam = 0.1 the predictions agree to float32_bound (4 eps32
+    cond(K + lam I), plus Nystrom's truncation term |dK| / lam: about 7e-4 and 2e-3, and 1.3e-2 for the RBF's Nystrom;
+    measured 3e-7 to 1.2e-4, Nystrom 1.2e-3); the notebook states the figures at smaller lam."""
     X, Y, Xt = data(n=200)
     K = linear_quadratic(3, 0.4) if kernel else Separable(RBF(1.5), paper000_J(3, 0.2))
     kw = dict(lam=0.1, solver=solver, n_components=100, random_state=0)
@@ -216,7 +261,7 @@ def test_float32_follows_x(solver, kernel, bound):
         m = OVKRidge(K, **kw).fit(f32(X), f32(Y))
     P = m.predict(f32(Xt))
     assert P.dtype == torch.float32 and (m.coef_ is None or m.coef_.dtype == torch.float32)
-    assert rel(P, OVKRidge(K, **kw).fit(X, Y).predict(Xt)) <= bound
+    assert rel(P, OVKRidge(K, **kw).fit(X, Y).predict(Xt)) <= float32_bound(K, X, 0.1, solver, 100, 0)
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -274,7 +319,21 @@ def gp_data(n=60, seed=0):
     return X, F + 0.1 * r.normal(size=F.shape), r.uniform(-2, 2, (7, 2))
 
 
+# Tolerances (issue 29): from float64's eps and the problem's conditioning, never from one machine's output. An optimized fit
+# is not compared by its arguments: L-BFGS-B on two libraries sees objectives that differ in the last bits (another BLAS
+# kernel, another summation order), takes other steps and stops elsewhere on a flat optimum (measured on a 2-core AMD EPYC:
+# predictions 1.9e-2 apart after the optimizer; here under OPENBLAS_CORETYPE=Sandybridge the same). So the array library is
+# compared with NumPy at FIXED hyper-parameters (NumPy's optimum, `at_numpy_theta`), and the optimum itself by its LML value.
+EPS64 = float(np.finfo(np.float64).eps)
+# scipy's L-BFGS-B stops when the relative decrease of one step is below ftol = factr * eps = 1e7 * eps (its default).
+# Two runs from the same start on objectives equal to a few eps stop within a few such steps of each other: on a
+# locally linear rate rho the gap left is ftol * rho / (1 - rho) relative; 100 ftol covers rho <= 0.99 (measured on this
+# and the AMD machine: 2e-12 to 2.4e-9 relative). A different local optimum differs by orders of magnitude more.
+LML_OPT_RTOL = 100 * 1e7 * EPS64
+
+
 def gp_pair(kw, lib, X, Y):
+    "(NumPy fit with the optimizer, the same estimator fitted on the array library's copies with the optimizer)."
     kw = dict(kw)
     if kw.pop("y1d", False):
         Y = Y[:, 0]
@@ -282,35 +341,127 @@ def gp_pair(kw, lib, X, Y):
     return OVKGaussianProcess(**kw).fit(X, Y), OVKGaussianProcess(**kw).fit(a(X.copy()), a(Y.copy()))
 
 
-def assert_gp_equal(ref, m, Xt, Xta, more=()):
-    """A GP fitted on array-API data (m) against its NumPy twin (ref) to 1e-10: theta, the LML, predictions, std, per-output
-    covariance, sample_y, alpha_ and the pairs in `more`, each of X's library and device."""
-    assert np.abs(m._theta - ref._theta).max() <= 1e-10 * max(1.0, np.abs(ref._theta).max())
-    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-10 * abs(
-        ref.log_marginal_likelihood_value_)
+def at_numpy_theta(kw, ref, lib, X, Y):
+    """The estimator of `kw` fitted on the array library at the NumPy fit's learned hyper-parameters (its kernel_ and
+    noise_, optimizer=None): the same problem, so the same numbers up to rounding."""
+    kw = dict(kw)
+    if kw.pop("y1d", False):
+        Y = Y[:, 0]
+    kw.update(kernel=ref.kernel_, noise=ref.noise_, optimizer=None)
+    a = LIBS[lib]
+    return OVKGaussianProcess(**kw).fit(a(X.copy()), a(Y.copy()))
+
+
+def _noise_diag(model, n, d):
+    "I_n kron diag(noise_) as a vector (noise_ one shared variance or one per output)."
+    return np.tile(np.broadcast_to(np.asarray(model.noise_, dtype=float), (d,)), n)
+
+
+def gp_cond(model):
+    """cond_2 of the training covariance the fit solves with, K(X, X) + I kron diag(noise) (n d <= 180 here: dense). For
+    method='nystrom' the Nystrom Gram Phi Phi^T kron T replaces K, and Phi = K_nm L^{-T} carries the landmark Cholesky
+    factor's cond(L) = cond(K_mm + jitter)^{1/2} on top: the product of the two."""
+    from ovk_nb.gp import NYSTROM_JITTER
+    X, Y = to_numpy(model.X_train_), to_numpy(model.y_train_)
+    n, d = X.shape[0], 1 if Y.ndim == 1 else Y.shape[1]
+    K = model.kernel_.gram(X)
+    extra = 1.0
+    if hasattr(model, "landmarks_"):
+        sk, Z = model.kernel_.scalar_kernel, to_numpy(model.landmarks_)
+        Kmm = sk(Z)
+        Kmm[np.diag_indices_from(Kmm)] += NYSTROM_JITTER * np.mean(np.diag(Kmm))
+        L = np.linalg.cholesky(Kmm)
+        Phi = np.linalg.solve(L, sk(Z, X)).T
+        K = np.kron(Phi @ Phi.T, np.asarray(model.output_matrix_).reshape(d, d))
+        extra = np.sqrt(np.linalg.cond(Kmm))
+    return np.linalg.cond(K + np.diag(_noise_diag(model, n, d))) * extra
+
+
+def gp_tol(model):
+    """The relative agreement two fits of the same GP at the same hyper-parameters can promise: a backward-stable solve with
+    a matrix of condition number cond moves its answer by about cond * eps relative (first order: |dx|/|x| <= cond |dA|/|A|,
+    with |dA|/|A| a few eps for the rounding of the Gram, its eigh or Cholesky, and the products); 16 eps for "a few"."""
+    return 16 * EPS64 * gp_cond(model)
+
+
+def draw_norms(model, Xt, D, F, sd):
+    """|Sigma^{-1/2} (d - f)| for each of the draws D (m, d, s) about the mean F, Sigma the posterior covariance of the latent
+    f at Xt (the dense reference at the model's kernel_ and noise_, in y's scale). A draw is f + A z with A A^T = Sigma, and
+    A is only defined up to a rotation (numpy's multivariate_normal takes an SVD, the separable posterior T's eigenbasis:
+    with a repeated eigenvalue, as T = I + 0.5, any basis of that eigenspace; their signs are a convention): two libraries
+    may draw A z and A R z from the same z. This norm, |z|, is the same for both."""
+    from ovk_nb.gp import gp_posterior_dense_reference
+    X, Yn = to_numpy(model.X_train_), to_numpy(model.y_train_)
+    Yn = Yn[:, None] if Yn.ndim == 1 else Yn
+    _, S = gp_posterior_dense_reference(model.kernel_, X, Yn, model.noise_, Xt)
+    D, F = to_numpy(D), to_numpy(F)
+    D = D[:, None, :] if D.ndim == 2 else D
+    F = F[:, None] if F.ndim == 1 else F
+    E = ((D - F[:, :, None]) / sd[None, :, None]).reshape(-1, D.shape[2])        # rows i*d + o, as the reference's
+    w, U = np.linalg.eigh(0.5 * (S + S.T))
+    keep = w > w.max() * len(w) * EPS64                  # directions the covariance resolves above its own rounding
+    return np.linalg.norm((U[:, keep].T @ E) / np.sqrt(w[keep])[:, None], axis=0), w[keep].max() / w[keep].min()
+
+
+def y_scale(model, Y):
+    "The per-output scale the fit divided Y by (normalize_y or not): from Y and the stored y_train_, whatever the scheme."
+    Yn = to_numpy(model.y_train_)
+    Yn = Yn[:, None] if Yn.ndim == 1 else Yn
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    return Y.std(0) / Yn.std(0)
+
+
+def assert_gp_equal(ref, m, Xt, Xta, more=(), Y=None):
+    """A GP fitted on array-API data at NumPy's hyper-parameters (m) against its NumPy twin (ref): the LML, predictions,
+    std, per-output covariance, alpha_ and the pairs in `more` to gp_tol (cond * eps), each of X's library and device;
+    the draws of sample_y from the same seed by their whitened norms (see draw_norms)."""
+    tol = gp_tol(ref)
+    np.testing.assert_array_equal(m._theta, ref._theta)
+    n, d = ref.X_train_.shape[0], ref.n_outputs_
+    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= tol * (
+        abs(ref.log_marginal_likelihood_value_) + n * d)
     (F, S), (Fr, Sr) = m.predict(Xta, return_std=True), ref.predict(Xt, return_std=True)
     C, Cr = m.predict(Xta, return_cov=True)[1], ref.predict(Xt, return_cov=True)[1]
     D, Dr = m.sample_y(Xta, 3, random_state=1), ref.sample_y(Xt, 3, random_state=1)
     for P, R in ((F, Fr), (S, Sr), (C, Cr), (D, Dr), (m.alpha_, ref.alpha_), *more):
         assert route_of(P) == "array_api" and P.shape == R.shape and device_of(P) == device_of(Xta)
-        assert rel(P, R) <= 1e-10
+        if P is not D:
+            assert rel(P, R) <= tol
+    if Y is not None and not hasattr(ref, "landmarks_"):     # the exact posterior: the dense reference's covariance
+        sd = y_scale(ref, Y)
+        (z, cs), (zr, _) = draw_norms(m, Xt, D, F, sd), draw_norms(ref, Xt, Dr, Fr, sd)
+        # the norms' relative error: the draws' (about that of the covariances, tol) times cond of Sigma's square root
+        assert np.abs(z - zr).max() <= tol * np.sqrt(cs) * zr.max()
+    else:                                                    # Nystrom: its draws elementwise (T's eigenbasis on the host)
+        assert rel(D, Dr) <= tol
 
 
+def assert_same_optimum(ref, opt):
+    "The array library's own optimizer run reaches NumPy's optimum: the same LML value to LML_OPT_RTOL (not the same theta)."
+    a, b = opt.log_marginal_likelihood_value_, ref.log_marginal_likelihood_value_
+    assert abs(a - b) <= LML_OPT_RTOL * max(1.0, abs(b)), (a, b)
+
+
+@pytest.mark.numerics
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("name", GP_FITS)
 def test_gp_fit_equals_numpy(lib, name):
-    """theta, the LML, alpha, predictions, std, per-output covariance and sample_y equal NumPy's to 1e-10 (measured: theta
-    6e-17 to 6e-13, LML 1e-12, predictions 5e-14, std and covariances 2e-12); the fitted arrays and the outputs are of X's
-    library and device; log_marginal_likelihood gives host floats and a NumPy gradient, as scikit-learn's."""
+    """At NumPy's learned hyper-parameters the array-library fit gives the LML, alpha, predictions, std, per-output
+    covariance and sample_y of NumPy's to cond * eps (gp_tol); the fitted arrays and the outputs are of X's library and
+    device; log_marginal_likelihood gives host floats and a NumPy gradient, as scikit-learn's. Its own optimizer run
+    reaches the same optimum by LML value."""
     X, Y, Xt = gp_data()
-    ref, m = gp_pair(GP_FITS[name], lib, X, Y)
+    ref, opt = gp_pair(GP_FITS[name], lib, X, Y)
+    assert_same_optimum(ref, opt)
+    m = at_numpy_theta(GP_FITS[name], ref, lib, X, Y)
     Xta = LIBS[lib](Xt.copy())
-    assert_gp_equal(ref, m, Xt, Xta, [(m.y_train_, ref.y_train_)])
+    assert_gp_equal(ref, m, Xt, Xta, [(m.y_train_, ref.y_train_)], Y=Y[:, 0] if GP_FITS[name].get("y1d") else Y)
     assert route_of(m.X_train_) == "array_api" and m.X_train_ is not Xta
-    np.testing.assert_allclose(m.output_matrix_, ref.output_matrix_, rtol=1e-10, atol=1e-12)
+    tol = gp_tol(ref)
+    assert rel(m.output_matrix_, ref.output_matrix_) <= tol
     f, g = m.log_marginal_likelihood(ref._theta, eval_gradient=True)
     fr, gr = ref.log_marginal_likelihood(ref._theta, eval_gradient=True)
-    assert isinstance(f, float) and isinstance(g, np.ndarray) and abs(f - fr) <= 1e-10 * abs(fr)
+    assert isinstance(f, float) and isinstance(g, np.ndarray) and abs(f - fr) <= tol * (abs(fr) + X.shape[0] * 3)
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -334,20 +485,72 @@ def test_gp_likelihood_and_gradient_equal_numpy(lib):
         assert rel(G, Gr) <= 1e-12 and len(dG) == len(dGr) and all(rel(g, h) <= 1e-12 for g, h in zip(dG, dGr))
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("kw", [dict(), dict(normalize_y=True)], ids=["default", "normalize_y"])
 def test_gp_default_kernel_matches_numpy(lib, kw):
     """The default kernel learns a full-rank W (T = W W^T + diag(kappa)), defined only up to a rotation of W: L-BFGS-B
-    walks the flat directions differently after 1e-15 differences, so theta is not compared; the LML agrees to 1e-10
-    (measured 5e-13 and 4e-12), predictions to 1e-8 and std / covariance to 1e-6 (measured 4e-12 / 2e-11 and, with
-    normalize_y, 3e-9 / 4e-8)."""
+    walks the flat directions differently after 1e-15 differences, so the optimum is compared by its LML value
+    (LML_OPT_RTOL), and the fits at NumPy's hyper-parameters by their predictions, std and T (gp_tol: cond * eps)."""
     X, Y, Xt = gp_data()
-    ref, m = gp_pair(kw, lib, X, Y)
-    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-10 * abs(
-        ref.log_marginal_likelihood_value_)
+    ref, opt = gp_pair(kw, lib, X, Y)
+    assert_same_optimum(ref, opt)
+    m = at_numpy_theta(kw, ref, lib, X, Y)
+    tol = gp_tol(ref)
     (F, S), (Fr, Sr) = m.predict(LIBS[lib](Xt.copy()), return_std=True), ref.predict(Xt, return_std=True)
-    assert rel(F, Fr) <= 1e-8 and rel(S, Sr) <= 1e-6
-    assert rel(m.output_matrix_, ref.output_matrix_) <= 1e-6             # T, relative to its largest entry (measured 4e-8)
+    assert rel(F, Fr) <= tol and rel(S, Sr) <= tol
+    assert rel(m.output_matrix_, ref.output_matrix_) <= tol
+
+
+def gp_float32_bounds(model, Xt):
+    """Float32's reach on the posterior at the model's hyper-parameters, relative to the largest |mean| and std: the
+    componentwise (Skeel) condition of the prediction, tighter than cond(A) eps and as principled. With A = K + noise,
+    alpha = A^{-1} y, beta_i = A^{-1} k_i: rounding |dA| <= eps |A| and |dk_i| <= eps |k_i| entrywise moves the mean
+    f_i = k_i^T alpha by at most eps (|k_i|^T |alpha| + |beta_i|^T |A| |alpha|), and the variance v_i = k_ii - k_i^T beta_i
+    by eps (k_ii + 2 |k_i|^T |beta_i| + |beta_i|^T |A| |beta_i|), the std by that over 2 s_i (first order). c = 4 eps32 for
+    the backward errors of the factorisation and products on top of the entries' rounding (measured c <= 1.4)."""
+    X, Yn = to_numpy(model.X_train_), to_numpy(model.y_train_)
+    n, d = Yn.shape
+    A = model.kernel_.gram(X) + np.diag(_noise_diag(model, n, d))
+    Ks, kss = model.kernel_.gram(Xt, X), np.diag(model.kernel_.gram(Xt))
+    al, B = np.linalg.solve(A, Yn.ravel()), np.linalg.solve(A, Ks.T)
+    dm = np.abs(Ks) @ np.abs(al) + np.abs(B).T @ (np.abs(A) @ np.abs(al))
+    v = np.clip(kss - np.einsum("ij,ji->i", Ks, B), 0, None)
+    dv = np.abs(kss) + 2 * np.einsum("ij,ji->i", np.abs(Ks), np.abs(B)) + np.einsum("ji,jk,ki->i", np.abs(B), np.abs(A), np.abs(B))
+    s = np.sqrt(v)
+    c = 4 * EPS32
+    return c * dm.max() / np.abs(Ks @ al).max(), c * (dv / (2 * np.maximum(s, s.max() * np.sqrt(c)))).max() / s.max()
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("kw", [GP_FITS["fixed T"], dict()], ids=["fixed T", "default"])
+def test_gp_float32_follows_x(kw):
+    """float32 in, float32 out. At the float64 fit's hyper-parameters the float32 posterior agrees with float64's to
+    gp_float32_bounds (about 4e-4 / 6e-4 with a fixed T, 4e-3 / 1e-2 with the default learned T; measured 3e-5 / 1e-4 and
+    2e-4 / 1.3e-3). The float32 optimizer's own run stops where its objective's rounding hides the remaining ascent:
+    its theta, scored by the float64
+    LML, is within that rounding of the float64 optimum."""
+    import warnings as w
+    X, Y, Xt = gp_data()
+    f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
+    ref = OVKGaussianProcess(**kw).fit(X, Y)
+    with w.catch_warnings():
+        w.simplefilter("ignore")                          # float32: L-BFGS-B may stop with a ConvergenceWarning
+        opt = OVKGaussianProcess(**kw).fit(f32(X), f32(Y))
+    m = OVKGaussianProcess(**dict(kw, kernel=ref.kernel_, noise=ref.noise_, optimizer=None)).fit(f32(X), f32(Y))
+    (F, S), (Fr, Sr) = m.predict(f32(Xt), return_std=True), ref.predict(Xt, return_std=True)
+    assert F.dtype == S.dtype == m.alpha_.dtype == opt.alpha_.dtype == torch.float32
+    bm, bs = gp_float32_bounds(ref, Xt)
+    assert rel(F, Fr) <= bm and rel(S, Sr) <= bs
+    # the float32 LML's own rounding, componentwise (first order, |dA| <= eps32 |A|): 1/2 |alpha|^T |A| |alpha| for the
+    # quadratic term and 1/2 sum |A^{-1}| o |A^T| for the log-determinant; float32's L-BFGS-B cannot resolve ascent
+    # below it (about 0.04 and 0.18 here; measured gaps 3e-5 and 7e-4 under MKL_CBWR=COMPATIBLE; another local optimum
+    # differs by O(1))
+    Yn = to_numpy(ref.y_train_)
+    A = ref.kernel_.gram(X) + np.diag(_noise_diag(ref, *Yn.shape))
+    al = np.linalg.solve(A, Yn.ravel())
+    noise = EPS32 * (0.5 * np.abs(al) @ np.abs(A) @ np.abs(al) + 0.5 * np.sum(np.abs(np.linalg.inv(A)) * np.abs(A.T)))
+    assert ref.log_marginal_likelihood(opt._theta) >= ref.log_marginal_likelihood_value_ - noise
 
 
 def gp_float32_pair(kw):
@@ -360,17 +563,6 @@ def gp_float32_pair(kw):
         m = OVKGaussianProcess(**kw).fit(f32(X), f32(Y))
     ref = OVKGaussianProcess(**kw).fit(X, Y)
     return m, ref, Xt, m.predict(f32(Xt), return_std=True), ref.predict(Xt, return_std=True)
-
-
-@pytest.mark.parametrize("kw, bound, sbound", [(GP_FITS["fixed T"], 1e-4, 1e-3), (dict(), 5e-3, 1e-2)],
-                         ids=["fixed T", "default"])
-def test_gp_float32_follows_x(kw, bound, sbound):
-    """float32 in, float32 out; against the float64 NumPy fit the predictions agree to about 1e-5 with a fixed T and 6e-4
-    with the default learned T (std 5e-5 / 1.5e-3, measured at n = 60 and 200): the float32 objective is noisy at 1e-6
-    relative, L-BFGS-B stops near but not at NumPy's optimum (and may say so with a ConvergenceWarning)."""
-    m, ref, Xt, (F, S), (Fr, Sr) = gp_float32_pair(kw)
-    assert F.dtype == S.dtype == m.alpha_.dtype == torch.float32
-    assert rel(F, Fr) <= bound and rel(S, Sr) <= sbound
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -433,21 +625,26 @@ GP_NYSTROM_FITS = {   # well-conditioned landmark Grams: with 20-30 RBF landmark
 }
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("name", GP_NYSTROM_FITS)
 def test_gp_nystrom_fit_equals_numpy(lib, name):
-    """method='nystrom' on array-API data: theta, the LML, the LML and gradient at another theta, predictions, std,
-    per-output covariance, sample_y, alpha_ and landmarks_ equal NumPy's to 1e-10 (measured 3e-15 to 2e-12); the fitted
-    arrays and the outputs are of X's library and device."""
+    """method='nystrom' on array-API data: its own optimizer run reaches NumPy's optimum (by LML value); at NumPy's
+    hyper-parameters the LML, the LML and gradient at another theta, predictions, std, per-output covariance, sample_y,
+    alpha_ and landmarks_ equal NumPy's to cond * eps (gp_tol, with the landmark factor's cond); the fitted arrays and the
+    outputs are of X's library and device."""
     X, Y, Xt = gp_data()
-    ref, m = gp_pair(dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0), lib, X, Y)
+    kw = dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0)
+    ref, opt = gp_pair(kw, lib, X, Y)
+    assert_same_optimum(ref, opt)
+    m = at_numpy_theta(kw, ref, lib, X, Y)
     Xta = LIBS[lib](Xt.copy())
     assert_gp_equal(ref, m, Xt, Xta, [(m.landmarks_, ref.landmarks_)])
     assert isinstance(m._lik, NystromLikelihood) and m._lik._cache is None        # Phi (n x m) not kept by the fit
-    t = ref._theta + 0.3                                                          # away from the optimum
+    t, tol = ref._theta + 0.3, gp_tol(ref)                                        # away from the optimum
     (f, g), (fr, gr) = m.log_marginal_likelihood(t, eval_gradient=True), ref.log_marginal_likelihood(t, eval_gradient=True)
-    assert isinstance(f, float) and isinstance(g, np.ndarray) and abs(f - fr) <= 1e-10 * abs(fr)
-    assert np.abs(g - gr).max() <= 1e-10 * np.abs(gr).max()
+    assert isinstance(f, float) and isinstance(g, np.ndarray) and abs(f - fr) <= tol * (abs(fr) + X.shape[0] * 3)
+    assert np.abs(g - gr).max() <= tol * np.abs(gr).max()
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -477,26 +674,42 @@ def test_gp_nystrom_likelihood_and_posterior_equal_numpy(lib):
                 assert route_of(P) == "array_api" and (P is p.alpha and isinstance(k, Linear) or rel(P, R) <= 1e-10)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("lib", LIBS)
 def test_gp_nystrom_default_kernel_matches_numpy(lib):
-    """The default kernel learns a full-rank W (defined up to a rotation: theta not compared): the LML agrees to 1e-9
-    (measured 1e-10 and 2e-10 at 25 landmarks), predictions to 1e-5 and std to 1e-4 (measured 5e-7 and 1e-5: the RBF
-    landmark Gram's conditioning on a flat optimum, see the notebook)."""
+    """The default kernel learns a full-rank W (defined up to a rotation: theta not compared): the optimum by its LML
+    value (LML_OPT_RTOL; measured on an AMD EPYC 2.4e-9 relative, over the former 1e-9), the fits at NumPy's
+    hyper-parameters by predictions and std to cond * eps (gp_tol with the landmark factor's cond)."""
     X, Y, Xt = gp_data()
-    ref, m = gp_pair(dict(method="nystrom", n_components=25, random_state=0), lib, X, Y)
-    assert abs(m.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= 1e-9 * abs(
-        ref.log_marginal_likelihood_value_)
+    kw = dict(method="nystrom", n_components=25, random_state=0)
+    ref, opt = gp_pair(kw, lib, X, Y)
+    assert_same_optimum(ref, opt)
+    m = at_numpy_theta(kw, ref, lib, X, Y)
+    tol = gp_tol(ref)
     (F, S), (Fr, Sr) = m.predict(LIBS[lib](Xt.copy()), return_std=True), ref.predict(Xt, return_std=True)
-    assert route_of(F) == "array_api" and rel(F, Fr) <= 1e-5 and rel(S, Sr) <= 1e-4
+    assert route_of(F) == "array_api" and rel(F, Fr) <= tol and rel(S, Sr) <= tol
 
 
-@pytest.mark.parametrize("name, bound, sbound", [("Laplacian, fixed T", 1e-5, 1e-5), ("RBF, fixed T and noise", 1e-3, 1e-2)],
-                         ids=["Laplacian", "RBF"])
-def test_gp_nystrom_float32_follows_x(name, bound, sbound):
-    """float32 in, float32 out (Phi and the passes in float32, the m x m algebra in float64 on the host); against the
-    float64 NumPy fit (measured: Laplacian predictions 6e-7, std 2e-6; RBF on 10 landmarks with fixed noise 7e-5 and
-    7e-4: the SoR bandwidth gradient is a difference of terms of size cond(L)^2 / noise, see the notebook)."""
-    m, ref, Xt, (F, S), (Fr, Sr) = gp_float32_pair(dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0))
-    C = m.predict(torch.asarray(Xt, dtype=torch.float32), return_cov=True)[1]
-    assert F.dtype == S.dtype == C.dtype == m.alpha_.dtype == m.landmarks_.dtype == torch.float32
-    assert rel(F, Fr) <= bound and rel(S, Sr) <= sbound
+@pytest.mark.numerics
+@pytest.mark.parametrize("name", ["Laplacian, fixed T", "RBF, fixed T and noise"], ids=["Laplacian", "RBF"])
+def test_gp_nystrom_float32_follows_x(name):
+    """float32 in, float32 out (Phi and the passes in float32, the m x m algebra in float64 on the host). At the float64
+    fit's hyper-parameters the posterior agrees with float64's to 4 eps32 gp_cond (the normwise first-order bound with
+    the landmark factor's cond(L): about 5e-3 for the Laplacian; for the RBF on 10 landmarks, cond(K_mm) ~ 1e9, it
+    exceeds 1: float32 promises nothing there and the test then checks the types and finiteness). Measured: Laplacian
+    6e-7 / 2e-6 (1.7e-5 on std with MKL_ENABLE_INSTRUCTIONS=SSE4_2, over the former 1e-5 from one machine); RBF 1e-5.
+    The float32 optimizer's theta, scored by the float64 LML, is within the same bound's rounding of the LML of the
+    float64 optimum (eps32 gp_cond (|LML| + n d))."""
+    kw = dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0)
+    opt, ref, Xt, _, _ = gp_float32_pair(kw)
+    X, Y, _ = gp_data()
+    f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
+    m = OVKGaussianProcess(**dict(kw, kernel=ref.kernel_, noise=ref.noise_, optimizer=None)).fit(f32(X), f32(Y))
+    (F, S), (Fr, Sr) = m.predict(f32(Xt), return_std=True), ref.predict(Xt, return_std=True)
+    C = m.predict(f32(Xt), return_cov=True)[1]
+    assert F.dtype == S.dtype == C.dtype == m.alpha_.dtype == m.landmarks_.dtype == opt.alpha_.dtype == torch.float32
+    assert np.isfinite(to_numpy(F)).all() and np.isfinite(to_numpy(S)).all()
+    cond = gp_cond(ref)
+    assert rel(F, Fr) <= 4 * EPS32 * cond and rel(S, Sr) <= 4 * EPS32 * cond
+    best = ref.log_marginal_likelihood_value_
+    assert ref.log_marginal_likelihood(opt._theta) >= best - EPS32 * cond * (abs(best) + Y.size)
