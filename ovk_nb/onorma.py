@@ -425,6 +425,17 @@ def _step1(self: ONORMA, x, y, eta: float, dec: float, lo0: int, lo1: int):
         self._gamma = dec ** 2 * self._gamma + q
     self._D = float(Dk)
 
+# %% ../nbs/2_algorithms/01_onorma.ipynb #acb06d9f
+@patch
+def _undo_point(self: ONORMA, n):
+    """The rows a pass of n steps may write in place, to write back if it fails (`StreamLearner._learn`); one step without
+    records (`learn_one`): the inputs' and coefficients' rows after the window, by index (the decision above)."""
+    if n != 1 or self._records():
+        return KernelStream._undo_point(self, n)
+    d = self.__dict__
+    e, X, C = d["n_seen_"] - d["_base"], d["_X"], d["_C"]
+    return [(a, e, a[e].copy()) for a in (X, C) if e < len(a)]
+
 # %% ../nbs/2_algorithms/01_onorma.ipynb #899bc7c0
 @patch
 def _margin_terms(self: ONORMA, P, Xb, lo, Cw):

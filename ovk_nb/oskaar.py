@@ -653,6 +653,28 @@ def _run_one(self: OSKAAR, X, T):
         self._record(G, codes, reg, checked=True, Phi=Phi)
     self._reg = reg
 
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #8d495ac0
+def _saved_row(a, r: int):
+    "(a, r, the row r of a): a 1-D record's entry as its value (a numpy scalar or the object), a 2-D buffer's row copied."
+    return a, r, (a[r] if a.ndim == 1 else a[r].copy())
+
+
+@patch
+def _undo_point(self: OSKAAR, n):
+    """The rows a pass of n rounds may write in place (`_free_rows`), to write back if it fails (`StreamLearner._learn`);
+    for one round (`learn_one`) read by index (the decision above): a full buffer is replaced by the pass, not written."""
+    if n != 1:
+        return [(a, s, a[s].copy()) for a, s in self._free_rows(n)]
+    d = self.__dict__
+    r = d["n_seen_"] - d["_rec0"]
+    out = [_saved_row(d[k], r) for k in self._records() if r < len(d[k])]
+    if d["_primal"] is None:                              # inputs, codes and the live exact factors' buffers
+        g, X = d["_n_in"], d["_X"]
+        if g < len(X):
+            out += [_saved_row(X, g), _saved_row(d["_codes"], g)]
+        out += [_saved_row(f.buf, f.n) for f in self._exact_factors() if f.n < len(f.buf)]
+    return out
+
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch
 def _feature_estimates(self: OSKAAR, X):

@@ -322,3 +322,25 @@ def test_fast_checks_issue_30_same_model_and_the_full_path_for_what_they_do_not_
     with pytest.raises(ValueError):
         fresh.learn_one({"a": np.nan, "b": 0.0, "c": 0.0, "d": 0.0, "e": 0.0}, dict(zip("uvw", Y[0])))
     assert "feature_names_in_" not in fresh.__dict__ and "output_names_" not in fresh.__dict__
+
+
+@pytest.mark.parametrize("make", [lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+                                  lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=3)])
+@pytest.mark.parametrize("n_before", [16, 64])           # 64: the records and the buffers full (the round grows them)
+def test_a_failing_exact_round_leaves_the_learner_byte_for_byte_as_it_was(make, n_before):
+    """The one-round undo point (read by index, issue 30) writes back what an exact round wrote before it failed: a
+    Linear kernel on a row of 1e200 overflows the factor after the round stored its input and code, and is refused by
+    name; every buffer, free rows included, is then byte for byte as before, and the stream goes on as its twin's."""
+    from ovk_nb.kernels import Linear
+    from test_oskaar import state_bytes
+    X, Y, _ = data("oskaar", n_before + 20)
+    est, twin = make().set_params(kernel=Linear()), make().set_params(kernel=Linear())
+    for x, y in zip(X[:n_before], Y[:n_before]):
+        est.learn_one(x, y); twin.learn_one(x, y)
+    before = state_bytes(vars(est))
+    with pytest.raises(ValueError, match="scale the inputs"):
+        est.learn_one(np.full(4, 1e200), Y[n_before])
+    assert state_bytes(vars(est)) == before
+    for x, y in zip(X[n_before:], Y[n_before:]):
+        est.learn_one(x, y); twin.learn_one(x, y)
+    np.testing.assert_array_equal(est._feature_estimates(X), twin._feature_estimates(X))
