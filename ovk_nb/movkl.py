@@ -633,75 +633,6 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.kernels, self.lam, self.r, self.solver, self.tol, self.max_iter = kernels, lam, r, solver, tol, max_iter
         self.center_y = center_y
 
-    @fit_context
-    def fit(self, X, Y):
-        """Learn the kernel weights and the coefficients by Algorithm 1 (alternating the alpha-step and eq. (15)).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs (at least 2 samples).
-        Y : array-like of shape (n_samples, d) or (n_samples,)
-            Training curves, sampled on the operators' grid of d points (1-D: one output).
-
-        Returns
-        -------
-        self : MovKL
-            The fitted estimator.
-
-        Raises
-        ------
-        ValueError
-            If an entry of `kernels` is not a kernel, the operators act on different grids or Y's width is not
-            theirs, or ``solver='eig'`` is asked for kernels with several operators.
-        """
-        X, Y, self._y1d = _check_curves(X, Y)
-        kernels = _fit_kernels(self.kernels, X, Y)
-        pairs, w = kernel_pairs(kernels)
-        _check_curves(X, Y, pairs[0][1].shape[0])              # Y on the operators' grid
-        groups = group_operators(pairs)
-        s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
-        Ts = [symmetric_operator(T, w) for T, _ in groups]
-        _start_solver(self, groups, Ts)
-        y_mean = _y_mean(self.center_y, self.kernels is None, Y)
-        with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
-            d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
-        self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
-        self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
-        self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
-        self.n_features_in_ = X.shape[1]
-        self._precond = None
-        return self
-
-    def combined_kernel(self):
-        """The learned kernel :math:`\\sum_k d_k G_k T_k` as a `SumKernel` of `Separable` kernels.
-
-        Returns
-        -------
-        ovk_nb.kernels.SumKernel
-            The kernels of ``pairs_`` weighted by ``weights_``.
-        """
-        check_fitted(self, "coef_")
-        return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
-
-    def predict(self, X):
-        """Predict the curves of new inputs with the learned kernel.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, d) or (n_samples,)
-            Predicted curves on the operators' grid (1-D when the model was fitted with a 1-D Y).
-        """
-        X = check_X(self, X)
-        with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
-            F = _predict_sum(self, X) + self.y_mean_
-        return F[:, 0] if getattr(self, "_y1d", False) else F
-
     def score(self, X, y, sample_weight=None):
         """Functional R^2 (1 - RSSE / total sum of squares) with the operators' quadrature weights.
 
@@ -721,6 +652,81 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """
         check_fitted(self, "coef_")
         return _curve_score(self, X, y, self.quadrature_weights_)
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #f81521a8
+@patch
+@fit_context
+def fit(self: MovKL, X, Y):
+    """Learn the kernel weights and the coefficients by Algorithm 1 (alternating the alpha-step and eq. (15)).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs (at least 2 samples).
+    Y : array-like of shape (n_samples, d) or (n_samples,)
+        Training curves, sampled on the operators' grid of d points (1-D: one output).
+
+    Returns
+    -------
+    self : MovKL
+        The fitted estimator.
+
+    Raises
+    ------
+    ValueError
+        If an entry of `kernels` is not a kernel, the operators act on different grids or Y's width is not
+        theirs, or ``solver='eig'`` is asked for kernels with several operators.
+    """
+    X, Y, self._y1d = _check_curves(X, Y)
+    kernels = _fit_kernels(self.kernels, X, Y)
+    pairs, w = kernel_pairs(kernels)
+    _check_curves(X, Y, pairs[0][1].shape[0])              # Y on the operators' grid
+    groups = group_operators(pairs)
+    s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
+    Ts = [symmetric_operator(T, w) for T, _ in groups]
+    _start_solver(self, groups, Ts)
+    y_mean = _y_mean(self.center_y, self.kernels is None, Y)
+    with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
+        d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
+    self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
+    self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
+    self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
+    self.n_features_in_ = X.shape[1]
+    self._precond = None
+    return self
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #de4f94b5
+@patch
+def combined_kernel(self: MovKL):
+    """The learned kernel :math:`\\sum_k d_k G_k T_k` as a `SumKernel` of `Separable` kernels.
+
+    Returns
+    -------
+    ovk_nb.kernels.SumKernel
+        The kernels of ``pairs_`` weighted by ``weights_``.
+    """
+    check_fitted(self, "coef_")
+    return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
+
+
+@patch
+def predict(self: MovKL, X):
+    """Predict the curves of new inputs with the learned kernel.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, d) or (n_samples,)
+        Predicted curves on the operators' grid (1-D when the model was fitted with a 1-D Y).
+    """
+    X = check_X(self, X)
+    with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
+        F = _predict_sum(self, X) + self.y_mean_
+    return F[:, 0] if getattr(self, "_y1d", False) else F
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #71e02dae
 def _predict_sum(est, X):
