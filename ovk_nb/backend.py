@@ -222,7 +222,7 @@ def xp_eigen_factor(kernel, X, Y):
     E, V, Vinv = parts.eig
     return EigenFactor.of(parts.grams(X, X)[0], (E[0], V, Vinv), Y, overwrite=True)      # linalg's, in X's namespace
 
-
+# %% ../nbs/1_shared/09_backend.ipynb #b12c20d5
 def xp_exact_model(parts, C, solver, factor=None, info=None) -> dict:
     """The model of an exact fit: C and, per distinct scalar kernel j, S_j = sum_{c uses j} C T_c^T, so that predictions
     are sum_j k_j(X', X) S_j (one cross Gram per scalar kernel, as `KernelParts.apply`).
@@ -261,7 +261,7 @@ def xp_exact_model(parts, C, solver, factor=None, info=None) -> dict:
     return {"solver": solver, "parts": parts, "coef": C, "smoothed": S, "factor": factor, "landmarks": None, "W": None,
             "feats": None, "n_iter": int(info["iterations"]), "converged": bool(info["converged"]), "rank": None}
 
-
+# %% ../nbs/1_shared/09_backend.ipynb #3a75998e
 def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300, random_state=None, tol: float = 1e-10,
                  max_iter=None, preconditioner="auto") -> dict:
     """The operator-valued ridge (K + lam I) vec(C) = vec(Y) on array-API data, in X's namespace, dtype and device.
@@ -343,7 +343,7 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
     C, info = cg_solve(parts, X, Y, lam, tol, max_iter, preconditioner, L)
     return xp_exact_model(parts, C, solver, info=info)
 
-
+# %% ../nbs/1_shared/09_backend.ipynb #34b8938e
 def xp_ridge_predict(model: dict, X_fit, X, chunk: int = 4096):
     """Predictions of a model of `xp_ridge_fit` on rows X, in X's namespace, in chunks of rows.
 

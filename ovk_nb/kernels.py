@@ -10,6 +10,7 @@ import math
 import numbers
 
 import numpy as np
+from fastcore.basics import patch
 from scipy.spatial.distance import cdist
 
 from .validation import Options, Predicate, accept_also, check_matrix, check_positive, check_psd, sym_in_weights, to_numpy
@@ -71,59 +72,6 @@ class Params:
 
     def _attr(self, name): return self._stored_as.get(name, name)
 
-    def get_params(self, deep=True) -> dict:
-        """The constructor's arguments as given.
-
-        Parameters
-        ----------
-        deep : bool, default=True
-            Also return the arguments of nested kernels and operators, as ``name__sub``.
-
-        Returns
-        -------
-        dict
-            Argument name -> value.
-        """
-        out = {}
-        for name in _param_names(type(self)):
-            value = out[name] = getattr(self, self._attr(name))
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                out.update((f"{name}__{k}", v) for k, v in value.get_params(deep=True).items())
-        return out
-
-    def set_params(self, **params):
-        """Set constructor arguments by name, nested ones as ``name__sub`` (e.g. ``scalar_kernel__gamma=0.5``).
-
-        Parameters
-        ----------
-        **params : dict
-            Argument name -> new value.
-
-        Returns
-        -------
-        self
-            This object, with the new arguments.
-
-        Raises
-        ------
-        ValueError
-            If a name is not a constructor argument.
-        """
-        names, nested = _param_names(type(self)), {}
-        for key, value in params.items():
-            name, sep, sub = key.partition("__")
-            if name not in names:
-                raise ValueError(f"Invalid parameter {name!r} for {type(self).__name__}. Valid parameters are: {names}.")
-            if sep:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, self._attr(name), value)
-        for name, sub in nested.items():
-            getattr(self, self._attr(name)).set_params(**sub)
-        # a kernel that derives state in its constructor (ovk_nb.mvml.MultiViewKernel) rebuilds it from the new arguments
-        type(self).__init__(self, **self.get_params(deep=False))
-        return self
-
     def _cached(self, name, compute):
         "compute() once per identity of the (deep) parameters: recomputed after set_params or a new object assigned."
         key = tuple(self.get_params(deep=True).values())
@@ -137,40 +85,6 @@ class Params:
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_cache"}
 
-    def resolve(self, X, Y=None):
-        """A copy with every argument that is set from the training data fixed from X and Y.
-
-        Data-driven arguments are ``gamma='scale'`` or ``'median'`` and ``Separable(T=None)``; nested kernels are resolved
-        too. Estimators call it at fit and keep the result as ``kernel_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The training inputs.
-        Y : array-like of shape (n_samples, n_outputs) or None, default=None
-            The training targets (needed where an argument is set from Y's width or covariance).
-
-        Returns
-        -------
-        Params
-            A new object of the same class, or ``self`` when nothing is data-driven.
-        """
-        params, new = self.get_params(deep=False), {}
-        for k, v in params.items():
-            if isinstance(v, Params):
-                new[k] = v.resolve(X, Y)
-            elif isinstance(v, (list, tuple)) and v and all(isinstance(u, Params) for u in v):
-                new[k] = type(v)(u.resolve(X, Y) for u in v)
-        new.update(self._resolve_own(X, Y, {**params, **new}))
-        if all(new[k] is params[k] or (isinstance(new[k], (list, tuple)) and all(a is b for a, b in zip(new[k], params[k])))
-               for k in new):
-            return self
-        return type(self)(**{**params, **new})
-
-    def _resolve_own(self, X, Y, params) -> dict:
-        "This object's own data-driven arguments, resolved: {name: value} (none by default)."
-        return {}
-
     def __repr__(self):
         def show(v):      # a 4 x 4 matrix, a grid of 200 points: its shape, on one line
             if isinstance(v, np.ndarray) and (v.ndim > 1 or v.size > 8):
@@ -178,6 +92,101 @@ class Params:
             return repr(v)
         args = ", ".join(f"{k}={show(v)}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
+
+# %% ../nbs/1_shared/01_kernels.ipynb #664d4bee
+@patch
+def get_params(self: Params, deep=True) -> dict:
+    """The constructor's arguments as given.
+
+    Parameters
+    ----------
+    deep : bool, default=True
+        Also return the arguments of nested kernels and operators, as ``name__sub``.
+
+    Returns
+    -------
+    dict
+        Argument name -> value.
+    """
+    out = {}
+    for name in _param_names(type(self)):
+        value = out[name] = getattr(self, self._attr(name))
+        if deep and hasattr(value, "get_params") and not isinstance(value, type):
+            out.update((f"{name}__{k}", v) for k, v in value.get_params(deep=True).items())
+    return out
+
+
+@patch
+def set_params(self: Params, **params):
+    """Set constructor arguments by name, nested ones as ``name__sub`` (e.g. ``scalar_kernel__gamma=0.5``).
+
+    Parameters
+    ----------
+    **params : dict
+        Argument name -> new value.
+
+    Returns
+    -------
+    self
+        This object, with the new arguments.
+
+    Raises
+    ------
+    ValueError
+        If a name is not a constructor argument.
+    """
+    names, nested = _param_names(type(self)), {}
+    for key, value in params.items():
+        name, sep, sub = key.partition("__")
+        if name not in names:
+            raise ValueError(f"Invalid parameter {name!r} for {type(self).__name__}. Valid parameters are: {names}.")
+        if sep:
+            nested.setdefault(name, {})[sub] = value
+        else:
+            setattr(self, self._attr(name), value)
+    for name, sub in nested.items():
+        getattr(self, self._attr(name)).set_params(**sub)
+    # a kernel that derives state in its constructor (ovk_nb.mvml.MultiViewKernel) rebuilds it from the new arguments
+    type(self).__init__(self, **self.get_params(deep=False))
+    return self
+
+# %% ../nbs/1_shared/01_kernels.ipynb #010c8acb
+@patch
+def resolve(self: Params, X, Y=None):
+    """A copy with every argument that is set from the training data fixed from X and Y.
+
+    Data-driven arguments are ``gamma='scale'`` or ``'median'`` and ``Separable(T=None)``; nested kernels are resolved
+    too. Estimators call it at fit and keep the result as ``kernel_``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The training inputs.
+    Y : array-like of shape (n_samples, n_outputs) or None, default=None
+        The training targets (needed where an argument is set from Y's width or covariance).
+
+    Returns
+    -------
+    Params
+        A new object of the same class, or ``self`` when nothing is data-driven.
+    """
+    params, new = self.get_params(deep=False), {}
+    for k, v in params.items():
+        if isinstance(v, Params):
+            new[k] = v.resolve(X, Y)
+        elif isinstance(v, (list, tuple)) and v and all(isinstance(u, Params) for u in v):
+            new[k] = type(v)(u.resolve(X, Y) for u in v)
+    new.update(self._resolve_own(X, Y, {**params, **new}))
+    if all(new[k] is params[k] or (isinstance(new[k], (list, tuple)) and all(a is b for a, b in zip(new[k], params[k])))
+           for k in new):
+        return self
+    return type(self)(**{**params, **new})
+
+
+@patch
+def _resolve_own(self: Params, X, Y, params) -> dict:
+    "This object's own data-driven arguments, resolved: {name: value} (none by default)."
+    return {}
 
 # %% ../nbs/1_shared/01_kernels.ipynb #a7e1c0d2
 def _compat():
@@ -243,7 +252,7 @@ def xp_of(A):
     """
     return _compat().array_namespace(A) if is_array_api(A) else np
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #3085bd2d
 def _all_finite(A) -> bool:
     """Whether every entry of A is finite. An array-API matrix is checked in row chunks of about 2^22 entries: PyTorch's
     `isfinite` makes temporaries of 1.4 times A's size (measured), too much for an n x n Gram on a GPU."""
@@ -284,7 +293,7 @@ def _matrix(A, name, allow_1d=False, like=None):
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return A
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #923d9f77
 XP_CHUNK = 2 ** 24      # entries of the (rows, m, p) temporary of a pairwise sum of differences, per chunk of rows
 
 
@@ -336,7 +345,7 @@ def _exp_inplace(xp, D):
         return cupy.exp(D, out=D)
     return xp.exp(D)
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #feca3d88
 def scalar_gram(kernel, X, Y, xp=None):
     """k(X, Y) in X's namespace, dtype and device: the one place the scalar kernels' formulas meet the array API.
 
@@ -392,7 +401,7 @@ def scalar_gram(kernel, X, Y, xp=None):
     raise ValueError(f"kernel: {type(kernel).__name__} has no array-API form (RBF, Laplacian, Linear, Polynomial and their "
                      "ScaledKernel / ColumnKernel wrappers do); pass NumPy arrays for it")
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #35ab7571
 def scalar_diag(kernel, X, xp=None):
     """k(x_i, x_i) in X's namespace, dtype and device, for the kernels `scalar_gram` covers (without forming the Gram).
 
@@ -437,7 +446,7 @@ def scalar_diag(kernel, X, xp=None):
     raise ValueError(f"kernel: {type(kernel).__name__} has no array-API form (RBF, Laplacian, Linear, Polynomial and their "
                      "ScaledKernel / ColumnKernel wrappers do); pass NumPy arrays for it")
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #6b7c92f1
 def _xp_ov_diag(kernel, X):
     "The diagonal blocks sum_c w_c k_c(x_i, x_i) T_c, (n, d, d), for array-API arrays."
     out = None
@@ -479,7 +488,6 @@ def _xp_block_gram(kernel, X, Y):
         term = xp.reshape(G[:, None, :, None] * T[None, :, None, :], (n * d, m * d))
         out = term if out is None else out + term
     return out
-
 
 # %% ../nbs/1_shared/01_kernels.ipynb #8674ff87
 class ScalarKernel(Params):
@@ -528,38 +536,6 @@ class ScalarKernel(Params):
             G = scalar_gram(self, X, Y) if is_array_api(X) else self._gram(X, Y)    # another library: its namespace
         return check_gram_finite(G, self, X, Y)
 
-    def diag(self, X):
-        """The diagonal k(x_i, x_i) of the Gram matrix, without forming it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The inputs.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The diagonal.
-        """
-        self.validate()
-        X = _matrix(X, "X", allow_1d=True)
-        return scalar_diag(self, X) if is_array_api(X) else self._diag(X)
-
-    def validate(self):
-        """Check the hyper-parameters (called at every use).
-
-        Returns
-        -------
-        self
-            This kernel.
-
-        Raises
-        ------
-        ValueError
-            Naming the hyper-parameter that is out of range.
-        """
-        return self
-
     def _diag(self, X):
         return np.array([self._gram(x[None], x[None])[0, 0] for x in X])
 
@@ -568,6 +544,42 @@ class ScalarKernel(Params):
         return b is not None and all(_same(a[k], b[k]) for k in a)
 
     __hash__ = None
+
+# %% ../nbs/1_shared/01_kernels.ipynb #f631e7a2
+@patch
+def diag(self: ScalarKernel, X):
+    """The diagonal k(x_i, x_i) of the Gram matrix, without forming it.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The diagonal.
+    """
+    self.validate()
+    X = _matrix(X, "X", allow_1d=True)
+    return scalar_diag(self, X) if is_array_api(X) else self._diag(X)
+
+
+@patch
+def validate(self: ScalarKernel):
+    """Check the hyper-parameters (called at every use).
+
+    Returns
+    -------
+    self
+        This kernel.
+
+    Raises
+    ------
+    ValueError
+        Naming the hyper-parameter that is out of range.
+    """
+    return self
 
 # %% ../nbs/1_shared/01_kernels.ipynb #e0bb8d3b
 _FEW_ROWS = 2       # at most this many rows on one side: squared differences summed directly (no centring pass)
@@ -632,7 +644,7 @@ def sq_distances(X, Y) -> np.ndarray:
 
 _sqdist = sq_distances
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #ac4e1c59
 def check_gram_finite(G, kernel, X=None, Y=None) -> np.ndarray:
     """Return the Gram matrix `G`, or raise a ValueError naming `kernel` when an entry is NaN or infinite.
 
@@ -669,7 +681,7 @@ def check_gram_finite(G, kernel, X=None, Y=None) -> np.ndarray:
                          "scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
     return G
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #83a8c08c
 class Linear(ScalarKernel):
     """Linear kernel k(x, y) = <x, y>.
 
@@ -686,7 +698,7 @@ class Linear(ScalarKernel):
     def _gram(self, X, Y): return X @ Y.T
     def _diag(self, X): return (X * X).sum(1)
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #f23fdc58
 class Polynomial(ScalarKernel):
     """Polynomial kernel k(x, y) = (gamma <x, y> + coef0) ** degree.
 
@@ -781,7 +793,7 @@ def data_gamma(rule: str, X, metric: str = "sqeuclidean") -> float:
         return 1.0 / m if m > 0 and np.isfinite(m) else 1.0
     raise ValueError(f"gamma must be a positive number or one of {GAMMA_RULES}, got {rule!r}")
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #cd8e4fc1
 class _Bandwidth(ScalarKernel):
     "A translation-invariant kernel exp(-gamma dist(x, y)); gamma a number or a rule ('scale', 'median') resolved at fit."
     _metric = "sqeuclidean"
@@ -804,7 +816,7 @@ class _Bandwidth(ScalarKernel):
 
     def _diag(self, X): return np.ones(len(X))
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #2d1fe8f0
 class RBF(_Bandwidth):
     """Gaussian kernel k(x, y) = exp(-gamma ||x - y||^2).
 
@@ -828,7 +840,7 @@ class RBF(_Bandwidth):
         K = _sqdist(X, Y); K *= -self.gamma
         return np.exp(K, out=K)
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #bcf76506
 class Laplacian(_Bandwidth):
     """Laplacian kernel k(x, y) = exp(-gamma ``||x - y||_1``) (the L1 distance, as scikit-learn's ``laplacian_kernel``).
 
@@ -879,90 +891,6 @@ class OVKernel(Params):
     """
     output_dim: int
 
-    def apply(self, X, Y, C):
-        """The kernel applied to coefficients: row i of the result is sum_j K(x_i, y_j) c_j.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The points where the sum is evaluated; for a PyTorch, CuPy or other array-API array (Y and C of its library)
-            the product is computed there (Separable kernels and sums of them).
-        Y : array-like of shape (m_samples, n_features)
-            The points that carry the coefficients.
-        C : array-like of shape (m_samples, output_dim)
-            The coefficients.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, output_dim)
-            The products.
-
-        Raises
-        ------
-        ValueError
-            If `C` does not have shape (len(Y), output_dim) or a value is not finite.
-        """
-        X, Y, C = self._check_apply(X, Y, C)
-        with np.errstate(over="ignore", invalid="ignore"):
-            F = _xp_apply(self, X, Y, C) if is_array_api(X) else self._apply(X, Y, C)
-            return check_gram_finite(F, self, X, Y)
-
-    def gram(self, X, Y=None):
-        """The dense block Gram matrix, block (i, j) = K(x_i, y_j); for references and tests.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The first inputs; an array-API array gives the Gram in its own library and device (Separable kernels and
-            sums of them).
-        Y : array-like of shape (m_samples, n_features) or None, default=None
-            The second inputs; None: X.
-
-        Returns
-        -------
-        ndarray of shape (n_samples * output_dim, m_samples * output_dim)
-            The block Gram matrix.
-        """
-        self.validate()
-        X = _matrix(X, "X", allow_1d=True)
-        Y = X if Y is None else _matrix(Y, "Y", allow_1d=True, like=X)
-        with np.errstate(over="ignore", invalid="ignore"):
-            G = _xp_block_gram(self, X, Y) if is_array_api(X) else self._gram(X, Y)
-            return check_gram_finite(G, self, X, Y)
-
-    def diag(self, X):
-        """The diagonal blocks K(x_i, x_i).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The inputs.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, output_dim, output_dim)
-            The diagonal blocks.
-        """
-        self.validate()
-        X = _matrix(X, "X", allow_1d=True)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return check_gram_finite(_xp_ov_diag(self, X) if is_array_api(X) else self._diag(X), self, X)
-
-    def block(self, x, y):
-        """The d x d operator K(x, y) for two single points.
-
-        Parameters
-        ----------
-        x, y : array-like of shape (n_features,)
-            The two points.
-
-        Returns
-        -------
-        ndarray of shape (output_dim, output_dim)
-            K(x, y).
-        """
-        return self.gram(np.atleast_2d(x), np.atleast_2d(y))
-
     def validate(self):
         """Check this kernel's arguments and those of nested ones.
 
@@ -978,18 +906,112 @@ class OVKernel(Params):
         """
         return self
 
-    def _check_apply(self, X, Y, C):
-        self.validate()
-        X = _matrix(X, "X", allow_1d=True)
-        Y = _matrix(Y, "Y", allow_1d=True, like=X)
-        C = _matrix(C, "C", allow_1d=self.output_dim == 1, like=X)
-        if tuple(C.shape) != (Y.shape[0], self.output_dim):
-            raise ValueError(f"C must have shape (len(Y), output_dim) = {(Y.shape[0], self.output_dim)}, got {tuple(C.shape)}")
-        return X, Y, C
-
     @property
     def is_weighted(self):
         return getattr(self, "weights", None) is not None
+
+# %% ../nbs/1_shared/01_kernels.ipynb #d447ed80
+@patch
+def apply(self: OVKernel, X, Y, C):
+    """The kernel applied to coefficients: row i of the result is sum_j K(x_i, y_j) c_j.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The points where the sum is evaluated; for a PyTorch, CuPy or other array-API array (Y and C of its library)
+        the product is computed there (Separable kernels and sums of them).
+    Y : array-like of shape (m_samples, n_features)
+        The points that carry the coefficients.
+    C : array-like of shape (m_samples, output_dim)
+        The coefficients.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, output_dim)
+        The products.
+
+    Raises
+    ------
+    ValueError
+        If `C` does not have shape (len(Y), output_dim) or a value is not finite.
+    """
+    X, Y, C = self._check_apply(X, Y, C)
+    with np.errstate(over="ignore", invalid="ignore"):
+        F = _xp_apply(self, X, Y, C) if is_array_api(X) else self._apply(X, Y, C)
+        return check_gram_finite(F, self, X, Y)
+
+
+@patch
+def _check_apply(self: OVKernel, X, Y, C):
+    self.validate()
+    X = _matrix(X, "X", allow_1d=True)
+    Y = _matrix(Y, "Y", allow_1d=True, like=X)
+    C = _matrix(C, "C", allow_1d=self.output_dim == 1, like=X)
+    if tuple(C.shape) != (Y.shape[0], self.output_dim):
+        raise ValueError(f"C must have shape (len(Y), output_dim) = {(Y.shape[0], self.output_dim)}, got {tuple(C.shape)}")
+    return X, Y, C
+
+# %% ../nbs/1_shared/01_kernels.ipynb #57404618
+@patch
+def gram(self: OVKernel, X, Y=None):
+    """The dense block Gram matrix, block (i, j) = K(x_i, y_j); for references and tests.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The first inputs; an array-API array gives the Gram in its own library and device (Separable kernels and
+        sums of them).
+    Y : array-like of shape (m_samples, n_features) or None, default=None
+        The second inputs; None: X.
+
+    Returns
+    -------
+    ndarray of shape (n_samples * output_dim, m_samples * output_dim)
+        The block Gram matrix.
+    """
+    self.validate()
+    X = _matrix(X, "X", allow_1d=True)
+    Y = X if Y is None else _matrix(Y, "Y", allow_1d=True, like=X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = _xp_block_gram(self, X, Y) if is_array_api(X) else self._gram(X, Y)
+        return check_gram_finite(G, self, X, Y)
+
+
+@patch
+def diag(self: OVKernel, X):
+    """The diagonal blocks K(x_i, x_i).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, output_dim, output_dim)
+        The diagonal blocks.
+    """
+    self.validate()
+    X = _matrix(X, "X", allow_1d=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return check_gram_finite(_xp_ov_diag(self, X) if is_array_api(X) else self._diag(X), self, X)
+
+
+@patch
+def block(self: OVKernel, x, y):
+    """The d x d operator K(x, y) for two single points.
+
+    Parameters
+    ----------
+    x, y : array-like of shape (n_features,)
+        The two points.
+
+    Returns
+    -------
+    ndarray of shape (output_dim, output_dim)
+        K(x, y).
+    """
+    return self.gram(np.atleast_2d(x), np.atleast_2d(y))
 
 # %% ../nbs/1_shared/01_kernels.ipynb #9abe1cd4
 class Separable(OVKernel):
@@ -1049,22 +1071,6 @@ class Separable(OVKernel):
             out["T"] = np.eye(1 if np.ndim(Y) == 1 else np.shape(Y)[1])
         return out
 
-    def _output(self):
-        "(T matrix, weights or None), checked: square, self-adjoint for the weights, PSD."
-        T, weights = self._T, self._weights
-        if T is None:
-            raise ValueError("Separable(T=None) is the identity of Y's width, set when an estimator fits (its `kernel_` holds "
-                             "it); to use the kernel by itself call `kernel.resolve(X, Y)` or give T")
-        if hasattr(T, "matrix") and hasattr(T, "weights"):   # an OutputOperator (defined below)
-            weights = T.weights if weights is None else weights
-            T = T.matrix
-        T = np.atleast_2d(np.asarray(T, dtype=float)) if np.ndim(T) <= 1 else T
-        if weights is not None:
-            weights = check_matrix(weights, "weights", ndim=1)
-            if len(weights) != np.shape(T)[0] or (weights <= 0).any():
-                raise ValueError(f"weights must be {np.shape(T)[0]} positive quadrature weights")
-        return check_psd(T, "T", weights), weights
-
     def validate(self):
         """Check the scalar kernel, T (square, PSD) and the weights.
 
@@ -1087,44 +1093,77 @@ class Separable(OVKernel):
         self._cached("output", self._output)
         return self
 
-    @property
-    def T(self): return self.validate()._cached("output", self._output)[0]
-    @property
-    def weights(self): return self.validate()._cached("output", self._output)[1]
-    @property
-    def output_dim(self): return self.T.shape[0]
+# %% ../nbs/1_shared/01_kernels.ipynb #f01b3a5c
+@patch(as_prop=True)
+def T(self: Separable): return self.validate()._cached("output", self._output)[0]
 
-    def _apply(self, X, Y, C):
-        return self.scalar_kernel._gram(X, Y) @ (C @ self.T.T)
 
-    def _gram(self, X, Y):
-        return np.kron(self.scalar_kernel._gram(X, Y), self.T)
+@patch(as_prop=True)
+def weights(self: Separable): return self.validate()._cached("output", self._output)[1]
 
-    def _diag(self, X):
-        return self.scalar_kernel._diag(X)[:, None, None] * self.T[None]
 
-    def T_eig(self):
-        """Eigendecomposition T = V diag(e) V^{-1} (cached).
+@patch(as_prop=True)
+def output_dim(self: Separable): return self.T.shape[0]
 
-        Returns
-        -------
-        e : ndarray of shape (d,)
-            The eigenvalues, >= 0, ascending.
-        V : ndarray of shape (d, d)
-            The eigenvectors as columns (orthonormal in the inner product of the weights).
-        Vinv : ndarray of shape (d, d)
-            The inverse of V; ``V.T`` without weights.
-        """
-        self.validate()
-        return self._cached("eig", self._T_eig)
+# %% ../nbs/1_shared/01_kernels.ipynb #83a13137
+@patch
+def _output(self: Separable):
+    "(T matrix, weights or None), checked: square, self-adjoint for the weights, PSD."
+    T, weights = self._T, self._weights
+    if T is None:
+        raise ValueError("Separable(T=None) is the identity of Y's width, set when an estimator fits (its `kernel_` holds "
+                         "it); to use the kernel by itself call `kernel.resolve(X, Y)` or give T")
+    if hasattr(T, "matrix") and hasattr(T, "weights"):   # an OutputOperator (defined below)
+        weights = T.weights if weights is None else weights
+        T = T.matrix
+    T = np.atleast_2d(np.asarray(T, dtype=float)) if np.ndim(T) <= 1 else T
+    if weights is not None:
+        weights = check_matrix(weights, "weights", ndim=1)
+        if len(weights) != np.shape(T)[0] or (weights <= 0).any():
+            raise ValueError(f"weights must be {np.shape(T)[0]} positive quadrature weights")
+    return check_psd(T, "T", weights), weights
 
-    def _T_eig(self):
-        if self.weights is None:
-            e, V = np.linalg.eigh(self.T)
-            return np.clip(e, 0, None), V, V.T
-        s = np.sqrt(self.weights)
-        e, U = np.linalg.eigh(sym_in_weights(self.T, self.weights))
-        return np.clip(e, 0, None), U / s[:, None], U.T * s[None, :]
+# %% ../nbs/1_shared/01_kernels.ipynb #d8f132ed
+@patch
+def _apply(self: Separable, X, Y, C):
+    return self.scalar_kernel._gram(X, Y) @ (C @ self.T.T)
+
+
+@patch
+def _gram(self: Separable, X, Y):
+    return np.kron(self.scalar_kernel._gram(X, Y), self.T)
+
+
+@patch
+def _diag(self: Separable, X):
+    return self.scalar_kernel._diag(X)[:, None, None] * self.T[None]
+
+# %% ../nbs/1_shared/01_kernels.ipynb #a57a03dd
+@patch
+def T_eig(self: Separable):
+    """Eigendecomposition T = V diag(e) V^{-1} (cached).
+
+    Returns
+    -------
+    e : ndarray of shape (d,)
+        The eigenvalues, >= 0, ascending.
+    V : ndarray of shape (d, d)
+        The eigenvectors as columns (orthonormal in the inner product of the weights).
+    Vinv : ndarray of shape (d, d)
+        The inverse of V; ``V.T`` without weights.
+    """
+    self.validate()
+    return self._cached("eig", self._T_eig)
+
+
+@patch
+def _T_eig(self: Separable):
+    if self.weights is None:
+        e, V = np.linalg.eigh(self.T)
+        return np.clip(e, 0, None), V, V.T
+    s = np.sqrt(self.weights)
+    e, U = np.linalg.eigh(sym_in_weights(self.T, self.weights))
+    return np.clip(e, 0, None), U / s[:, None], U.T * s[None, :]
 
 # %% ../nbs/1_shared/01_kernels.ipynb #aeeb21f3
 class SumKernel(OVKernel):
@@ -1178,24 +1217,6 @@ class SumKernel(OVKernel):
         """
         self._resolved(); return self
 
-    def _resolved(self):
-        "(combination weights, quadrature weights or None, output_dim), checked."
-        kernels = self.kernels
-        if isinstance(kernels, OVKernel) or not isinstance(kernels, (list, tuple)) or not kernels \
-                or not all(isinstance(k, OVKernel) for k in kernels):
-            raise ValueError("kernels must be a non-empty list of OVKernel instances")
-        dims = {k.validate().output_dim for k in kernels}
-        if len(dims) != 1:
-            raise ValueError(f"kernels must share one output_dim, got {sorted(dims)}")
-        weights = self._weights
-        w = np.ones(len(kernels)) if weights is None else check_matrix(weights, "weights", ndim=1)
-        if len(w) != len(kernels) or (w < 0).any():
-            raise ValueError(f"weights must be {len(kernels)} non-negative numbers, got {weights!r}")
-        wts = [getattr(k, "weights", None) for k in kernels]
-        if any(x is not None for x in wts) and not all(x is not None and np.allclose(x, wts[0]) for x in wts):
-            raise ValueError("kernels must all use the same quadrature weights")
-        return w, wts[0], dims.pop()
-
     @property
     def weights_(self): return self._resolved()[0]
     @property
@@ -1203,32 +1224,60 @@ class SumKernel(OVKernel):
     @property
     def output_dim(self): return self._resolved()[2]
 
-    def _apply(self, X, Y, C):
-        out = np.zeros((len(X), self.output_dim))
-        for w, k in zip(self.weights_, self.kernels):
-            if w: out += w * k._apply(X, Y, C)
-        return out
+# %% ../nbs/1_shared/01_kernels.ipynb #3147cb71
+@patch
+def _resolved(self: SumKernel):
+    "(combination weights, quadrature weights or None, output_dim), checked."
+    kernels = self.kernels
+    if isinstance(kernels, OVKernel) or not isinstance(kernels, (list, tuple)) or not kernels \
+            or not all(isinstance(k, OVKernel) for k in kernels):
+        raise ValueError("kernels must be a non-empty list of OVKernel instances")
+    dims = {k.validate().output_dim for k in kernels}
+    if len(dims) != 1:
+        raise ValueError(f"kernels must share one output_dim, got {sorted(dims)}")
+    weights = self._weights
+    w = np.ones(len(kernels)) if weights is None else check_matrix(weights, "weights", ndim=1)
+    if len(w) != len(kernels) or (w < 0).any():
+        raise ValueError(f"weights must be {len(kernels)} non-negative numbers, got {weights!r}")
+    wts = [getattr(k, "weights", None) for k in kernels]
+    if any(x is not None for x in wts) and not all(x is not None and np.allclose(x, wts[0]) for x in wts):
+        raise ValueError("kernels must all use the same quadrature weights")
+    return w, wts[0], dims.pop()
 
-    def _gram(self, X, Y):
-        return sum(w * k._gram(X, Y) for w, k in zip(self.weights_, self.kernels))
+# %% ../nbs/1_shared/01_kernels.ipynb #2c059ca5
+@patch
+def _apply(self: SumKernel, X, Y, C):
+    out = np.zeros((len(X), self.output_dim))
+    for w, k in zip(self.weights_, self.kernels):
+        if w: out += w * k._apply(X, Y, C)
+    return out
 
-    def _diag(self, X):
-        return sum(w * k._diag(X) for w, k in zip(self.weights_, self.kernels))
 
-    def with_weights(self, weights):
-        """A copy of this sum with other combination weights (the components are shared, not copied).
+@patch
+def _gram(self: SumKernel, X, Y):
+    return sum(w * k._gram(X, Y) for w, k in zip(self.weights_, self.kernels))
 
-        Parameters
-        ----------
-        weights : array-like of shape (n_kernels,)
-            The new weights, >= 0.
 
-        Returns
-        -------
-        SumKernel
-            The new sum.
-        """
-        return SumKernel(self.kernels, weights)
+@patch
+def _diag(self: SumKernel, X):
+    return sum(w * k._diag(X) for w, k in zip(self.weights_, self.kernels))
+
+
+@patch
+def with_weights(self: SumKernel, weights):
+    """A copy of this sum with other combination weights (the components are shared, not copied).
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_kernels,)
+        The new weights, >= 0.
+
+    Returns
+    -------
+    SumKernel
+        The new sum.
+    """
+    return SumKernel(self.kernels, weights)
 
 # %% ../nbs/1_shared/01_kernels.ipynb #0fafd99c
 KERNEL_NAMES = ("rbf", "laplacian", "linear", "poly", "polynomial")     # KernelRidge's names, accepted for any kernel
@@ -1485,7 +1534,7 @@ class _GaussianField(OVKernel):
         "a(0): K(x, x) = diag_scale * I (the scale of the separable RBF x I surrogate that preconditions CG)."
         return float(self._coefs(np.zeros((1, 1)))[0][0, 0])
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #e16f50af
 def field_apply(a, b, X, Y, C):
     """The sums sum_j (a_ij I + b_ij (x_i - y_j)(x_i - y_j)^T) c_j of a vector-field kernel, never forming its Gram matrix.
 
@@ -1521,7 +1570,7 @@ def field_apply(a, b, X, Y, C):
     out -= W @ Y
     return out
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #1b9f1433
 class CurlFreeRBF(_GaussianField):
     """Curl-free Gaussian kernel K(x, x') = -Hessian of exp(-gamma ||x - x'||^2)
     = 2 gamma exp(-gamma r^2) (I - 2 gamma (x - x')(x - x')^T): every fitted field is a gradient (symmetric Jacobian).
@@ -1548,7 +1597,7 @@ class CurlFreeRBF(_GaussianField):
         psi = np.exp(-g * D)
         return 2 * g * psi, -4 * g * g * psi
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #bf052038
 class DivFreeRBF(_GaussianField):
     """Divergence-free Gaussian kernel K(x, x') = (grad grad^T - Laplacian I) exp(-gamma r^2)
     = 2 gamma exp(-gamma r^2) (2 gamma (x - x')(x - x')^T + (p - 1 - 2 gamma r^2) I): every fitted field has zero divergence.
@@ -1603,7 +1652,7 @@ def paper000_J(d: int, off_diagonal: float = 0.1) -> np.ndarray:
     """
     return (1 - off_diagonal) * np.eye(d) + off_diagonal * np.ones((d, d))
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #96504ee7
 def gaussian_times_J(d: int, gamma: float = 1.0, off_diagonal: float = 0.1) -> Separable:
     """Paper 000's separable kernel exp(-gamma ``||x - x'||^2``) J.
 
@@ -1632,7 +1681,7 @@ def gaussian_times_J(d: int, gamma: float = 1.0, off_diagonal: float = 0.1) -> S
     """
     return Separable(RBF(gamma), paper000_J(d, off_diagonal))
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #7d85fb5b
 def linear_quadratic(d: int, mu: float = 0.5) -> SumKernel:
     """Paper 000's kernel mu <x, x'> 1 1^T + (1 - mu) <x, x'>^2 I, as a sum of two separable kernels.
 
@@ -1751,74 +1800,8 @@ class OutputOperator(Params):
         "(t, matrix, weights) before the checks; the operators below build them from their own arguments."
         return self.t, self.matrix, self.weights
 
-    def _checked(self):
-        t, matrix, weights = self._parts()
-        t = check_matrix(t, "t", ndim=1)
-        weights = np.asarray(weights, dtype=float)
-        matrix = check_psd(matrix, "matrix", weights)
-        s = np.sqrt(weights)
-        e, U = np.linalg.eigh(sym_in_weights(matrix, weights))
-        e, U = np.clip(e[::-1], 0, None), U[:, ::-1]
-        return t, matrix, weights, (e, U / s[:, None], U.T * s[None, :])
-
-    def validate(self):
-        """Check the grid, the weights and the matrix (self-adjoint, PSD).
-
-        Returns
-        -------
-        self
-            This operator.
-
-        Raises
-        ------
-        ValueError
-            Naming the argument that is out of range.
-        """
-        self._cached("checked", self._checked); return self
-
     @property
     def d(self): return len(self._cached("checked", self._checked)[0])
-
-    def eig(self, n_components=None):
-        """The eigendecomposition of the operator, eigenvalues descending.
-
-        Parameters
-        ----------
-        n_components : int or None, default=None
-            Keep the leading `n_components` eigenpairs, 1 <= n_components <= d; None: all.
-
-        Returns
-        -------
-        e : ndarray of shape (r,)
-            The eigenvalues, >= 0, descending.
-        V : ndarray of shape (d, r)
-            Eigenvectors as columns, orthonormal in the inner product of the weights.
-        Vinv : ndarray of shape (r, d)
-            The rows of V's inverse.
-        """
-        e, V, Vinv = self._cached("checked", self._checked)[3]
-        if n_components is None: return e, V, Vinv
-        r = _check_components(n_components, self.d)
-        return e[:r], V[:, :r], Vinv[:r]
-
-    def pinv(self, n_components=None, rcond: float = 1e-12):
-        """The truncated spectral pseudo-inverse on the leading `n_components` eigenfunctions.
-
-        Parameters
-        ----------
-        n_components : int or None, default=None
-            The number of eigenfunctions kept; None: all.
-        rcond : float, default=1e-12
-            Eigenvalues below ``rcond`` times the largest are left out.
-
-        Returns
-        -------
-        ndarray of shape (d, d)
-            The pseudo-inverse.
-        """
-        e, V, Vinv = self.eig(n_components)
-        keep = e > rcond * max(e.max(initial=0), 1e-300)
-        return (V[:, keep] / e[keep]) @ Vinv[keep]
 
     def __call__(self, Y):
         """Apply the operator to curves stored as rows.
@@ -1834,6 +1817,80 @@ class OutputOperator(Params):
             The images T y.
         """
         return np.asarray(Y, dtype=float) @ self._cached("checked", self._checked)[1].T
+
+# %% ../nbs/1_shared/01_kernels.ipynb #e2e274f7
+@patch
+def _checked(self: OutputOperator):
+    t, matrix, weights = self._parts()
+    t = check_matrix(t, "t", ndim=1)
+    weights = np.asarray(weights, dtype=float)
+    matrix = check_psd(matrix, "matrix", weights)
+    s = np.sqrt(weights)
+    e, U = np.linalg.eigh(sym_in_weights(matrix, weights))
+    e, U = np.clip(e[::-1], 0, None), U[:, ::-1]
+    return t, matrix, weights, (e, U / s[:, None], U.T * s[None, :])
+
+
+@patch
+def validate(self: OutputOperator):
+    """Check the grid, the weights and the matrix (self-adjoint, PSD).
+
+    Returns
+    -------
+    self
+        This operator.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument that is out of range.
+    """
+    self._cached("checked", self._checked); return self
+
+# %% ../nbs/1_shared/01_kernels.ipynb #ac8f0918
+@patch
+def eig(self: OutputOperator, n_components=None):
+    """The eigendecomposition of the operator, eigenvalues descending.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        Keep the leading `n_components` eigenpairs, 1 <= n_components <= d; None: all.
+
+    Returns
+    -------
+    e : ndarray of shape (r,)
+        The eigenvalues, >= 0, descending.
+    V : ndarray of shape (d, r)
+        Eigenvectors as columns, orthonormal in the inner product of the weights.
+    Vinv : ndarray of shape (r, d)
+        The rows of V's inverse.
+    """
+    e, V, Vinv = self._cached("checked", self._checked)[3]
+    if n_components is None: return e, V, Vinv
+    r = _check_components(n_components, self.d)
+    return e[:r], V[:, :r], Vinv[:r]
+
+
+@patch
+def pinv(self: OutputOperator, n_components=None, rcond: float = 1e-12):
+    """The truncated spectral pseudo-inverse on the leading `n_components` eigenfunctions.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        The number of eigenfunctions kept; None: all.
+    rcond : float, default=1e-12
+        Eigenvalues below ``rcond`` times the largest are left out.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        The pseudo-inverse.
+    """
+    e, V, Vinv = self.eig(n_components)
+    keep = e > rcond * max(e.max(initial=0), 1e-300)
+    return (V[:, keep] / e[keep]) @ Vinv[keep]
 
 # %% ../nbs/1_shared/01_kernels.ipynb #61d727ae
 def _check_components(r, d):
@@ -1877,7 +1934,7 @@ class _GridOperator(OutputOperator):
     @property
     def matrix(self): return self._cached("checked", self._checked)[1]
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #54afe903
 class IdentityOperator(_GridOperator):
     """The identity operator (T y)(t) = y(t) on a grid.
 
@@ -1904,7 +1961,7 @@ class IdentityOperator(_GridOperator):
         t, w = self._grid()
         return t, np.eye(len(t)), w
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #60f56128
 class MultiplicationOperator(_GridOperator):
     """The multiplication operator (T y)(t) = func(t) y(t), func >= 0.
 
@@ -1946,7 +2003,7 @@ class MultiplicationOperator(_GridOperator):
             raise ValueError("func must be non-negative on the grid for the operator to be PSD")
         return t, np.diag(m), w
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #7fb86a6d
 class IntegralOperator(_GridOperator):
     """The integral operator (T y)(t) = int kappa(t, s) y(s) ds, by quadrature on a grid.
 
@@ -2101,7 +2158,7 @@ class ColumnKernel(ScalarKernel):
     def _gram(self, X, Y): return self.kernel._gram(X[:, self._idx(X)], Y[:, self._idx(Y)])
     def _diag(self, X): return self.kernel._diag(X[:, self._idx(X)])
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #efd3bd41
 class ScaledKernel(ScalarKernel):
     """A scalar kernel times a positive constant, c * k.
 
@@ -2190,96 +2247,6 @@ class Coregionalization(Params):
     def __init__(self, d=None, rank=None, W=None, kappa=None, kappa_bounds=(1e-8, 1e5)):
         self.d, self.rank, self.W, self.kappa, self.kappa_bounds = d, rank, W, kappa, kappa_bounds
 
-    def _checked(self):
-        if self.d is None or self.W is None or self.kappa is None:
-            raise ValueError("Coregionalization(d=None, W=None or kappa=None) is set from the training targets when an "
-                             "estimator fits (its `kernel_` holds the values); to use it by itself call "
-                             "`resolve(X, Y)` or give d, W and kappa")
-        d = _check_int(self.d, "d", 1)
-        r = d if self.rank is None else _check_int(self.rank, "rank", 1, d)
-        W = np.asarray(self.W, dtype=float)
-        if W.shape != (d, r) or not np.isfinite(W).all():
-            raise ValueError(f"W must be a finite array of shape (d, rank) = {(d, r)}, got shape {W.shape}")
-        kappa = np.asarray(self.kappa, dtype=float)
-        if kappa.shape != (d,) or not np.isfinite(kappa).all() or (kappa <= 0).any():
-            raise ValueError(f"kappa must be {d} positive numbers, got {self.kappa!r}")
-        b = np.asarray(self.kappa_bounds, dtype=float)
-        if b.shape != (2,) or not (0 < b[0] <= b[1] < np.inf):
-            raise ValueError(f"kappa_bounds must be two numbers 0 < low <= high < inf, got {self.kappa_bounds!r}")
-        return d, r, W, kappa, b
-
-    def validate(self):
-        """Check d, rank, W, kappa and kappa_bounds.
-
-        Returns
-        -------
-        self
-            This operator.
-
-        Raises
-        ------
-        ValueError
-            Naming the argument that is out of range, or saying to resolve one that is set at fit.
-        """
-        self._cached("checked", self._checked); return self
-
-    @property
-    def matrix(self):
-        "T = W W^T + diag(kappa), (d, d)."
-        def build():
-            _, _, W, kappa, _ = self._checked()
-            T = W @ W.T
-            T[np.diag_indices_from(T)] += kappa
-            return T
-        return self._cached("matrix", build)
-
-    @property
-    def output_dim(self): return self._cached("checked", self._checked)[0]
-
-    def _hp(self):
-        d, r, W, kappa, b = self._cached("checked", self._checked)
-        names = [f"W[{i},{j}]" for i in range(d) for j in range(r)] + [f"kappa[{i}]" for i in range(d)]
-        bounds = np.vstack([np.tile([-np.inf, np.inf], (d * r, 1)), np.tile(np.log(b), (d, 1))])
-        return names, np.r_[W.ravel(), np.log(kappa)], bounds
-
-    def _with_theta(self, theta):
-        d, r, _, _, _ = self._cached("checked", self._checked)
-        return Coregionalization(d, self.rank, theta[:d * r].reshape(d, r).copy(), np.exp(theta[d * r:]), self.kappa_bounds)
-
-    def matrix_gradient(self):
-        """dT / dtheta, for references and tests (`theta_gradient` is the fast contraction).
-
-        Returns
-        -------
-        ndarray of shape (n_dims, d, d)
-            The derivative of T with respect to each entry of ``theta``.
-        """
-        d, r, W, kappa, _ = self._cached("checked", self._checked)
-        out = np.zeros((d * r + d, d, d))
-        for i in range(d):
-            for j in range(r):
-                E = np.zeros((d, d)); E[i] = W[:, j]      # d(W W^T)/dW_ij = e_i w_j^T + w_j e_i^T
-                out[i * r + j] = E + E.T
-            out[d * r + i, i, i] = kappa[i]
-        return out
-
-    def theta_gradient(self, G):
-        """The gradient dL / dtheta of a loss from its gradient with respect to T.
-
-        Parameters
-        ----------
-        G : array-like of shape (d, d)
-            dL / dT.
-
-        Returns
-        -------
-        ndarray of shape (n_dims,)
-            (G + G^T) W for W, kappa * diag(G) for log kappa.
-        """
-        _, _, W, kappa, _ = self._cached("checked", self._checked)
-        G = np.asarray(G, dtype=float)
-        return np.r_[((G + G.T) @ W).ravel(), kappa * np.diag(G)]
-
     def _resolve_own(self, X, Y, params):
         if params["d"] is not None and params["W"] is not None and params["kappa"] is not None:
             return {}
@@ -2303,6 +2270,110 @@ class Coregionalization(Params):
         out["kappa"] = np.maximum(0.1 * np.diag(C), 0.01 * scale) if params["kappa"] is None else params["kappa"]
         return out
 
+# %% ../nbs/1_shared/01_kernels.ipynb #f86e3108
+@patch(as_prop=True)
+def output_dim(self: Coregionalization): return self._cached("checked", self._checked)[0]
+
+
+@patch
+def _hp(self: Coregionalization):
+    d, r, W, kappa, b = self._cached("checked", self._checked)
+    names = [f"W[{i},{j}]" for i in range(d) for j in range(r)] + [f"kappa[{i}]" for i in range(d)]
+    bounds = np.vstack([np.tile([-np.inf, np.inf], (d * r, 1)), np.tile(np.log(b), (d, 1))])
+    return names, np.r_[W.ravel(), np.log(kappa)], bounds
+
+
+@patch
+def _with_theta(self: Coregionalization, theta):
+    d, r, _, _, _ = self._cached("checked", self._checked)
+    return Coregionalization(d, self.rank, theta[:d * r].reshape(d, r).copy(), np.exp(theta[d * r:]), self.kappa_bounds)
+
+# %% ../nbs/1_shared/01_kernels.ipynb #948353e1
+@patch
+def _checked(self: Coregionalization):
+    if self.d is None or self.W is None or self.kappa is None:
+        raise ValueError("Coregionalization(d=None, W=None or kappa=None) is set from the training targets when an "
+                         "estimator fits (its `kernel_` holds the values); to use it by itself call "
+                         "`resolve(X, Y)` or give d, W and kappa")
+    d = _check_int(self.d, "d", 1)
+    r = d if self.rank is None else _check_int(self.rank, "rank", 1, d)
+    W = np.asarray(self.W, dtype=float)
+    if W.shape != (d, r) or not np.isfinite(W).all():
+        raise ValueError(f"W must be a finite array of shape (d, rank) = {(d, r)}, got shape {W.shape}")
+    kappa = np.asarray(self.kappa, dtype=float)
+    if kappa.shape != (d,) or not np.isfinite(kappa).all() or (kappa <= 0).any():
+        raise ValueError(f"kappa must be {d} positive numbers, got {self.kappa!r}")
+    b = np.asarray(self.kappa_bounds, dtype=float)
+    if b.shape != (2,) or not (0 < b[0] <= b[1] < np.inf):
+        raise ValueError(f"kappa_bounds must be two numbers 0 < low <= high < inf, got {self.kappa_bounds!r}")
+    return d, r, W, kappa, b
+
+
+@patch
+def validate(self: Coregionalization):
+    """Check d, rank, W, kappa and kappa_bounds.
+
+    Returns
+    -------
+    self
+        This operator.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument that is out of range, or saying to resolve one that is set at fit.
+    """
+    self._cached("checked", self._checked); return self
+
+
+@patch(as_prop=True)
+def matrix(self: Coregionalization):
+    "T = W W^T + diag(kappa), (d, d)."
+    def build():
+        _, _, W, kappa, _ = self._checked()
+        T = W @ W.T
+        T[np.diag_indices_from(T)] += kappa
+        return T
+    return self._cached("matrix", build)
+
+# %% ../nbs/1_shared/01_kernels.ipynb #5fec3384
+@patch
+def matrix_gradient(self: Coregionalization):
+    """dT / dtheta, for references and tests (`theta_gradient` is the fast contraction).
+
+    Returns
+    -------
+    ndarray of shape (n_dims, d, d)
+        The derivative of T with respect to each entry of ``theta``.
+    """
+    d, r, W, kappa, _ = self._cached("checked", self._checked)
+    out = np.zeros((d * r + d, d, d))
+    for i in range(d):
+        for j in range(r):
+            E = np.zeros((d, d)); E[i] = W[:, j]      # d(W W^T)/dW_ij = e_i w_j^T + w_j e_i^T
+            out[i * r + j] = E + E.T
+        out[d * r + i, i, i] = kappa[i]
+    return out
+
+
+@patch
+def theta_gradient(self: Coregionalization, G):
+    """The gradient dL / dtheta of a loss from its gradient with respect to T.
+
+    Parameters
+    ----------
+    G : array-like of shape (d, d)
+        dL / dT.
+
+    Returns
+    -------
+    ndarray of shape (n_dims,)
+        (G + G^T) W for W, kappa * diag(G) for log kappa.
+    """
+    _, _, W, kappa, _ = self._cached("checked", self._checked)
+    G = np.asarray(G, dtype=float)
+    return np.r_[((G + G.T) @ W).ravel(), kappa * np.diag(G)]
+
 # %% ../nbs/1_shared/01_kernels.ipynb #511a06ce
 def _no_hp(self):
     "(names, theta, bounds) of the learnable hyper-parameters: none by default."
@@ -2312,7 +2383,7 @@ def _no_hp(self):
 Params._hp = _no_hp
 Params._with_theta = lambda self, theta: type(self)(**self.get_params(deep=False))
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #99f472bb
 def _theta(self) -> np.ndarray:
     "The learnable hyper-parameters as one flat vector, positive ones in log space (as scikit-learn's kernels)."
     return self._hp()[1].copy()
@@ -2373,7 +2444,7 @@ def _prefixed(prefix, obj):
 Params.theta, Params.bounds, Params.n_dims = property(_theta), property(_bounds), property(_n_dims)
 Params.hyperparameter_names, Params.clone_with_theta = property(_hyperparameter_names), _clone_with_theta
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #bebfd071
 def _bandwidth_hp(self):
     self.validate()                              # a rule ('scale') raises: resolve the kernel first
     lo, hi = type(self).gamma_bounds
@@ -2384,7 +2455,7 @@ _Bandwidth.gamma_bounds = (1e-6, 1e6)
 _Bandwidth._hp = _bandwidth_hp
 _Bandwidth._with_theta = lambda self, theta: type(self)(gamma=float(np.exp(theta[0])))
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #c3b974b3
 def _scalar_gram_gradient(self, X, Y=None):
     """The Gram matrix k(X, Y) and its derivatives with respect to ``theta``.
 
@@ -2439,7 +2510,7 @@ def _bandwidth_gram_gradient(self, X, Y=None):
 
 ScalarKernel.gram_gradient, _Bandwidth.gram_gradient = _scalar_gram_gradient, _bandwidth_gram_gradient
 
-
+# %% ../nbs/1_shared/01_kernels.ipynb #fca35acf
 def _separable_hp(self):
     names, th, b = _prefixed("scalar_kernel", self.scalar_kernel) if isinstance(self.scalar_kernel, Params) else _no_hp(self)
     if isinstance(self._T, Params):

@@ -9,6 +9,7 @@ import numbers
 import time
 
 import numpy as np
+from fastcore.basics import patch
 import warnings
 
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
@@ -155,79 +156,85 @@ class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.kernel, self.operator, self.lam, self.n_components = kernel, operator, lam, n_components
         self.center_y = center_y
 
-    @fit_context
-    def fit(self, X, Y):
-        """Fit the coefficients: one eigendecomposition of the Gram G(X, X) and one of T.
+# %% ../nbs/2_algorithms/03_movkl.ipynb #7dd069e5
+@patch
+@fit_context
+def fit(self: FunctionalKRR, X, Y):
+    """Fit the coefficients: one eigendecomposition of the Gram G(X, X) and one of T.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs (at least 2 samples).
-        Y : array-like of shape (n_samples, d) or (n_samples,)
-            Training curves, sampled on the operator's grid of d points (1-D: one output).
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs (at least 2 samples).
+    Y : array-like of shape (n_samples, d) or (n_samples,)
+        Training curves, sampled on the operator's grid of d points (1-D: one output).
 
-        Returns
-        -------
-        self : FunctionalKRR
-            The fitted estimator.
+    Returns
+    -------
+    self : FunctionalKRR
+        The fitted estimator.
 
-        Raises
-        ------
-        ValueError
-            If Y's width is not the operator's ``d``, or `n_components` exceeds ``d``.
-        """
-        X, Y, y1d = _check_curves(X, Y, None if self.operator is None else self.operator.d)
-        operator = default_operator(Y.shape[1]) if self.operator is None else self.operator
-        d = operator.d
-        if self.n_components is not None and self.n_components > d:
-            raise ValueError(f"n_components must be None or an integer in [1, {d}], got {self.n_components!r}")
-        kernel = resolve_kernel(self.kernel, X, default=RBF, kind=ScalarKernel)
-        y_mean = _y_mean(self.center_y, self.operator is None, Y)
-        with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # one eigh of the n x n Gram
-            f = EigenFactor.of(kernel(X), operator.eig(), Y - y_mean).truncate(self.n_components)
-            self.coef_ = f.coef(self.lam)
-            self.T_ = (f.V * f.e) @ f.Vinv
-        self.kernel_, self.operator_, self.y_mean_, self._y1d = kernel, operator, y_mean, y1d
-        self.X_fit_, self.n_features_in_ = X, X.shape[1]
-        return self
+    Raises
+    ------
+    ValueError
+        If Y's width is not the operator's ``d``, or `n_components` exceeds ``d``.
+    """
+    X, Y, y1d = _check_curves(X, Y, None if self.operator is None else self.operator.d)
+    operator = default_operator(Y.shape[1]) if self.operator is None else self.operator
+    d = operator.d
+    if self.n_components is not None and self.n_components > d:
+        raise ValueError(f"n_components must be None or an integer in [1, {d}], got {self.n_components!r}")
+    kernel = resolve_kernel(self.kernel, X, default=RBF, kind=ScalarKernel)
+    y_mean = _y_mean(self.center_y, self.operator is None, Y)
+    with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # one eigh of the n x n Gram
+        f = EigenFactor.of(kernel(X), operator.eig(), Y - y_mean).truncate(self.n_components)
+        self.coef_ = f.coef(self.lam)
+        self.T_ = (f.V * f.e) @ f.Vinv
+    self.kernel_, self.operator_, self.y_mean_, self._y1d = kernel, operator, y_mean, y1d
+    self.X_fit_, self.n_features_in_ = X, X.shape[1]
+    return self
 
-    def predict(self, X):
-        """Predict the curves of new inputs: G(X, X_fit) C T_p^T, plus the mean curve when centred.
+# %% ../nbs/2_algorithms/03_movkl.ipynb #81ff4d6e
+@patch
+def predict(self: FunctionalKRR, X):
+    """Predict the curves of new inputs: G(X, X_fit) C T_p^T, plus the mean curve when centred.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
 
-        Returns
-        -------
-        ndarray of shape (n_samples, d) or (n_samples,)
-            Predicted curves on the operator's grid (1-D when the model was fitted with a 1-D Y).
-        """
-        X = check_X(self, X)
-        with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
-            F = self.kernel_(X, self.X_fit_) @ (self.coef_ @ self.T_.T) + self.y_mean_
-        return F[:, 0] if getattr(self, "_y1d", False) else F
+    Returns
+    -------
+    ndarray of shape (n_samples, d) or (n_samples,)
+        Predicted curves on the operator's grid (1-D when the model was fitted with a 1-D Y).
+    """
+    X = check_X(self, X)
+    with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
+        F = self.kernel_(X, self.X_fit_) @ (self.coef_ @ self.T_.T) + self.y_mean_
+    return F[:, 0] if getattr(self, "_y1d", False) else F
 
-    def score(self, X, y, sample_weight=None):
-        """Functional R^2: 1 - RSSE / total sum of squares, both with the operator's quadrature weights.
+# %% ../nbs/2_algorithms/03_movkl.ipynb #7f4f9ed1
+@patch
+def score(self: FunctionalKRR, X, y, sample_weight=None):
+    """Functional R^2: 1 - RSSE / total sum of squares, both with the operator's quadrature weights.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        y : array-like of shape (n_samples, d) or (n_samples,)
-            True curves on the operator's grid.
-        sample_weight : None
-            Not used (the weights are the quadrature weights over the grid); there for scikit-learn's signature.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Test inputs.
+    y : array-like of shape (n_samples, d) or (n_samples,)
+        True curves on the operator's grid.
+    sample_weight : None
+        Not used (the weights are the quadrature weights over the grid); there for scikit-learn's signature.
 
-        Returns
-        -------
-        float
-            The functional R^2 (1 is a perfect fit; it can be negative).
-        """
-        check_fitted(self, "coef_")
-        return _curve_score(self, X, y, self.operator_.weights)
+    Returns
+    -------
+    float
+        The functional R^2 (1 is a perfect fit; it can be negative).
+    """
+    check_fitted(self, "coef_")
+    return _curve_score(self, X, y, self.operator_.weights)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #40469161
 def loo_curves(kernel: ScalarKernel | None, operator: OutputOperator | None, X, Y, lams, n_components=(None,)) -> np.ndarray:
@@ -626,75 +633,6 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.kernels, self.lam, self.r, self.solver, self.tol, self.max_iter = kernels, lam, r, solver, tol, max_iter
         self.center_y = center_y
 
-    @fit_context
-    def fit(self, X, Y):
-        """Learn the kernel weights and the coefficients by Algorithm 1 (alternating the alpha-step and eq. (15)).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs (at least 2 samples).
-        Y : array-like of shape (n_samples, d) or (n_samples,)
-            Training curves, sampled on the operators' grid of d points (1-D: one output).
-
-        Returns
-        -------
-        self : MovKL
-            The fitted estimator.
-
-        Raises
-        ------
-        ValueError
-            If an entry of `kernels` is not a kernel, the operators act on different grids or Y's width is not
-            theirs, or ``solver='eig'`` is asked for kernels with several operators.
-        """
-        X, Y, self._y1d = _check_curves(X, Y)
-        kernels = _fit_kernels(self.kernels, X, Y)
-        pairs, w = kernel_pairs(kernels)
-        _check_curves(X, Y, pairs[0][1].shape[0])              # Y on the operators' grid
-        groups = group_operators(pairs)
-        s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
-        Ts = [symmetric_operator(T, w) for T, _ in groups]
-        _start_solver(self, groups, Ts)
-        y_mean = _y_mean(self.center_y, self.kernels is None, Y)
-        with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
-            d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
-        self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
-        self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
-        self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
-        self.n_features_in_ = X.shape[1]
-        self._precond = None
-        return self
-
-    def combined_kernel(self):
-        """The learned kernel :math:`\\sum_k d_k G_k T_k` as a `SumKernel` of `Separable` kernels.
-
-        Returns
-        -------
-        ovk_nb.kernels.SumKernel
-            The kernels of ``pairs_`` weighted by ``weights_``.
-        """
-        check_fitted(self, "coef_")
-        return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
-
-    def predict(self, X):
-        """Predict the curves of new inputs with the learned kernel.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, d) or (n_samples,)
-            Predicted curves on the operators' grid (1-D when the model was fitted with a 1-D Y).
-        """
-        X = check_X(self, X)
-        with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
-            F = _predict_sum(self, X) + self.y_mean_
-        return F[:, 0] if getattr(self, "_y1d", False) else F
-
     def score(self, X, y, sample_weight=None):
         """Functional R^2 (1 - RSSE / total sum of squares) with the operators' quadrature weights.
 
@@ -714,6 +652,81 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """
         check_fitted(self, "coef_")
         return _curve_score(self, X, y, self.quadrature_weights_)
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #f81521a8
+@patch
+@fit_context
+def fit(self: MovKL, X, Y):
+    """Learn the kernel weights and the coefficients by Algorithm 1 (alternating the alpha-step and eq. (15)).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs (at least 2 samples).
+    Y : array-like of shape (n_samples, d) or (n_samples,)
+        Training curves, sampled on the operators' grid of d points (1-D: one output).
+
+    Returns
+    -------
+    self : MovKL
+        The fitted estimator.
+
+    Raises
+    ------
+    ValueError
+        If an entry of `kernels` is not a kernel, the operators act on different grids or Y's width is not
+        theirs, or ``solver='eig'`` is asked for kernels with several operators.
+    """
+    X, Y, self._y1d = _check_curves(X, Y)
+    kernels = _fit_kernels(self.kernels, X, Y)
+    pairs, w = kernel_pairs(kernels)
+    _check_curves(X, Y, pairs[0][1].shape[0])              # Y on the operators' grid
+    groups = group_operators(pairs)
+    s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
+    Ts = [symmetric_operator(T, w) for T, _ in groups]
+    _start_solver(self, groups, Ts)
+    y_mean = _y_mean(self.center_y, self.kernels is None, Y)
+    with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
+        d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
+    self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
+    self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
+    self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
+    self.n_features_in_ = X.shape[1]
+    self._precond = None
+    return self
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #de4f94b5
+@patch
+def combined_kernel(self: MovKL):
+    """The learned kernel :math:`\\sum_k d_k G_k T_k` as a `SumKernel` of `Separable` kernels.
+
+    Returns
+    -------
+    ovk_nb.kernels.SumKernel
+        The kernels of ``pairs_`` weighted by ``weights_``.
+    """
+    check_fitted(self, "coef_")
+    return SumKernel([Separable(G, T, self.quadrature_weights_) for G, T in self.pairs_], self.weights_)
+
+
+@patch
+def predict(self: MovKL, X):
+    """Predict the curves of new inputs with the learned kernel.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, d) or (n_samples,)
+        Predicted curves on the operators' grid (1-D when the model was fitted with a 1-D Y).
+    """
+    X = check_X(self, X)
+    with blas_threads(_threads(len(X) * self.coef_.size, MOVKL_PREDICT_THREADS_MIN_WORK)):
+        F = _predict_sum(self, X) + self.y_mean_
+    return F[:, 0] if getattr(self, "_y1d", False) else F
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #71e02dae
 def _predict_sum(est, X):

@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from fastcore.basics import patch
 from scipy.linalg.lapack import dpstrf
 from sklearn.base import BaseEstimator, RegressorMixin
 
@@ -340,101 +341,6 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         tags.regressor_tags.poor_score = True          # score is minus the pinball loss, not R^2
         return tags
 
-    @fit_context
-    def fit(self, X, y):
-        """Fit the joint quantile model by solving the dual QP with clarabel.
-
-        A fit that fails leaves the estimator as it was.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs (at least 2 samples).
-        y : array-like of shape (n_samples,)
-            Training targets.
-
-        Returns
-        -------
-        self : JointQuantileRegressor
-            The fitted estimator.
-
-        Raises
-        ------
-        ValueError
-            If `probs` is not strictly increasing in (0, 1), X and y differ in rows, the kernel's output dimension is
-            not ``len(probs)``, lam and y's scale put the QP out of floating-point range, or the QP solver fails
-            numerically (its status named).
-        ImportError
-            If the optional dependency clarabel is missing.
-
-        Warns
-        -----
-        ConvergenceWarning
-            If clarabel stops at `max_iter` (or short of its tolerance) before reaching `tol`; the fit keeps its last
-            iterate.
-        """
-        t = check_probs(self.probs)
-        X = check_input(X, "X", min_samples=2, why="the intercepts need two samples")
-        y = _target(y, len(X))
-        if len(y) != len(X):
-            raise ValueError(f"X and y must have the same number of rows, got {len(X)} and {len(y)}")
-        p = len(t)
-        kernel_ = resolve_kernel(self.kernel, X, np.zeros((len(X), p)),
-                                 default=lambda: Separable(RBF(), level_matrix(t, self.gamma_tau)))
-        if kernel_.output_dim != p:
-            raise ValueError(f"kernel must have output_dim = len(probs) = {p}, got {kernel_.output_dim}")
-        if getattr(kernel_, "weights", None) is not None:
-            raise ValueError("kernel must not carry quadrature weights (the levels are points, not a grid)")
-        _clarabel()
-        opts = dict(tol=float(self.tol), max_iter=int(self.max_iter))
-        n = len(X)
-        s = _y_scale(y, self.lam, n)                          # solve for (y / s, lam s): exact, see _y_scale
-        ys, lam_s = y / s, float(self.lam) * s
-        Ft = gram_factor(kernel_, X) if self.solver != "dense" else None
-        solver = "dense" if self.solver == "dense" or (self.solver == "auto" and Ft.shape[0] > n * p / 2) else "factored"
-        if solver == "dense":
-            coef, b, value, info = quantile_qp_reference(kernel_.gram(X), ys, t, lam_s, self.non_crossing, **opts)
-            info["rank"] = n * p
-        else:
-            coef, b, value, info = quantile_qp_factored(Ft, ys, t, lam_s, self.non_crossing, **opts)
-        self.kernel_, self.probs_, self.coef_, self.intercept_ = kernel_, t, coef * s, b * s
-        self.dual_objective_, self.solver_, self.rank_, self.n_iter_ = value * s * s, solver, int(info["rank"]), int(info["iterations"])
-        self.level_index_ = int(np.argmin(np.abs(t - 0.5)))  # nearest 0.5; a tie takes the lower level
-        self.X_fit_, self.n_features_in_ = X.copy(), X.shape[1]
-        return self
-
-    def predict_quantiles(self, X):
-        """Predict the quantiles h(x) + b of every level.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_levels)
-            One column per level, in `probs_` order (two-dimensional even for one level).
-        """
-        X = check_X(self, X)
-        return self.kernel_.apply(X, self.X_fit_, self.coef_) + self.intercept_
-
-    def predict(self, X):
-        """Predict one quantile curve, of y's shape: the level `probs_[level_index_]`, the one nearest 0.5.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The conditional median when 0.5 is a level, else the level nearest 0.5 (a tie takes the lower level);
-            every level: `predict_quantiles`.
-        """
-        return self.predict_quantiles(X)[:, self.level_index_]
-
     def score(self, X, y, sample_weight=None):
         """Minus the mean pinball loss over the samples and levels (higher is better; not R^2).
 
@@ -458,3 +364,104 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         R = y[:, None] - F
         L = np.maximum(t * R, (t - 1) * R).mean(axis=1)
         return -float(np.average(L, weights=sample_weight))
+
+# %% ../nbs/2_algorithms/10_quantile.ipynb #f3447f63
+@patch
+@fit_context
+def fit(self: JointQuantileRegressor, X, y):
+    """Fit the joint quantile model by solving the dual QP with clarabel.
+
+    A fit that fails leaves the estimator as it was.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs (at least 2 samples).
+    y : array-like of shape (n_samples,)
+        Training targets.
+
+    Returns
+    -------
+    self : JointQuantileRegressor
+        The fitted estimator.
+
+    Raises
+    ------
+    ValueError
+        If `probs` is not strictly increasing in (0, 1), X and y differ in rows, the kernel's output dimension is
+        not ``len(probs)``, lam and y's scale put the QP out of floating-point range, or the QP solver fails
+        numerically (its status named).
+    ImportError
+        If the optional dependency clarabel is missing.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If clarabel stops at `max_iter` (or short of its tolerance) before reaching `tol`; the fit keeps its last
+        iterate.
+    """
+    t = check_probs(self.probs)
+    X = check_input(X, "X", min_samples=2, why="the intercepts need two samples")
+    y = _target(y, len(X))
+    if len(y) != len(X):
+        raise ValueError(f"X and y must have the same number of rows, got {len(X)} and {len(y)}")
+    p = len(t)
+    kernel_ = resolve_kernel(self.kernel, X, np.zeros((len(X), p)),
+                             default=lambda: Separable(RBF(), level_matrix(t, self.gamma_tau)))
+    if kernel_.output_dim != p:
+        raise ValueError(f"kernel must have output_dim = len(probs) = {p}, got {kernel_.output_dim}")
+    if getattr(kernel_, "weights", None) is not None:
+        raise ValueError("kernel must not carry quadrature weights (the levels are points, not a grid)")
+    _clarabel()
+    opts = dict(tol=float(self.tol), max_iter=int(self.max_iter))
+    n = len(X)
+    s = _y_scale(y, self.lam, n)                          # solve for (y / s, lam s): exact, see _y_scale
+    ys, lam_s = y / s, float(self.lam) * s
+    Ft = gram_factor(kernel_, X) if self.solver != "dense" else None
+    solver = "dense" if self.solver == "dense" or (self.solver == "auto" and Ft.shape[0] > n * p / 2) else "factored"
+    if solver == "dense":
+        coef, b, value, info = quantile_qp_reference(kernel_.gram(X), ys, t, lam_s, self.non_crossing, **opts)
+        info["rank"] = n * p
+    else:
+        coef, b, value, info = quantile_qp_factored(Ft, ys, t, lam_s, self.non_crossing, **opts)
+    self.kernel_, self.probs_, self.coef_, self.intercept_ = kernel_, t, coef * s, b * s
+    self.dual_objective_, self.solver_, self.rank_, self.n_iter_ = value * s * s, solver, int(info["rank"]), int(info["iterations"])
+    self.level_index_ = int(np.argmin(np.abs(t - 0.5)))  # nearest 0.5; a tie takes the lower level
+    self.X_fit_, self.n_features_in_ = X.copy(), X.shape[1]
+    return self
+
+# %% ../nbs/2_algorithms/10_quantile.ipynb #9427edff
+@patch
+def predict_quantiles(self: JointQuantileRegressor, X):
+    """Predict the quantiles h(x) + b of every level.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_levels)
+        One column per level, in `probs_` order (two-dimensional even for one level).
+    """
+    X = check_X(self, X)
+    return self.kernel_.apply(X, self.X_fit_, self.coef_) + self.intercept_
+
+
+@patch
+def predict(self: JointQuantileRegressor, X):
+    """Predict one quantile curve, of y's shape: the level `probs_[level_index_]`, the one nearest 0.5.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The conditional median when 0.5 is a level, else the level nearest 0.5 (a tie takes the lower level);
+        every level: `predict_quantiles`.
+    """
+    return self.predict_quantiles(X)[:, self.level_index_]

@@ -305,107 +305,111 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.preconditioner, self.n_components, self.random_state = preconditioner, n_components, random_state
         self.center_y, self.missing, self.lam_manifold, self.n_neighbors = center_y, missing, lam_manifold, n_neighbors
 
-    @fit_context
-    def fit(self, X, Y):
-        """Fit the ridge on X and Y.
+# %% ../nbs/2_algorithms/00_ridge.ipynb #501e3bb3
+@patch
+@fit_context
+def fit(self: OVKRidge, X, Y):
+    """Fit the ridge on X and Y.
 
-        A fit that fails leaves the estimator as it was (`fit_context`).
+    A fit that fails leaves the estimator as it was (`fit_context`).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs: a NumPy array, a Dask array (fitted on the Dask workers, see Notes of the class) or an
-            array-API array (PyTorch, CuPy, ...: the factorisations run in X's namespace and device).
-        Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
-            Training outputs; a 1-D y when the kernel has output dimension 1. With ``missing='ignore'`` NaN entries
-            are missing outputs.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs: a NumPy array, a Dask array (fitted on the Dask workers, see Notes of the class) or an
+        array-API array (PyTorch, CuPy, ...: the factorisations run in X's namespace and device).
+    Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+        Training outputs; a 1-D y when the kernel has output dimension 1. With ``missing='ignore'`` NaN entries
+        are missing outputs.
 
-        Returns
-        -------
-        self : OVKRidge
-            The fitted estimator.
+    Returns
+    -------
+    self : OVKRidge
+        The fitted estimator.
 
-        Raises
-        ------
-        ValueError
-            If X or Y is not finite (NaN in Y is allowed with ``missing='ignore'``), their lengths differ, or the
-            kernel does not fit Y's width or the chosen solver (solver='cg' refuses a kernel that is not symmetric).
+    Raises
+    ------
+    ValueError
+        If X or Y is not finite (NaN in Y is allowed with ``missing='ignore'``), their lengths differ, or the
+        kernel does not fit Y's width or the chosen solver (solver='cg' refuses a kernel that is not symmetric).
 
-        Warns
-        -----
-        ovk_nb.linalg.IllConditionedWarning
-            When an exact solver ('dense', 'eigen', 'cholesky') finds cond(K + lam I) * eps > 1e-4 (names lam and cond).
-        sklearn.exceptions.ConvergenceWarning
-            When CG or the semi-supervised GMRES stops at max_iter (or GMRES on stagnation) above tol.
+    Warns
+    -----
+    ovk_nb.linalg.IllConditionedWarning
+        When an exact solver ('dense', 'eigen', 'cholesky') finds cond(K + lam I) * eps > 1e-4 (names lam and cond).
+    sklearn.exceptions.ConvergenceWarning
+        When CG or the semi-supervised GMRES stops at max_iter (or GMRES on stagnation) above tol.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).normal(size=(20, 2))
-        >>> OVKRidge(lam=0.1).fit(X, X ** 2).coef_.shape
-        (20, 2)
-        """
-        route = route_of(X)                     # the one dispatch point: numpy, dask or another array library
-        if route == "dask":                     # n too large for one machine: Nystrom or CG on the Dask workers
-            return _fit_dask(self, X, Y)
-        if route == "array_api":                # PyTorch, CuPy, ...: the factorisations in X's namespace and device
-            return _fit_xp(self, X, Y)
-        if self.missing == "ignore" or self.lam_manifold > 0:   # NaN outputs / unlabelled rows / the graph term
-            return _fit_masked(self, X, Y)
-        X, Y, y1d, self.kernel_ = _fit_data(self.kernel, X, Y)
-        self.y_mean_ = Y.mean(axis=0) if self.center_y else np.zeros(Y.shape[1])
-        Y = Y - self.y_mean_
-        parts = KernelParts(self.kernel_)
-        solver = _choose_solver(parts, self.solver, len(X))
-        with blas_threads(_solve_threads(solver, len(X), parts.d)):     # one thread for small systems, see above
-            _solve(self, solver, parts, X, Y, float(self.lam))
-        # copies: predict(X) on the caller's training array must not share memory with X_fit_, or numpy turns X @ X_fit_.T
-        # into a symmetric product (syrk) whose rounding differs from the general one used after unpickling
-        self.solver_, self.X_fit_, self._Y_fit = solver, X.copy(), Y.copy()
-        self.n_features_in_, self.n_outputs_, self._y1d = X.shape[1], Y.shape[1], y1d
-        return self
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> OVKRidge(lam=0.1).fit(X, X ** 2).coef_.shape
+    (20, 2)
+    """
+    route = route_of(X)                     # the one dispatch point: numpy, dask or another array library
+    if route == "dask":                     # n too large for one machine: Nystrom or CG on the Dask workers
+        return _fit_dask(self, X, Y)
+    if route == "array_api":                # PyTorch, CuPy, ...: the factorisations in X's namespace and device
+        return _fit_xp(self, X, Y)
+    if self.missing == "ignore" or self.lam_manifold > 0:   # NaN outputs / unlabelled rows / the graph term
+        return _fit_masked(self, X, Y)
+    X, Y, y1d, self.kernel_ = _fit_data(self.kernel, X, Y)
+    self.y_mean_ = Y.mean(axis=0) if self.center_y else np.zeros(Y.shape[1])
+    Y = Y - self.y_mean_
+    parts = KernelParts(self.kernel_)
+    solver = _choose_solver(parts, self.solver, len(X))
+    with blas_threads(_solve_threads(solver, len(X), parts.d)):     # one thread for small systems, see above
+        _solve(self, solver, parts, X, Y, float(self.lam))
+    # copies: predict(X) on the caller's training array must not share memory with X_fit_, or numpy turns X @ X_fit_.T
+    # into a symmetric product (syrk) whose rounding differs from the general one used after unpickling
+    self.solver_, self.X_fit_, self._Y_fit = solver, X.copy(), Y.copy()
+    self.n_features_in_, self.n_outputs_, self._y1d = X.shape[1], Y.shape[1], y1d
+    return self
 
-    def predict(self, X, return_std=False):
-        """Predict f(x) for each row of X.
+# %% ../nbs/2_algorithms/00_ridge.ipynb #c4a03141
+@patch
+def predict(self: OVKRidge, X, return_std=False):
+    """Predict f(x) for each row of X.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-            Query inputs (NumPy, Dask or array-API array, as in `fit`).
-        return_std : bool, default=False
-            Also return the posterior standard deviation of the latent f (same shape) of the Gaussian process whose
-            posterior mean this ridge is: prior covariance K, noise variance lam (Separable kernels, exact solvers;
-            see `posterior_std`).
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs (NumPy, Dask or array-API array, as in `fit`).
+    return_std : bool, default=False
+        Also return the posterior standard deviation of the latent f (same shape) of the Gaussian process whose
+        posterior mean this ridge is: prior covariance K, noise variance lam (Separable kernels, exact solvers;
+        see `posterior_std`).
 
-        Returns
-        -------
-        F : ndarray of shape (n_queries, n_outputs), or (n_queries,) if fitted with a 1-D y
-            The predictions; a Dask array for a Dask X, an array of X's library for array-API inputs.
-        std : ndarray of the same shape as F
-            Only with ``return_std=True``: the posterior standard deviations.
+    Returns
+    -------
+    F : ndarray of shape (n_queries, n_outputs), or (n_queries,) if fitted with a 1-D y
+        The predictions; a Dask array for a Dask X, an array of X's library for array-API inputs.
+    std : ndarray of the same shape as F
+        Only with ``return_std=True``: the posterior standard deviations.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).normal(size=(20, 2))
-        >>> F, sd = OVKRidge(lam=0.1).fit(X, X ** 2).predict(X[:3], return_std=True)
-        >>> F.shape, sd.shape
-        ((3, 2), (3, 2))
-        """
-        if return_std:
-            return self.predict(X), self.posterior_std(X)
-        route = route_of(X)
-        if route == "dask":
-            return _predict_dask(self, X)
-        if route == "array_api" or getattr(self, "_xp_model", None) is not None:
-            return _predict_xp(self, X)
-        X = check_X(self, X)
-        F = (self._nystrom.predict(X) if self.solver_ == "nystrom" else self._rff.predict(X) if self.solver_ == "rff" else
-             _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_))
-        F += _y_mean(self)
-        return F[:, 0] if self._y1d else F
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> F, sd = OVKRidge(lam=0.1).fit(X, X ** 2).predict(X[:3], return_std=True)
+    >>> F.shape, sd.shape
+    ((3, 2), (3, 2))
+    """
+    if return_std:
+        return self.predict(X), self.posterior_std(X)
+    route = route_of(X)
+    if route == "dask":
+        return _predict_dask(self, X)
+    if route == "array_api" or getattr(self, "_xp_model", None) is not None:
+        return _predict_xp(self, X)
+    X = check_X(self, X)
+    F = (self._nystrom.predict(X) if self.solver_ == "nystrom" else self._rff.predict(X) if self.solver_ == "rff" else
+         _apply_chunked(self.kernel_, X, self.X_fit_, self.coef_))
+    F += _y_mean(self)
+    return F[:, 0] if self._y1d else F
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #7491df55
 def _posterior_std(self, X):
     """Posterior standard deviation of the latent f at X, for the Gaussian process whose posterior mean this ridge is.
 
@@ -512,7 +516,7 @@ def _fit_dask(est, X, Y):
     est.kernel_, est.n_features_in_, est.n_outputs_, est._y1d = kernel, X.shape[1], d, y1d
     return est
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #212c7b8c
 def _fit_data_xp(kernel, X, Y, random_state):
     """`_fit_data` for array-API data: checked in its namespace, the kernel resolved on at most DASK_RESOLVE_ROWS rows copied
     to the host (all of them below that: the NumPy fit's bandwidth)."""
@@ -549,7 +553,7 @@ def _fit_xp(est, X, Y):
     est.n_features_in_, est.n_outputs_, est._y1d = X.shape[1], d, y1d
     return est
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #a6b6a31b
 def _query_xp(est, X):
     "Query rows for a model fitted on array-API data: of the same library (else a ValueError), checked, the right width."
     check_fitted(est, "n_features_in_")
@@ -617,7 +621,7 @@ def knn_laplacian(X, n_neighbors: int = 10):
     W = W.maximum(W.T)
     return csgraph.laplacian(W.astype(float))
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #f6866338
 def semisupervised_dense_reference(kernel, X, Y, lam: float, lam_manifold: float = 0.0, n_neighbors: int = 10):
     """The literal solve of the semi-supervised ridge with missing outputs (a reference for tests).
 
@@ -674,7 +678,7 @@ def _semisupervised_dense(kernel, X, Y, lam, lam_m, n_neighbors):
     A[np.diag_indices_from(A)] += lam
     return np.linalg.solve(A, np.where(M, Y, 0.0).ravel()).reshape(n, d)
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #204454a2
 def _fit_masked(est, X, Y):
     "OVKRidge.fit with NaN outputs (missing='ignore') and/or the manifold term (lam_manifold > 0)."
     X, Y, y1d = check_X_Y_missing(X, Y, min_samples=1, why="ridge needs data")
@@ -863,7 +867,7 @@ def predict_path(self: OVKRidge, X, lams):
         Kx = KernelParts(self.kernel_).grams(check_X(self, X), self.X_fit_)[0]
     return f.predict_path(Kx, _check_lams(lams, self.lam)) + _y_mean(self)
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #7f18ef14
 @patch
 def refit(self: OVKRidge, lam):
     """Switch to another regularisation, reusing the eigendecomposition (O(n^2 d)).
@@ -900,7 +904,7 @@ def refit(self: OVKRidge, lam):
         self._xp_model = xp_exact_model(KernelParts(self.kernel_), self.coef_, "eigen", factor=f)
     return self
 
-
+# %% ../nbs/2_algorithms/00_ridge.ipynb #5a0bb899
 @patch
 def loo_residuals(self: OVKRidge, lam=None):
     """Leave-one-out residuals y_i - f^{-i}(x_i) in closed form, for one regularisation.
@@ -1123,68 +1127,72 @@ class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return OVKRidge(self.kernel, lam=lam, solver=solver or self.solver, tol=self.tol,
                         n_components=self.n_components, random_state=self.random_state, center_y=self.center_y)
 
-    @fit_context
-    def fit(self, X, Y):
-        """Choose lam by cross-validation, then refit `OVKRidge` on all data with it.
+# %% ../nbs/2_algorithms/00_ridge.ipynb #98dac28e
+@patch
+@fit_context
+def fit(self: OVKRidgeCV, X, Y):
+    """Choose lam by cross-validation, then refit `OVKRidge` on all data with it.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs (NumPy, or array-API arrays with an integer or splitter ``cv``).
-        Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
-            Training outputs.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs (NumPy, or array-API arrays with an integer or splitter ``cv``).
+    Y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+        Training outputs.
 
-        Returns
-        -------
-        self : OVKRidgeCV
-            The fitted estimator.
+    Returns
+    -------
+    self : OVKRidgeCV
+        The fitted estimator.
 
-        Raises
-        ------
-        ValueError
-            If ``lams`` is not a non-empty sequence of positive numbers, ``cv`` exceeds n_samples, or ``cv='loo'``
-            is asked of a kernel that is not Separable.
-        """
-        lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
-        if route_of(X) == "array_api":            # the same errors, computed in X's namespace and device
-            X, Y2, y1d, kernel, _ = _fit_data_xp(self.kernel, X, Y, self.random_state)
-        else:
-            X, Y2, y1d, kernel = _fit_data(self.kernel, X, Y)
-        self.cv_errors_ = _cv_errors(self, X, Y2, lams, _one_part(KernelParts(kernel)))
-        Y = Y2[:, 0] if y1d else Y2
-        self.lams_ = lams
-        self.mean_cv_errors_ = self.cv_errors_.mean(axis=0)
-        self.lam_ = float(lams[int(np.argmin(self.mean_cv_errors_))])
-        t0 = time.perf_counter()
-        self.best_estimator_ = self._ridge(self.lam_).fit(X, Y)
-        self.refit_time_ = time.perf_counter() - t0          # seconds of the final fit (as GridSearchCV's refit_time_)
-        self.n_features_in_ = X.shape[1]
-        return self
+    Raises
+    ------
+    ValueError
+        If ``lams`` is not a non-empty sequence of positive numbers, ``cv`` exceeds n_samples, or ``cv='loo'``
+        is asked of a kernel that is not Separable.
+    """
+    lams = _check_lam_grid(DEFAULT_LAMS if self.lams is None else self.lams)
+    if route_of(X) == "array_api":            # the same errors, computed in X's namespace and device
+        X, Y2, y1d, kernel, _ = _fit_data_xp(self.kernel, X, Y, self.random_state)
+    else:
+        X, Y2, y1d, kernel = _fit_data(self.kernel, X, Y)
+    self.cv_errors_ = _cv_errors(self, X, Y2, lams, _one_part(KernelParts(kernel)))
+    Y = Y2[:, 0] if y1d else Y2
+    self.lams_ = lams
+    self.mean_cv_errors_ = self.cv_errors_.mean(axis=0)
+    self.lam_ = float(lams[int(np.argmin(self.mean_cv_errors_))])
+    t0 = time.perf_counter()
+    self.best_estimator_ = self._ridge(self.lam_).fit(X, Y)
+    self.refit_time_ = time.perf_counter() - t0          # seconds of the final fit (as GridSearchCV's refit_time_)
+    self.n_features_in_ = X.shape[1]
+    return self
 
-    def predict(self, X):
-        """Predict with the refitted estimator ``best_estimator_``.
+# %% ../nbs/2_algorithms/00_ridge.ipynb #3ae52119
+@patch
+def predict(self: OVKRidgeCV, X):
+    """Predict with the refitted estimator ``best_estimator_``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-            Query inputs.
+    Parameters
+    ----------
+    X : array-like of shape (n_queries, n_features)
+        Query inputs.
 
-        Returns
-        -------
-        ndarray of shape (n_queries, n_outputs), or (n_queries,) if fitted with a 1-D y
-            The predictions.
-        """
-        check_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X)
-
-    @property
-    def coef_(self):
-        check_fitted(self, "best_estimator_")
-        return self.best_estimator_.coef_
-
-    @property
-    def kernel_(self):
-        check_fitted(self, "best_estimator_")
-        return self.best_estimator_.kernel_
+    Returns
+    -------
+    ndarray of shape (n_queries, n_outputs), or (n_queries,) if fitted with a 1-D y
+        The predictions.
+    """
+    check_fitted(self, "best_estimator_")
+    return self.best_estimator_.predict(X)
 
 
+@patch(as_prop=True)
+def coef_(self: OVKRidgeCV):
+    check_fitted(self, "best_estimator_")
+    return self.best_estimator_.coef_
+
+
+@patch(as_prop=True)
+def kernel_(self: OVKRidgeCV):
+    check_fitted(self, "best_estimator_")
+    return self.best_estimator_.kernel_

@@ -256,7 +256,7 @@ class StreamLearner(BaseEstimator):
         r = self.n_seen_ - self._rec0
         return [(getattr(self, name), slice(r, r + n)) for name in self._records()]
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #2afa1d76
 @patch
 def _grow_records(self: StreamLearner, n):
     """Room for n more rows in every per-step record. With `history=k` the steps older than the last k are dropped when
@@ -461,6 +461,7 @@ def _run(self: KernelStream, X, Y):
             i += B
             self._renormalise()
 
+# %% ../nbs/1_shared/03_streaming.ipynb #12c1bc52
 _SQEUCLIDEAN = []
 
 
@@ -541,7 +542,7 @@ def _gram_row(kernel, x, Y):
         return np.exp(E, out=E)                             # exp(-inf) = 0: no warning either
     return gram_rows([kernel], x, Y)[0]
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #3deb53d5
 def _window_start1(truncation, k: int) -> int:
     "`window_start` of one step k as a Python int (the common budgets without numpy)."
     if truncation is None:
@@ -792,7 +793,7 @@ class _BlasLimit:
                 if n != lim:
                     put(n)
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #dd05c91e
 _SERIAL_GEMV = 2304 * 4   # OpenBLAS runs a gemv on one thread below m n = 2304 GEMM_MULTITHREAD_THRESHOLD (4 by default)
 
 
@@ -842,7 +843,7 @@ def _learn(self: StreamLearner, X, T):
         raise
     return self
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #eb89c61d
 @patch
 @fit_context
 def partial_fit(self: StreamLearner, X, Y, **setup):
@@ -890,7 +891,7 @@ def partial_fit(self: StreamLearner, X, Y, **setup):
         self._init_stream(X.shape[1], d)
     return self._learn(X, self._targets(X, Y))
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #4c76c242
 @patch
 @fit_context
 def fit(self: StreamLearner, X, Y, **setup):
@@ -952,7 +953,7 @@ def _one_row(self: StreamLearner, x):
         x = [x[k] for k in names]
     return check_matrix(x, "x", ndim=1)[None]
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #809397e6
 _NAME_TUPLES = {}           # id(names) -> (names, tuple of them): a dict's keys in a fixed order, built once per array
 
 
@@ -1032,7 +1033,7 @@ def _fast_target(self: StreamLearner, x1, y):
         return self._targets(x1, y[None])
     return None if isinstance(y, Mapping) else self._targets(x1, np.asarray([y]))
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #2613b40e
 @patch
 def learn_one(self: StreamLearner, x, y, **setup) -> None:
     """Learn from one example (river's ``learn_one``).
@@ -1075,7 +1076,7 @@ def learn_one(self: StreamLearner, x, y, **setup) -> None:
         d.update(saved)
         raise
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #92d8be72
 @patch
 def predict_one(self: StreamLearner, x):
     """The prediction for one example (river's ``predict_one``), without learning.
@@ -1107,7 +1108,7 @@ def predict_one(self: StreamLearner, x):
     names = self.__dict__.get("output_names_")
     return p if names is None else dict(zip(names, np.atleast_1d(p).tolist()))
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #c02608c3
 def _is_frame(A) -> bool:
     return hasattr(A, "columns") and hasattr(A, "iloc")
 
@@ -1164,7 +1165,7 @@ def learn_many(self: StreamLearner, X, Y, **setup) -> None:
         Y = Y.to_numpy()
     self.partial_fit(X, Y, **setup)
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #6faaa604
 @patch
 def predict_many(self: StreamLearner, X):
     """Predict a mini-batch (river's ``predict_many``): `predict` that also takes a DataFrame.

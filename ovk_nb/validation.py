@@ -74,7 +74,7 @@ def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndar
         raise ValueError(f"{name} contains NaN or inf; expected finite values")
     return A
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #4fa6fe33
 def check_positive(value, name: str, strict: bool = True) -> float:
     """Check that a hyper-parameter is a finite real number > 0 (or >= 0 when `strict` is False).
 
@@ -244,7 +244,7 @@ class Interval:
         rb = "]" if self.closed in ("both", "right") and self.right is not None else ")"
         return f"{what} in {lb}{lo}, {hi}{rb}"
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #9654d253
 @dataclass(frozen=True)
 class Options:
     """A parameter constraint: one of a fixed set of strings.
@@ -283,7 +283,7 @@ class Options:
     def __str__(self):
         return "one of " + ", ".join(repr(v) for v in self.values)
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #6197265c
 ALSO_ACCEPTED: dict = {}      # class -> a constraint whose values also pass where that class is expected (`accept_also`)
 
 
@@ -311,7 +311,7 @@ def accept_also(klass: type, constraint) -> None:
     """
     ALSO_ACCEPTED[klass] = constraint
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #d8293578
 class InstanceOf:
     """A parameter constraint: an instance of one of the given classes (or a value `accept_also` registered for one).
 
@@ -504,7 +504,7 @@ def _to_host(A, name: str):
                   "(OVKRidge and OVKRidgeCV run on the array's own device)", UserWarning, stacklevel=4)
     return to_numpy(A)
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #748c1397
 def to_numpy(A) -> np.ndarray:
     """A copy of A on the host as a NumPy array (for host-side decisions: kernel bandwidths, landmark draws).
 
@@ -530,7 +530,7 @@ def to_numpy(A) -> np.ndarray:
         return A.detach().cpu().numpy()
     return np.asarray(A)
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #7add6c23
 def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why: str = "") -> np.ndarray:
     """scikit-learn's ``check_array``, with every message naming the argument.
 
@@ -583,7 +583,7 @@ def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why:
         named = re.search(rf"\b{re.escape(name)}\b", msg) is not None
         raise (TypeError if isinstance(e, TypeError) else ValueError)(msg if named else f"{name}: {msg}") from None
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #e7dcd795
 def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: str = ""):
     """Check training data as scikit-learn does: finite float X (n, p) and Y (n, d).
 
@@ -631,7 +631,7 @@ def check_X_Y(X, Y, output_dim: int | None = None, min_samples: int = 1, why: st
         raise ValueError(f"Y must have {output_dim} columns (the kernel's output dimension), got {Y.shape[1]}")
     return X, Y, y1d
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #a4de07e1
 def check_X_Y_missing(X, Y, min_samples: int = 1, why: str = ""):
     """`check_X_Y` with NaN entries of Y kept as missing outputs.
 
@@ -675,7 +675,7 @@ def check_X_Y_missing(X, Y, min_samples: int = 1, why: str = ""):
     Y[miss.reshape(Y.shape)] = np.nan
     return X, Y, y1d
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #6b7de734
 def check_fitted(est, attr: str):
     """Raise scikit-learn's NotFittedError unless `est` has the fitted attribute `attr`.
 
@@ -702,7 +702,7 @@ def check_fitted(est, attr: str):
     if not hasattr(est, attr):
         raise NotFittedError(f"This {type(est).__name__} instance is not fitted yet; call fit first.")
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #6e1c578c
 def feature_names(X):
     """The column names of a pandas-like X whose names are all strings (scikit-learn's rule).
 
@@ -728,7 +728,7 @@ def feature_names(X):
     names = np.asarray(list(cols), dtype=object)
     return names if len(names) and all(isinstance(c, str) for c in names) else None
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #5de118f7
 def check_feature_names(est, X, reset: bool):
     """scikit-learn's feature-name contract.
 
@@ -775,7 +775,7 @@ def check_feature_names(est, X, reset: bool):
         raise ValueError(f"X: the feature names should match those that were passed during fit: "
                          f"expected {list(fitted)[:10]}, got {list(names)[:10]}")
 
-
+# %% ../nbs/1_shared/00_validation.ipynb #5af594f2
 def check_X(est, X):
     """Check the test inputs of a fitted estimator as scikit-learn does, with the training inputs' number of features.
 

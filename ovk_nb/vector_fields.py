@@ -37,7 +37,7 @@ def helmholtz_kernel(gamma="scale", weights=(1.0, 1.0)) -> SumKernel:
     """
     return SumKernel([CurlFreeRBF(gamma), DivFreeRBF(gamma)], weights)
 
-
+# %% ../nbs/2_algorithms/09_vector_fields.ipynb #e3f86583
 def helmholtz_parts(model, X):
     """The curl-free and the divergence-free part of a fitted Helmholtz model at the rows of X.
 
@@ -91,7 +91,7 @@ def helmholtz_parts(model, X):
             parts[type(k)] += w * k.apply(X, model.X_fit_, model.coef_)
     return parts[CurlFreeRBF] + getattr(model, "y_mean_", 0.0), parts[DivFreeRBF]
 
-
+# %% ../nbs/2_algorithms/09_vector_fields.ipynb #d6d3dcdb
 def synthetic_flow(n, noise: float = 0.0, seed=0, box: float = 2.0):
     """A 2-D field with a known Helmholtz decomposition, on n points uniform in the square [-box, box]^2.
 
