@@ -101,9 +101,11 @@ _re_stem = re.compile(r'(?<!\[)`(\d\d_\w+)`(?!\])')
 
 def site_links(md: str, pages: dict) -> str:
     """`md` (Markdown written for the repository: README, CHANGELOG.md) with its links made the site's: `](nbs/DIR/STEM.ipynb)`
-    becomes `](/DIR/STEM.ipynb)`, `](CHANGELOG.md)` and `](CONTRIBUTING.md)` their pages, and in a table row a code span
-    naming a built notebook (`pages`: stem -> document, e.g. `'00_ridge': '2_algorithms/00_ridge'`) a link to its page."""
+    becomes `](/DIR/STEM.ipynb)`, a folder `](nbs/DIR/)` its page `](/DIR.md)`, `](CHANGELOG.md)` and `](CONTRIBUTING.md)`
+    their pages, and in a table row a code span naming a built notebook (`pages`: stem -> document, e.g.
+    `'00_ridge': '2_algorithms/00_ridge'`) a link to its page."""
     md = re.sub(r'\]\(nbs/([\w/]+)\.ipynb\)', r'](/\1.ipynb)', md)
+    md = re.sub(r'\]\(nbs/(\w+)/?\)', r'](/\1.md)', md)
     md = re.sub(r'\]\((CHANGELOG|CONTRIBUTING)\.md\)', lambda m: f'](/{m[1].lower()}.md)', md)
     link = lambda t: f'[`{t[1]}`](/{pages[t[1]]}.ipynb)' if t[1] in pages else t[0]
     return '\n'.join(_re_stem.sub(link, l) if l.lstrip().startswith('|') else l for l in md.split('\n'))
@@ -315,7 +317,7 @@ def sphinx_args(out='_docs', execute=True, only=None, srcdir=None, jobs=1, nbs=N
     conf = find_root() / 'docs'
     args = ['-W', '--keep-going', '-q', '-b', 'html', '-j', str(jobs), '-c', str(conf), str(srcdir or conf), str(out)]
     if not execute: args += ['-D', 'nb_execution_mode=off']
-    if only: args += ['-D', 'ovk_only=' + ','.join(only)]
+    if only: args += ['-D', 'suppress_warnings=myst.xref_missing', '-D', 'ovk_only=' + ','.join(only)]   # links to pages not built
     if nbs: args += ['-D', f'ovk_nbs={Path(nbs).resolve()}']
     return args
 
