@@ -66,10 +66,12 @@ def cell_tags(source: str):
 PRELUDE = '''\
 %matplotlib inline
 def _ovk_docs_streams():
-    "On the page: ovk_nb's warnings (and a notebook's own) as `Category: message`; stderr (progress) and others: terminal."
-    import sys, warnings
-    try: term = open(sys.stderr.fileno(), 'w', buffering=1, closefd=False)   # ipykernel: the terminal's stderr
-    except Exception: term = sys.__stderr__
+    "On the page: ovk_nb's warnings (and a notebook's own) as `Category: message`; stderr (progress), others: terminal if verbose."
+    import os, sys, warnings
+    if not os.environ.get('OVK_DOCS_VERBOSE'): term = open(os.devnull, 'w')
+    else:
+        try: term = open(sys.stderr.fileno(), 'w', buffering=1, closefd=False)   # ipykernel: the terminal's stderr
+        except Exception: term = sys.__stderr__
     def show(message, category, filename, lineno, file=None, line=None):
         if '/ovk_nb/' in filename or 'ipykernel' in filename: print(f"{category.__name__}: {message}")
         else: term.write(warnings.formatwarning(message, category, filename, lineno, line))
@@ -383,9 +385,11 @@ def main(argv=None) -> int:
     b.add_argument('--only', nargs='+', metavar='STEM', help='these notebooks only (and the index), e.g. 01_kernels')
     b.add_argument('--srcdir', default=None, help='where the generated sources go (default: docs/)')
     b.add_argument('--nbs', default=None, help='the notebook folder (default: nbs/ of the checkout)')
+    b.add_argument('--verbose', action='store_true', help="the notebooks' progress and other libraries' warnings on the terminal")
     a = p.parse_args(argv)
     try:
         if a.cmd == 'readme': return readme(check=a.check)
+        if a.verbose: os.environ['OVK_DOCS_VERBOSE'] = '1'          # read by the hidden first cell of every notebook
         print(f"Documentation: {build(a.out, not a.no_exec, a.only, a.srcdir, nbs=a.nbs)}")
     except DocsError as e:
         print(f"docs: {e}", file=sys.stderr)

@@ -126,12 +126,13 @@ def test_figures_math_and_local_mathjax(site):
     assert not re.search(r'<script[^>]+src="(https?:)?//', html)                   # offline: no CDN
 
 
-def test_warnings_without_paths_and_progress_in_the_terminal(site):
+def test_warnings_without_paths_and_a_quiet_terminal(site):
     out, r = site
     html = _page(out, "3_reproduction/01_figs.html")
     assert "UserWarning: our own warning" in html
     assert "third-party warning" not in html and "/usr/lib/python3/dist-packages" not in html and "/tmp/" not in _text(html)
-    assert "PROGRESS-LINE" not in html and "PROGRESS-LINE 1/3" in r.stderr + r.stdout   # on the terminal
+    assert "PROGRESS-LINE" not in html and "PROGRESS-LINE" not in r.stderr + r.stdout  # quiet: only with --verbose
+    assert "third-party warning" not in r.stderr + r.stdout
 
 
 def test_floor_pages_link_the_notebooks(site):
@@ -143,11 +144,13 @@ def test_floor_pages_link_the_notebooks(site):
 
 
 def test_a_failing_cell_fails_the_build(tmp_path):
-    _write_nbs(tmp_path / "nbs", [("02_broken.ipynb", [md("# Broken page"), code("x = 1"),
+    "...with its traceback; `--verbose`: the notebooks' stderr (progress lines) on the terminal."
+    _write_nbs(tmp_path / "nbs", [("02_broken.ipynb", [md("# Broken page"), code("import sys; print('PROGRESS-LINE 2/3', file=sys.stderr)"),
                                                         code("raise ValueError('this notebook is broken')")])])
-    r = _build(tmp_path)
+    r = _build(tmp_path, "--verbose")
     assert r.returncode != 0
     assert "02_broken" in r.stderr and "this notebook is broken" in r.stderr and "Sphinx build failed" in r.stderr
+    assert "PROGRESS-LINE 2/3" in r.stderr + r.stdout and "PROGRESS-LINE 1/3" in r.stderr + r.stdout
 
 
 def test_an_unresolved_reference_fails_the_build(tmp_path):
