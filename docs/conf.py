@@ -47,10 +47,10 @@ nitpick_ignore_regex = [(r'py:.*', rf'(?!ovk_nb\.)(?!(?:{"|".join(our_names())})
 mathjax_path = f'mathjax/{MATHJAX_FILE}'
 html_theme = 'pydata_sphinx_theme'
 html_title = 'ovk_nb'
-# The top bar: User guide, Gallery, API, the three floors, Changelog, Contributing (the index's toctree, ovk_nb.docs).
+# The top bar: User guide, Gallery, API, floors 1 and 2; floor 3, Changelog, Contributing under 'More' (one line at 1280 px).
 html_theme_options = {'navigation_with_keys': False, 'show_prev_next': True, 'secondary_sidebar_items': ['page-toc'],
                       'navbar_end': ['navbar-icon-links'], 'footer_start': ['copyright'], 'footer_end': [],
-                      'header_links_before_dropdown': 9}
+                      'header_links_before_dropdown': 5}
 html_static_path = ['_static']               # relative to this folder (-c docs): ovk.css, wide code and tables scroll
 html_css_files = ['ovk.css']
 html_show_sourcelink = False
