@@ -12,9 +12,10 @@ extensions = ['ovk_nb.docs',                 # writes the sources (tagged notebo
               'myst_nb', 'sphinx.ext.autodoc', 'sphinx.ext.autosummary', 'numpydoc', 'sphinx.ext.mathjax']
 root_doc = 'index'
 templates_path = [str(Path(__file__).resolve().parent / '_templates')]   # absolute: autosummary reads it from the srcdir
-exclude_patterns = ['_build', '_templates', '**.ipynb_checkpoints', 'jupyter_execute']   # _templates: absolute in templates_path, so not excluded by Sphinx itself
+exclude_patterns = ['_build', '_templates', '_static', '**.ipynb_checkpoints', 'jupyter_execute', '.jupyter_cache']   # _templates: absolute in templates_path, so not excluded by Sphinx itself
 
-# Notebooks: executed (they are stored without outputs), a failing cell fails the build.
+# Notebooks: executed (they are stored without outputs), a failing cell fails the build. ovk_nb.docs executes those the
+# cache (docs/_build/.jupyter_cache, by content) does not hold, one per CPU at a time, before Sphinx reads them.
 nb_execution_mode = 'cache'
 nb_execution_timeout = 900
 nb_execution_raise_on_error = True
@@ -46,6 +47,10 @@ nitpick_ignore_regex = [(r'py:.*', rf'(?!ovk_nb\.)(?!(?:{"|".join(our_names())})
 mathjax_path = f'mathjax/{MATHJAX_FILE}'
 html_theme = 'pydata_sphinx_theme'
 html_title = 'ovk_nb'
+# The top bar: User guide, Gallery, API, floors 1 and 2; floor 3, Changelog, Contributing under 'More' (one line at 1280 px).
 html_theme_options = {'navigation_with_keys': False, 'show_prev_next': True, 'secondary_sidebar_items': ['page-toc'],
-                      'navbar_end': ['navbar-icon-links'], 'footer_start': ['copyright'], 'footer_end': []}
+                      'navbar_end': ['navbar-icon-links'], 'footer_start': ['copyright'], 'footer_end': [],
+                      'header_links_before_dropdown': 5}
+html_static_path = ['_static']               # relative to this folder (-c docs): ovk.css, wide code and tables scroll
+html_css_files = ['ovk.css']
 html_show_sourcelink = False

@@ -2,7 +2,8 @@
 installs it): math typeset by the local MathJax, every image loaded, no error output, and search finds `MovKL`.
 
 The site is built once per module with `python -m ovk_nb.docs build` (warnings are errors) into a temporary folder:
-the index and the notebooks of `PAGES` (with their API pages); `OVK_DOCS_FULL=1` builds and checks the whole site."""
+the index and the notebooks of `PAGES` (with their API pages; a guide and a gallery example among them);
+`OVK_DOCS_FULL=1` builds and checks the whole site; `OVK_DOCS_SITE=_docs` checks a site already built there."""
 import os
 import re
 import shutil
@@ -17,7 +18,8 @@ pytest.importorskip("sphinx")
 pytest.importorskip("myst_nb")
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["02_linalg", "03_movkl", "00_ridge"]    # math, a table with |t - s|, a figure, API pages
+PAGES = ["02_linalg", "03_movkl", "00_ridge",    # math, a table with |t - s|, a figure, API pages
+         "00_getting_started", "01_choosing_an_estimator", "08_digits_scale"]   # a guide, a wide table, a gallery example
 CHROMIUM = next((p for c in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser") if c and (p := shutil.which(c))),
                 None)
 if CHROMIUM is None:
@@ -29,12 +31,18 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 PROBE = """<script>window.addEventListener('load', () => {
   const done = () => { const b = document.body;
     b.dataset.imagesBroken = [...document.images].filter(i => !i.complete || i.naturalWidth === 0).length;
-    b.dataset.math = window.MathJax ? 'typeset' : 'none'; };
+    b.dataset.math = window.MathJax ? 'typeset' : 'none';
+    b.dataset.cut = [...document.querySelectorAll('article pre, article table')].filter(e => {   // wide code cut off
+      const o = getComputedStyle(e).overflowX, p = e.closest('.table-wrapper, .pst-scrollable-table-container');
+      return e.scrollWidth > e.clientWidth + 1 && !['auto', 'scroll'].includes(o) &&
+             !(p && ['auto', 'scroll'].includes(getComputedStyle(p).overflowX)); }).length; };
   (window.MathJax && MathJax.startup) ? MathJax.startup.promise.then(done) : done(); });</script></body>"""
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
+    if built := os.environ.get("OVK_DOCS_SITE"):
+        return Path(built).resolve()
     tmp = tmp_path_factory.mktemp("browser")
     only = [] if os.environ.get("OVK_DOCS_FULL") else ["--only", *PAGES]
     r = subprocess.run([sys.executable, "-m", "ovk_nb.docs", "build", "--srcdir", str(tmp / "src"),
@@ -64,6 +72,7 @@ def problems(page: Path) -> list:
     text = re.sub(r"<[^>]+>", "", re.sub(r"<(script|style|pre|mjx-container)\b.*?</\1>", "", d, flags=re.S))
     out = []
     if 'data-images-broken="0"' not in body: out.append(f"images: {re.search(r'data-images-broken=.[^ >]*', body)}")
+    if 'data-cut="0"' not in body: out.append(f"wide code or table cut off: {re.search(r'data-cut=.[^ >]*', body)}")
     if 'class="math' in html:
         if 'data-math="typeset"' not in body or "<mjx-container" not in d: out.append("math not typeset")
         if "<mjx-merror" in d or "data-mjx-error" in d: out.append("MathJax error")
@@ -94,3 +103,14 @@ def test_search_finds_the_estimator(site):
     hits = re.findall(r'<li[^>]*>\s*<a[^>]+href="([^"]+)"', d.split('id="search-results"', 1)[-1])
     assert any("api/ovk_nb.movkl.MovKL.html" in h for h in hits), hits[:10]
     assert not re.findall(r'<li[^>]*>\s*<a', dom(site / "search.html", "?q=zzzzqqqxx").split('id="search-results"', 1)[-1])
+
+
+def test_top_bar_and_wide_code(site):
+    "The top bar links the user guide, the gallery and the API page; the choosing page's wide table and code scroll."
+    d = dom(site / "index.html")
+    header = d.split('class="bd-header', 1)[1].split("</header>", 1)[0]
+    for href in ("guides.html", "gallery.html", "api.html", "changelog.html", "contributing.html"):
+        assert f'href="{href}"' in header, href
+    assert 'href="genindex.html"' in (site / "api.html").read_text()
+    assert 'href="guides/00_getting_started.html"' in (site / "index.html").read_text()     # the landing page's body
+    assert problems(site / "guides" / "01_choosing_an_estimator.html") == []               # wide table and map: not cut

@@ -6,6 +6,7 @@ The builds run Sphinx in a subprocess (`python -m ovk_nb.docs build`, warnings a
 temporary source folder: `docs/` is not touched. The real site is built by tests/test_browser.py."""
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -43,10 +44,17 @@ INDEX = """ovk_nb, made up for the tests.
 
 
 def _write_nbs(root, extra=()):
-    "A notebook folder: an index with the three floor tables, `3_reproduction/01_figs.ipynb`, and `extra` notebooks."
+    """A notebook folder: an index with the three floor tables and links into the checkout, `3_reproduction/01_figs.ipynb`,
+    a guide, `extra` notebooks; and a CHANGELOG.md beside it."""
     (root / "3_reproduction").mkdir(parents=True)
-    nbformat.write(nbformat.v4.new_notebook(cells=[md("# ovk_nb\n\n> The made-up site."), md(INDEX)], metadata=META),
+    (root / "guides").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[md("# ovk_nb\n\n> The made-up site."), md(INDEX),
+                                                   md("Start with [the guide](nbs/guides/00_start.ipynb); "
+                                                      "see the [changelog](CHANGELOG.md).")], metadata=META),
                    root / "index.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(cells=[md("# Starting\n\n> The first guide."), code("print(6 * 7)")],
+                                            metadata=META), root / "guides" / "00_start.ipynb")
+    (root.parent / "CHANGELOG.md").write_text("# Changelog\n\n## 0.1.0\n\nFirst release: see [the guide](nbs/guides/00_start.ipynb).\n")
     nbformat.write(nbformat.v4.new_notebook(cells=[
         md("# Figures page\n\n> Has a plot."),
         code("#| default_exp figs"),
@@ -91,7 +99,8 @@ def _text(html):
 def test_pages_of_the_site(site):
     out, _ = site
     for page in ["index.html", "1_shared.html", "2_algorithms.html", "3_reproduction.html", "3_reproduction/01_figs.html",
-                 "search.html", "searchindex.js", "_static/mathjax/" + docs.MATHJAX_FILE]:
+                 "guides.html", "guides/00_start.html", "gallery.html", "api.html", "changelog.html", "contributing.html",
+                 "genindex.html", "search.html", "searchindex.js", "_static/mathjax/" + docs.MATHJAX_FILE]:
         assert (out / page).exists(), page
     assert "<title>Figures page" in _page(out, "3_reproduction/01_figs.html")
 
@@ -117,12 +126,13 @@ def test_figures_math_and_local_mathjax(site):
     assert not re.search(r'<script[^>]+src="(https?:)?//', html)                   # offline: no CDN
 
 
-def test_warnings_without_paths_and_progress_in_the_terminal(site):
+def test_warnings_without_paths_and_a_quiet_terminal(site):
     out, r = site
     html = _page(out, "3_reproduction/01_figs.html")
     assert "UserWarning: our own warning" in html
     assert "third-party warning" not in html and "/usr/lib/python3/dist-packages" not in html and "/tmp/" not in _text(html)
-    assert "PROGRESS-LINE" not in html and "PROGRESS-LINE 1/3" in r.stderr + r.stdout   # on the terminal
+    assert "PROGRESS-LINE" not in html and "PROGRESS-LINE" not in r.stderr + r.stdout  # quiet: only with --verbose
+    assert "third-party warning" not in r.stderr + r.stdout
 
 
 def test_floor_pages_link_the_notebooks(site):
@@ -134,11 +144,13 @@ def test_floor_pages_link_the_notebooks(site):
 
 
 def test_a_failing_cell_fails_the_build(tmp_path):
-    _write_nbs(tmp_path / "nbs", [("02_broken.ipynb", [md("# Broken page"), code("x = 1"),
+    "...with its traceback; `--verbose`: the notebooks' stderr (progress lines) on the terminal."
+    _write_nbs(tmp_path / "nbs", [("02_broken.ipynb", [md("# Broken page"), code("import sys; print('PROGRESS-LINE 2/3', file=sys.stderr)"),
                                                         code("raise ValueError('this notebook is broken')")])])
-    r = _build(tmp_path)
+    r = _build(tmp_path, "--verbose")
     assert r.returncode != 0
     assert "02_broken" in r.stderr and "this notebook is broken" in r.stderr and "Sphinx build failed" in r.stderr
+    assert "PROGRESS-LINE 2/3" in r.stderr + r.stdout and "PROGRESS-LINE 1/3" in r.stderr + r.stdout
 
 
 def test_an_unresolved_reference_fails_the_build(tmp_path):
@@ -157,7 +169,8 @@ def test_only_builds_a_subset_and_drops_stale_copies(tmp_path):
         (src / "api" / stub).write_text("x")
     _write_nbs(tmp_path / "nbs")
     written = docs.write_sources(src, nbs=tmp_path / "nbs", only=["none"])
-    assert written == ["index", "1_shared", "2_algorithms", "3_reproduction"]
+    assert written == ["index", "guides", "gallery", "1_shared", "2_algorithms", "3_reproduction", "api", "changelog",
+                       "contributing"]
     assert not list((src / "3_reproduction").glob("*.ipynb"))
     assert not list((src / "api").glob("*.rst"))
 
@@ -184,3 +197,54 @@ def test_readme_check_fails_on_a_stale_readme(tmp_path, capsys):
     assert "out of date" in capsys.readouterr().err
     assert docs.readme(path=stale) == 0
     assert stale.read_text() == (ROOT / "README.md").read_text()
+
+
+def test_navigation_guides_api_changelog(site):
+    "The top bar: the user guide, the gallery, the API page, the floors, the changelog; the index's links made the site's."
+    out, _ = site
+    index = _page(out, "index.html")
+    nav = index.split('class="bd-header', 1)[1].split("</nav>", 1)[0]
+    for href in ["guides.html", "gallery.html", "api.html", "1_shared.html", "changelog.html", "contributing.html"]:
+        assert f'href="{href}"' in nav, href
+    assert 'href="guides/00_start.html"' in index and 'href="changelog.html"' in index     # links into the checkout, made the site's
+    assert 'href="3_reproduction/01_figs.html"' in index                                # a floor table's notebook, linked
+    guides = _page(out, "guides.html")
+    assert 'href="guides/00_start.html"' in guides and "The first guide." in guides    # title and description of the notebook
+    assert "42" in _page(out, "guides/00_start.html")                                 # executed
+    assert 'href="guides/00_start.html"' in _page(out, "changelog.html")
+    assert 'href="genindex.html"' in _page(out, "api.html")
+
+
+def test_build_is_quiet_and_leaves_nothing_beside_the_output(site):
+    out, r = site
+    tmp = out.parent
+    assert "without encryption" not in r.stderr + r.stdout                            # kernels over IPC, not TCP
+    assert "WARNING" not in r.stderr and "out of date" not in r.stderr
+    assert not (tmp / "jupyter_execute").exists() and not (tmp / ".jupyter_cache").exists()
+    assert (tmp / "src" / "_build" / ".jupyter_cache").is_dir()
+
+
+def test_a_warm_build_executes_nothing(site):
+    "Every notebook is executed once (in parallel, before Sphinx reads); the next build takes all of them from the cache."
+    out, first = site
+    assert "executing 3 notebook(s)" in first.stdout and "3_reproduction/01_figs:" in first.stdout
+    r = _build(out.parent)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "executing" not in r.stdout and "PROGRESS-LINE" not in r.stderr + r.stdout
+    assert "area(2) = 12.566" in _page(out, "3_reproduction/01_figs.html")             # the outputs, from the cache
+
+
+def test_nbdev_update_is_idempotent(tmp_path):
+    """`nbdev_update` (modules -> notebooks) changes no notebook, run once or twice: an exported cell carries no directive
+    that the module keeps (07_docs's `#| eval: false` was copied into ovk_nb/docs.py and added again at each update)."""
+    for name in ("nbs", "ovk_nb"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    for name in ("settings.ini", "setup.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    before = {p: p.read_bytes() for p in sorted((tmp_path / "nbs").rglob("*.ipynb"))}
+    for run in (1, 2):
+        r = subprocess.run([sys.executable, "-c", "from nbdev.sync import nbdev_update; nbdev_update()"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        changed = [p.relative_to(tmp_path).as_posix() for p, b in before.items() if p.read_bytes() != b]
+        assert changed == [], (run, changed)
