@@ -105,7 +105,7 @@ def _library(A) -> str:
 def _same_library(A, ref, name: str, whose: str, dtype: bool = False):
     """The rule for mixing arrays on the array-API route: `A` of `ref`'s library and device (and dtype with `dtype`),
     else a ValueError naming `name` and what was expected; nothing is converted."""
-    if not is_array_api(A) or xp_of(A) is not xp_of(ref):
+    if not (is_array_api(A) or isinstance(A, np.ndarray)) or xp_of(A) is not xp_of(ref):     # NumPy with NumPy is one library
         raise ValueError(f"{name} must be an array of {whose} library ({_library(ref)}), got {_library(A)}."
                          f"{type(A).__name__}: on the array-API route X, Y and later queries share one library, device "
                          f"and dtype; convert it first (e.g. torch.asarray({name}, dtype=..., device=...))")

@@ -20,10 +20,10 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'SYMMETRY_ROWS', 'IDLE_CACHE_S', 'IDLE_WINDOW_S', 'IDLE_CORES_PER_THREAD',
-           'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning', 'check_condition',
-           'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec',
-           'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
+__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER', 'SYMMETRY_ROWS', 'IDLE_CACHE_S', 'IDLE_WINDOW_S',
+           'IDLE_CORES_PER_THREAD', 'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning',
+           'check_condition', 'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator',
+           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
            'ov_nystrom_preconditioner', 'check_symmetric', 'landmark_rows', 'cg_solve', 'NystromFeatures',
            'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit',
            'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom',
@@ -849,8 +849,13 @@ def _pcg_iterations(rho: float, kappa: float | None = None, dtype=np.float64) ->
     kappa = 1 / eps if kappa is None or not math.isfinite(kappa) else max(float(kappa), 1.0)
     if rho <= 1 + 4 * eps:
         return 1
-    q = (math.sqrt(rho) - 1) / (math.sqrt(rho) + 1)
+    q = (math.sqrt(rho) - 1) / (math.sqrt(rho) + 1) if rho < math.inf else 1.0
+    if not q < 1.0:             # rho > ~1e32 (or inf, nan): q rounds to 1, CG cannot pay; the caller factors the group
+        return PCG_NEVER
     return max(1, math.ceil(math.log(2 * math.sqrt(rho * kappa) / eps) / -math.log(q)))
+
+
+PCG_NEVER = 2 ** 31   # the iteration count of a shift ratio too large for CG (q rounds to 1 in the bound)
 
 
 def _shift_plan(shifts, ks, n: int, mode: str = "auto"):
@@ -1455,7 +1460,7 @@ def check_symmetric(parts: KernelParts, X, name: str = "kernel"):
     Raises
     ------
     ValueError
-        When max |G - G^T| > sqrt(eps) max |G| on those rows.
+        When ``max |G - G^T| > sqrt(eps) max |G|`` on those rows.
 
     Examples
     --------

@@ -426,3 +426,12 @@ def test_grouped_cholesky_pcg_warns_when_ill_conditioned():
 def test_grouped_cholesky_rejects_an_unknown_shift_solve():
     with pytest.raises(ValueError, match="shift_solve"):
         grouped_cholesky(KernelParts(KERNELS["separable"]), *data(), 0.1, shift_solve="lanczos")
+
+
+def test_shift_plan_with_a_shift_ratio_beyond_cg_factors_every_group():
+    "A ratio of shifts so large that the Chebyshev rate rounds to 1 (an OVKRidgeCV lam path met it) means a Cholesky each."
+    from ovk_nb.linalg import PCG_NEVER, _pcg_iterations, _shift_plan
+    for rho in (1e40, float("inf"), float("nan")):
+        assert _pcg_iterations(rho) == PCG_NEVER
+    f, pcg_groups = _shift_plan([1e-20, 1e30], [1, 3], 3000)
+    assert pcg_groups == []
