@@ -64,7 +64,7 @@ def test_predictions_equal_dense_posterior(lmc, normalize_y):
     np.testing.assert_allclose(C, np.einsum("iojo->ijo", Cr.reshape(6, 3, 6, 3)), atol=1e-8 * np.abs(Cr).max())
     assert gp.log_marginal_likelihood_value_ == pytest.approx(
         gp_dense_reference(gp.kernel_, X, (Y - mu) / s, gp.noise_, False), rel=1e-8)
-    np.testing.assert_allclose(gp.alpha_, np.linalg.solve(gp.kernel_.gram(X) + gp.noise_ * np.eye(Y.size),
+    np.testing.assert_allclose(gp.alpha_, np.linalg.solve(gp.kernel_.gram(X) + np.diag(np.tile(gp.noise_ * np.ones(3), len(X))),
                                                           ((Y - mu) / s).ravel()).reshape(Y.shape), rtol=1e-6, atol=1e-8)
 
 
@@ -88,7 +88,7 @@ def test_learning_improves_likelihood_and_gradient_vanishes():
     theta = np.r_[gp.kernel_.theta, np.log(gp.noise_)]
     f, g = gp.log_marginal_likelihood(theta, eval_gradient=True)
     assert f == pytest.approx(gp.log_marginal_likelihood_value_) and np.abs(g).max() < 1e-2 * max(1.0, abs(f))
-    assert 0.005 < gp.noise_ < 0.03                        # the true noise variance is 0.01
+    assert np.all((0.005 < gp.noise_) & (gp.noise_ < 0.03))   # the true noise variance is 0.01 (each output)
 
 
 def _icm(n, n_test=300, seed=0, noise=0.1):
@@ -115,12 +115,13 @@ def test_known_icm_recovered_covered_and_better_than_independent_outputs():
     ours, theirs = [], []
     for seed in range(3):
         Xtr, Ytr, Xte, Yte, Fte, T = _icm(300, seed=seed)
-        gp = OVKGaussianProcess(random_state=0).fit(Xtr, Ytr)
+        # the ICM drawn has one noise shared by the outputs: fitted as such (per output noises: draw 1 or 2 gives 0.41)
+        gp = OVKGaussianProcess(noise_per_output=False, random_state=0).fit(Xtr, Ytr)
         err = np.abs(_corr(gp.output_matrix_) - _corr(T)).max()
         assert err < (0.1 if seed == 0 else 0.4)         # measured 0.047 on draw 0; one of draws 1-2 gives 0.34 (0.61 for 0.95)
         assert (np.sign(_corr(gp.output_matrix_)) == np.sign(_corr(T))).all()
         mu, sdf = gp.predict(Xte, return_std=True)
-        cover = np.mean(np.abs(Yte - mu) <= 1.96 * np.sqrt(sdf ** 2 + gp.noise_))
+        cover = np.mean(np.abs(Yte - mu) <= 1.96 * np.sqrt(sdf ** 2 + gp.noise_ * gp._sd ** 2))   # noise_: of normalised Y
         assert 0.90 <= cover <= 0.99
         ind = np.column_stack([GaussianProcessRegressor(ConstantKernel() * skRBF() + WhiteKernel(), n_restarts_optimizer=2,
                                                         random_state=0).fit(Xtr, Ytr[:, o]).predict(Xte) for o in range(3)])
@@ -225,8 +226,8 @@ def test_missing_ignore_posterior_equals_dense_masked_posterior(normalize_y):
 
 def test_missing_ignore_without_missing_is_the_plain_fit_and_bad_cases():
     rng, X, Y = _data(n=15)
-    a = OVKGaussianProcess(missing="ignore").fit(X, Y)
-    b = OVKGaussianProcess().fit(X, Y)
+    a = OVKGaussianProcess(missing="ignore", random_state=0).fit(X, Y)
+    b = OVKGaussianProcess(random_state=0).fit(X, Y)
     assert a.log_marginal_likelihood_value_ == b.log_marginal_likelihood_value_
     with pytest.raises(ValueError, match="missing"):
         OVKGaussianProcess(missing="drop").fit(X, Y)
@@ -261,7 +262,7 @@ def test_loo_objective_fits():
     theta = np.r_[gp.kernel_.theta, np.log(gp.noise_)]
     f, g = gp._lik.loo(theta)
     assert gp.objective_value_ == pytest.approx(f) and np.abs(g).max() < 1e-2 * max(1.0, abs(f))
-    assert 0.004 < gp.noise_ < 0.03                                      # the true noise variance is 0.01
+    assert np.all((0.004 < gp.noise_) & (gp.noise_ < 0.03))             # the true noise variance is 0.01 (each output)
     assert gp.log_marginal_likelihood_value_ == pytest.approx(gp._lik(theta, False))
     lml = OVKGaussianProcess().fit(X, Y)
     assert gp.objective_value_ >= lml._lik.loo(np.r_[lml.kernel_.theta, np.log(lml.noise_)], False) - 1e-6
@@ -356,9 +357,9 @@ def test_nystrom_lml_and_gradient_equal_dense_and_fd(kind):
 
 
 def test_nystrom_fit_near_exact_and_dtc_posterior():
-    X, Y, Xte, _, Fte, _ = _icm(200, n_test=50)
-    ex = OVKGaussianProcess().fit(X, Y)
-    ny = OVKGaussianProcess(method="nystrom", n_components=60, random_state=0).fit(X, Y)
+    X, Y, Xte, _, Fte, _ = _icm(200, n_test=50)           # the SoR / DTC algebra on the raw targets, one shared noise
+    ex = OVKGaussianProcess(normalize_y=False, noise_per_output=False).fit(X, Y)
+    ny = OVKGaussianProcess(normalize_y=False, method="nystrom", n_components=60, random_state=0).fit(X, Y)
     assert ny.landmarks_.shape == (60, 1) and ny.alpha_.shape == (60, 3)
     assert abs(ny.log_marginal_likelihood_value_ - ex.log_marginal_likelihood_value_) < 1e-3 * abs(ex.log_marginal_likelihood_value_)
     mu, sd = ny.predict(Xte, return_std=True)
@@ -377,11 +378,11 @@ def test_nystrom_fit_near_exact_and_dtc_posterior():
     np.testing.assert_allclose(C, np.einsum("iojo->ijo", Cr.reshape(6, 3, 6, 3)), rtol=1e-4, atol=1e-4 * np.abs(Cr).max())
     assert ny.sample_y(Xte[:4], 2).shape == (4, 3, 2)
     # the landmarks follow random_state; all rows as landmarks is the exact fit
-    again = OVKGaussianProcess(method="nystrom", n_components=60, random_state=0).fit(X, Y)
+    again = OVKGaussianProcess(normalize_y=False, method="nystrom", n_components=60, random_state=0).fit(X, Y)
     np.testing.assert_array_equal(again.landmarks_, ny.landmarks_)
-    full = OVKGaussianProcess(method="nystrom", n_components=500).fit(X[:60], Y[:60])
+    full = OVKGaussianProcess(normalize_y=False, method="nystrom", n_components=500).fit(X[:60], Y[:60])
     assert full.log_marginal_likelihood_value_ == pytest.approx(
-        OVKGaussianProcess().fit(X[:60], Y[:60]).log_marginal_likelihood_value_, rel=1e-6)
+        OVKGaussianProcess(normalize_y=False, noise_per_output=False).fit(X[:60], Y[:60]).log_marginal_likelihood_value_, rel=1e-6)
     # the fitted estimator keeps no n x m factor; the likelihood at theta is recomputed on demand
     theta = np.r_[ny.kernel_.theta, np.log(ny.noise_)]
     assert ny._lik._key is None and ny.log_marginal_likelihood(theta) == pytest.approx(ny.log_marginal_likelihood_value_)
@@ -445,3 +446,49 @@ def test_stochastic_fit_near_exact(monkeypatch):
     np.testing.assert_allclose(sd ** 2, np.diag(Cr).reshape(5, 3), atol=1e-6)
     with pytest.raises(ValueError, match="objective"):
         OVKGaussianProcess(missing="ignore", objective="loo").fit(Xtr, Ym)
+
+
+# ---------------------------------------------------------------- defaults on real data (issue 29)
+def _cv_scores(make, X, Y, scaled):
+    "5-fold held-out R^2 and mean NLPD (of y: the latent variance plus the noise) of make() on (X, Y)."
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.metrics import r2_score
+    from sklearn.model_selection import KFold
+    from sklearn.preprocessing import StandardScaler
+    r2, nl = [], []
+    for tr, te in KFold(5, shuffle=True, random_state=0).split(X):
+        Xtr, Xte = X[tr], X[te]
+        if scaled:
+            sc = StandardScaler().fit(Xtr)
+            Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+        est = make().fit(Xtr, Y[tr])
+        m, sd = est.predict(Xte, return_std=True)
+        if isinstance(est, GaussianProcessRegressor):
+            v = sd ** 2 + est.alpha
+        else:
+            v = sd ** 2 + (np.asarray(est.noise_) * est._sd ** 2 if Y.ndim == 2 else float(est.noise_) * est._sd[0] ** 2)
+        r2.append(r2_score(Y[te], m))
+        nl.append(np.mean(0.5 * np.log(2 * np.pi * v) + 0.5 * (Y[te] - m) ** 2 / v))
+    return np.mean(r2), np.mean(nl)
+
+
+@pytest.mark.parametrize("name", ["diabetes", "linnerud"])
+@pytest.mark.parametrize("scaled", [False, True], ids=["raw", "standardized"])
+def test_defaults_on_real_data_match_scikit_learns_best_gpr(name, scaled):
+    """Issue 29: OVKGaussianProcess() (per-output standardised Y, a noise per output, the bandwidth's start and bounds
+    from the data) against scikit-learn's GaussianProcessRegressor() and (normalize_y=True), 5-fold held-out: R^2 at
+    least the best of the two - 0.02 and NLPD no worse, on two data sets shipped by scikit-learn (diabetes: 442 x 10, one
+    output; linnerud: 20 x 3, three outputs on different scales), raw and standardized X."""
+    import warnings
+    from sklearn.datasets import load_diabetes, load_linnerud
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    X, Y = (load_diabetes if name == "diabetes" else load_linnerud)(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ours = _cv_scores(lambda: OVKGaussianProcess(), X, Y, scaled)
+    theirs = [_cv_scores(lambda: GaussianProcessRegressor(normalize_y=nz), X, Y, scaled) for nz in (False, True)]
+    assert ours[0] >= max(r for r, _ in theirs) - 0.02
+    # no worse in NLPD; on linnerud both end at the mean predictor (ours by the BIC's noise-only model), whose NLPDs
+    # differ by the last digits of two formulas for the same variance: 1e-9 relative
+    assert ours[1] <= min(n for _, n in theirs) * (1 + 1e-9)
