@@ -1343,10 +1343,11 @@ def _profile_optimize(est, lik, theta, bounds, more=()):
         res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in) for t0 in
                    ([warm[0]] if best[1] is None or np.array_equal(best[1], warm[0]) else [warm[0], best[1]])),
                   key=lambda r: r.fun)
-        if np.isfinite(res.fun):
-            warm[0] = res.x
-            if res.fun < best[0]:
-                best[:] = [res.fun, res.x]
+        if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):   # no finite inner optimum: the warm start stays
+            return warm[0] if best[1] is None else best[1]
+        warm[0] = res.x
+        if res.fun < best[0]:
+            best[:] = [res.fun, res.x]
         return res.x
 
     def outer(tk):
@@ -1367,7 +1368,20 @@ def _profile_optimize(est, lik, theta, bounds, more=()):
         tk, f = _lbfgs(outer, t0[:nk], bounds[:nk])
         runs.append((np.r_[tk, inner(np.asarray(tk))], f))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
-    return theta, lik(theta, False)
+    return _final(lik, theta, lik)
+
+
+def _final(lik, theta, f_of):
+    "(theta, f_of(theta)), or a ValueError naming Y when the optimizer ended at a non-finite point or value."
+    if not np.isfinite(theta).all():
+        raise ValueError("Y: the optimizer ended at non-finite hyper-parameters; scale Y (normalize_y=True), bound the "
+                         "noise away from 0 (noise_bounds) or use fewer landmarks (n_components)")
+    try:
+        with np.errstate(all="ignore"):
+            return theta, f_of(theta, False)
+    except (np.linalg.LinAlgError, ValueError) as e:
+        raise ValueError(f"Y: the likelihood cannot be evaluated at the optimizer's end point ({e}); scale Y "
+                         "(normalize_y=True) or bound the noise away from 0 (noise_bounds)") from None
 
 
 def _optimize(est, lik, theta, bounds, more=()):
@@ -1394,7 +1408,7 @@ def _optimize(est, lik, theta, bounds, more=()):
     for _ in range(est.n_restarts_optimizer or 0):
         runs.append(opt(obj, _restart_theta(theta, bounds, rng), bounds))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
-    return theta, f_of(theta, False)
+    return _final(lik, theta, f_of)
 
 
 def _check_X_Y_missing(X, Y, missing):

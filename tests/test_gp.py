@@ -18,18 +18,21 @@ def _data(n=20, d=3, p=2, seed=0):
     return rng, rng.normal(size=(n, p)), rng.normal(size=(n, d))
 
 
+@pytest.mark.parametrize("noise", [0.2, "per_output"])
 @pytest.mark.parametrize("kind", ["icm_rank1", "icm_full", "laplacian", "fixed_T", "d1"])
-def test_separable_lml_and_gradient_equal_dense_and_fd(kind):
+def test_separable_lml_and_gradient_equal_dense_and_fd(kind, noise):
+    "One shared noise, or one per output (the whitened eigenbasis): value and gradient against the dense formula and FD."
     rng, X, Y = _data(d=1 if kind == "d1" else 3)
     d = Y.shape[1]
     C = Coregionalization(d, 1 if kind == "icm_rank1" else d, rng.normal(size=(d, 1 if kind == "icm_rank1" else d)),
                           rng.uniform(0.1, 1, d))
     K = {"icm_rank1": Separable(RBF(0.4), C), "icm_full": Separable(RBF(1.3), C), "laplacian": Separable(Laplacian(0.5), C),
          "fixed_T": Separable(RBF(0.8), C.matrix), "d1": Separable(RBF(0.8), C)}[kind]
-    theta = np.r_[K.theta, np.log(0.2)]
+    nz = 0.2 if noise == 0.2 else np.linspace(0.1, 0.5, d)
+    theta = np.r_[K.theta, np.log(nz)]
     lik = SeparableLikelihood(K, X, Y)
     f, g = lik(theta)
-    fr, gr = gp_dense_reference(K, X, Y, 0.2)
+    fr, gr = gp_dense_reference(K, X, Y, nz)
     assert abs(f - fr) <= 1e-8 * abs(fr)
     assert np.abs(g - gr).max() <= 1e-8 * np.abs(gr).max()
     assert np.abs(_fd(lambda t: lik(t, False), theta) - g).max() <= 1e-5 * max(1.0, np.abs(g).max())
@@ -182,21 +185,23 @@ def _missing(Y, frac=0.3, seed=1):
     return Y
 
 
+@pytest.mark.parametrize("noise", [0.2, "per_output"])
 @pytest.mark.parametrize("lmc", [False, True])
-def test_masked_lml_and_gradient_equal_dense_and_fd(lmc):
+def test_masked_lml_and_gradient_equal_dense_and_fd(lmc, noise):
     rng, X, Y = _data(n=18)
     Ym = _missing(Y)
     C = Coregionalization(3, 2, rng.normal(size=(3, 2)), [0.2, 0.3, 0.1])
     K = SumKernel([Separable(RBF(0.5), C), Separable(Laplacian(2.0), Coregionalization(3, 1, rng.normal(size=(3, 1)),
                                                                                        [0.1] * 3))]) if lmc else Separable(RBF(0.5), C)
-    theta = np.r_[K.theta, np.log(0.2)]
+    nz = 0.2 if noise == 0.2 else np.array([0.1, 0.2, 0.4])
+    theta = np.r_[K.theta, np.log(nz)]
     lik = MaskedLikelihood(K, X, Ym)
     f, g = lik(theta)
-    fr, gr = gp_dense_reference(K, X, Ym, 0.2)
+    fr, gr = gp_dense_reference(K, X, Ym, nz)
     assert abs(f - fr) <= 1e-8 * abs(fr)
     assert np.abs(g - gr).max() <= 1e-8 * np.abs(gr).max()
     assert np.abs(_fd(lambda t: lik(t, False), theta) - g).max() <= 1e-5 * max(1.0, np.abs(g).max())
-    assert abs(f - gp_dense_reference(K, X, Y, 0.2, False)) > 1.0          # the missing entries are left out, not used
+    assert abs(f - gp_dense_reference(K, X, Y, nz, False)) > 1.0          # the missing entries are left out, not used
 
 
 @pytest.mark.parametrize("normalize_y", [False, True])
@@ -241,16 +246,18 @@ def test_missing_ignore_without_missing_is_the_plain_fit_and_bad_cases():
         OVKGaussianProcess(objective="mse").fit(X, Y)
 
 
+@pytest.mark.parametrize("noise", [0.25, "per_output"])
 @pytest.mark.parametrize("kind", ["icm_full", "icm_rank1", "fixed_T"])
-def test_loo_equals_dense_and_gradient_fd(kind):
+def test_loo_equals_dense_and_gradient_fd(kind, noise):
     rng, X, Y = _data(n=16)
     C = Coregionalization(3, 1 if kind == "icm_rank1" else 3, rng.normal(size=(3, 1 if kind == "icm_rank1" else 3)),
                           rng.uniform(0.1, 1, 3))
     K = Separable(RBF(0.6), C.matrix if kind == "fixed_T" else C)
-    theta = np.r_[K.theta, np.log(0.25)]
+    nz = 0.25 if noise == 0.25 else np.array([0.1, 0.25, 0.5])
+    theta = np.r_[K.theta, np.log(nz)]
     lik = SeparableLikelihood(K, X, Y)
     f, g = lik.loo(theta)
-    assert f == pytest.approx(gp_loo_dense_reference(K, X, Y, 0.25), rel=1e-8)
+    assert f == pytest.approx(gp_loo_dense_reference(K, X, Y, nz), rel=1e-8)
     assert np.abs(_fd(lambda t: lik.loo(t, False), theta) - g).max() <= 1e-5 * max(1.0, np.abs(g).max())
 
 
@@ -337,18 +344,25 @@ from ovk_nb.gp import (NYSTROM_JITTER, NystromLikelihood, StochasticMaskedLikeli
                        nystrom_landmarks)
 
 
+@pytest.mark.parametrize("noise", [0.2, "per_output"])
+@pytest.mark.parametrize("bound", [True, False], ids=["sgpr", "sor"])
 @pytest.mark.parametrize("kind", ["icm", "laplacian", "fixed_T", "d1"])
-def test_nystrom_lml_and_gradient_equal_dense_and_fd(kind):
+def test_nystrom_lml_and_gradient_equal_dense_and_fd(kind, bound, noise):
+    """Titsias' collapsed bound (the default) and the SoR likelihood, one shared or one noise per output: value and
+    gradient against the literal dense formulas (1e-8) and finite differences; the bound below the exact LML."""
     rng, X, Y = _data(n=40, d=1 if kind == "d1" else 3)
     d = Y.shape[1]
     C = Coregionalization(d, min(2, d), rng.normal(size=(d, min(2, d))), rng.uniform(0.1, 1, d))
     K = {"icm": Separable(RBF(0.4), C), "laplacian": Separable(Laplacian(0.5), C), "fixed_T": Separable(RBF(0.8), C.matrix),
          "d1": Separable(RBF(0.8), C)}[kind]
     Z = X[nystrom_landmarks(X, 9, random_state=1)]
-    lik = NystromLikelihood(K, X, Y, Z, chunk=11)
-    theta = np.r_[K.theta, np.log(0.2)]
+    lik = NystromLikelihood(K, X, Y, Z, chunk=11, bound=bound)
+    nz = 0.2 if noise == 0.2 else np.linspace(0.1, 0.5, d)
+    theta = np.r_[K.theta, np.log(nz)]
     f, g = lik(theta)
-    fr, gr = gp_nystrom_dense_reference(K, X, Y, 0.2, Z)
+    fr, gr = gp_nystrom_dense_reference(K, X, Y, nz, Z, bound=bound)
+    if bound:
+        assert f <= gp_dense_reference(K, X, Y, nz, False)
     assert abs(f - fr) <= 1e-8 * abs(fr)
     assert np.abs(g - gr).max() <= 1e-8 * np.abs(gr).max()
     assert np.abs(_fd(lambda t: lik(t, False), theta) - g).max() <= 1e-5 * max(1.0, np.abs(g).max())
@@ -492,3 +506,49 @@ def test_defaults_on_real_data_match_scikit_learns_best_gpr(name, scaled):
     # no worse in NLPD; on linnerud both end at the mean predictor (ours by the BIC's noise-only model), whose NLPDs
     # differ by the last digits of two formulas for the same variance: 1e-9 relative
     assert ours[1] <= min(n for _, n in theirs) * (1 + 1e-9)
+
+
+# ---------------------------------------------------------------- no silent NaN or inf (issue 30)
+def test_normalize_y_huge_outputs_predict_scaled():
+    """Y * 1e154 (whose squares overflow): the per-output moments are taken on Y divided by its largest magnitude, so the
+    fit is the fit of Y and the predictions are Y's times 1e154 (before: NaN predictions, no error, no warning)."""
+    _, X, Y = _data(n=20)
+    a = OVKGaussianProcess(normalize_y=True, random_state=0).fit(X, Y)
+    b = OVKGaussianProcess(normalize_y=True, random_state=0).fit(X, Y * 1e154)
+    P, Pb = a.predict(X), b.predict(X)
+    assert np.isfinite(Pb).all()
+    np.testing.assert_allclose(Pb / 1e154, P, rtol=1e-6, atol=1e-6 * np.abs(P).max())
+
+
+def test_optimizer_end_point_not_finite_is_a_named_error():
+    """An optimizer that ends at non-finite hyper-parameters, or at ones where T overflows, raises a ValueError naming Y
+    (never inf / NaN predictions, never a raw LinAlgError); the estimator is left as it was."""
+    _, X, Y = _data(n=15)
+    nan_end = lambda obj, t0, bounds: (np.full_like(t0, np.nan), 0.0)                     # noqa: E731
+    huge_end = lambda obj, t0, bounds: (np.where(np.isfinite(bounds).all(1), t0, 1e200), 0.0)   # W = 1e200: T = inf
+    for opt in (nan_end, huge_end):
+        gp = OVKGaussianProcess(optimizer=opt)
+        with pytest.raises(ValueError, match="Y"):
+            gp.fit(X, Y)
+        assert not hasattr(gp, "kernel_")
+
+
+def test_prior_before_fit_and_sklearn_surface():
+    """predict before fit: the prior, as scikit-learn's GaussianProcessRegressor (kernel None: its RBF(1) prior);
+    log_marginal_likelihood takes kernel_.theta alone (the fitted noise appended); hyperparameters_ names every entry."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    _, X, Y = _data(n=15)
+    for kw in ({}, {"return_std": True}, {"return_cov": True}):
+        ours, theirs = OVKGaussianProcess().predict(X[:4], **kw), GaussianProcessRegressor().predict(X[:4], **kw)
+        for a, b in zip(ours if kw else (ours,), theirs if kw else (theirs,)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    m, sd = OVKGaussianProcess(Separable(RBF(0.5), np.diag([1.0, 4.0]))).predict(X[:3], return_std=True)
+    assert m.shape == (3, 2) and np.allclose(sd, [1.0, 2.0])
+    with pytest.raises(ValueError, match="kernel"):
+        OVKGaussianProcess(Separable(RBF("scale"), np.eye(2))).predict(X[:3])
+    gp = OVKGaussianProcess(random_state=0).fit(X, Y)
+    full = np.r_[gp.kernel_.theta, np.log(gp.noise_)]
+    assert gp.log_marginal_likelihood(gp.kernel_.theta) == pytest.approx(gp.log_marginal_likelihood(full), rel=1e-12)
+    assert len(gp.hyperparameters_) == len(full) and gp.hyperparameters_[-1].name == "noise_level[2]"
+    with pytest.raises(ValueError, match="kernel_.theta"):
+        gp.log_marginal_likelihood(full[:-1])
