@@ -1045,30 +1045,37 @@ def _lbfgs(obj, theta0, bounds):
 
 
 class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """A multi-output Gaussian process whose covariance is an operator-valued kernel: f ~ GP(0, K), y = f(x) + N(0, noise I),
+    """A multi-output Gaussian process whose covariance is an operator-valued kernel: f ~ GP(0, K), y = f(x) + N(0, D) (D the
+    noise variances: one per output by default, or one shared),
     with the kernel's hyper-parameters (bandwidth, output matrix T) and the noise learned by maximising the log marginal
     likelihood. scikit-learn's `GaussianProcessRegressor` API.
 
     Parameters
     ----------
     kernel : Separable, SumKernel of Separables, or None, default=None
-        None is `Separable(RBF('scale'), Coregionalization())`: a Gaussian kernel (bandwidth started at 1 / (n_features
-        * X.var())) times a full-rank learned T = W W^T + diag(kappa) (the intrinsic coregionalization model). Its `theta`
+        None is `Separable(RBF('median'), Coregionalization())`: a Gaussian kernel (bandwidth started at 1 / the median
+        squared distance and bounded by the data's distance quantiles, see `_bandwidth_bounds`) times a full-rank learned
+        T = W W^T + diag(kappa) (the intrinsic coregionalization model). Its `theta`
         (see `ovk_nb.kernels`) is what is learned; a fixed T is given as a matrix. One Separable is exact and fast (the
         joint eigenbasis); a sum of Separables (LMC) uses the exact dense fallback, n d <= DENSE_MAX.
     noise : float or None, default=None
-        The noise variance to start from (None: 0.1 times the mean variance of the (normalised) targets).
+        The noise variance to start from, every output's (None: 0.1 times each (normalised) output's variance).
     noise_bounds : (float, float) or 'fixed', default=(1e-8, 1e5)
-        Bounds of the learned noise variance (its theta entry is log noise); 'fixed' keeps the starting noise.
+        Bounds of each learned noise variance (its theta entry is log noise); 'fixed' keeps the starting noise.
     optimizer : 'fmin_l_bfgs_b', callable or None, default='fmin_l_bfgs_b'
         scipy's L-BFGS-B; or a callable `optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)` as
         scikit-learn's; None keeps the initial hyper-parameters.
-    n_restarts_optimizer : int, default=0
+    n_restarts_optimizer : int or None, default=None
         Further optimizer runs from random starts (log-space entries drawn uniformly in their bounds, W's entries from a
-        normal of the initial W's size); the best likelihood wins.
-    normalize_y : bool, default=False
+        normal of the initial W's size); the best likelihood wins. None: with the default kernel and n <=
+        `RESTARTS_AUTO_N`, two more starts at deterministic bandwidths (1 / the 10% and 90% quantiles of the squared
+        distances), else none.
+    normalize_y : bool, default=True
         Centre and scale each output to unit variance before fitting (predictions are scaled back); `kernel_`,
         `output_matrix_`, `noise_` and the likelihood then refer to the normalised targets, as scikit-learn's.
+    noise_per_output : bool, default=True
+        Learn one noise variance per output (GPyTorch's ``has_task_noise``; exact in the whitened joint eigenbasis, see
+        the notebook); False: one noise shared by the outputs. The stochastic route (method='stochastic') learns one.
     random_state : int, Generator or None, default=None
         Seed of the restarts, of the Nystrom landmarks (method='nystrom') and of the stochastic estimators' probes (drawn
         once per fit: the objective is deterministic within a fit; give an int for reproducible fits).
@@ -1086,8 +1093,10 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
         `DENSE_MAX`) or the observed block's Cholesky (missing entries, at most `MASKED_DENSE_MAX` observed), else a
         ValueError. 'auto': 'exact', and 'stochastic' past `MASKED_DENSE_MAX` observed entries. 'stochastic': PCG, stochastic
         Lanczos log-determinant and Hutchinson traces with `n_probes` fixed probes (`StochasticMaskedLikelihood`,
-        approximate). 'nystrom': the subset-of-regressors / DTC likelihood on `n_components` landmarks drawn from X with
-        `random_state` (`NystromLikelihood`, one Separable, no missing entries; n beyond memory), SoR mean and DTC variance.
+        approximate). 'nystrom': Titsias' collapsed variational bound (SGPR: a lower bound of the exact LML that cannot
+        run away) on `n_components` landmarks drawn from X with `random_state` (`NystromLikelihood`, one Separable, no
+        missing entries; n beyond memory), the DTC posterior; 'nystrom_sor': the subset-of-regressors / DTC likelihood
+        instead (the former default; it can run its noise to 0, see the notebook).
     n_components : int, default=500
         The number of Nystrom landmarks (method='nystrom'; all rows when n is smaller).
     n_probes : int, default=30
@@ -1097,8 +1106,11 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     ----------
     kernel_ : OVKernel
         The kernel with the learned hyper-parameters.
-    noise_ : float
-        The learned noise variance.
+    noise_ : float or ndarray of shape (n_outputs,)
+        The learned noise variance(s) (of the normalised targets with ``normalize_y``): an array with
+        ``noise_per_output`` and several outputs, else a float.
+    hyperparameters_ : list of sklearn.gaussian_process.kernels.Hyperparameter
+        The learned theta's entries (the kernel's, then 'noise_level' or 'noise_level[l]') with their bounds.
     output_matrix_ : ndarray of shape (n_outputs, n_outputs)
         The learned T (the sum of the parts' w_c T_c for an LMC is not one T: there the list `output_matrices_`).
     log_marginal_likelihood_value_ : float
@@ -1115,8 +1127,11 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    theta of `log_marginal_likelihood` is `kernel_.theta` followed by log noise. `predict(return_std=True)` gives the std
-    of the latent f (add `noise_` to the variance for a new observation); `return_cov=True` the per-output covariance
+    theta of `log_marginal_likelihood` is `kernel_.theta` followed by the log noise(s) (`kernel_.theta` alone: the fitted
+    noise appended). `predict` before `fit` returns the prior, as scikit-learn's GPR. With the default kernel and
+    objective, the noise-only model (the targets' mean) is kept when its BIC is the better (see the notebook).
+    `predict(return_std=True)` gives the std of the latent f (add `noise_` times the targets' variance for a new
+    observation); `return_cov=True` the per-output covariance
     Cov(f_o(x_i), f_o(x_j)), shape (m, m, d) ((m, m) for a 1-D y), as scikit-learn's multi-target form; the cross-output
     covariances are in `sample_y`'s joint draws.
 
