@@ -71,6 +71,16 @@ def _noise_vector(tn, d: int) -> np.ndarray:
     return np.exp(tn) * np.ones(d)
 
 
+def _whitened_eigh(Tm, Tw, D):
+    """(e, V) of the whitened T~ = D^{-1/2} T D^{-1/2} = Tw, e clipped at 0; for one shared noise the eigenbasis of T itself
+    with e / s2 (T~'s eigenvectors are T's: a degenerate eigenspace of a fixed T then keeps the same basis whatever s2)."""
+    if np.all(D == D[0]):
+        e, V = np.linalg.eigh(Tm)
+        return np.clip(e / D[0], 0, None), V
+    e, V = np.linalg.eigh(Tw)
+    return np.clip(e, 0, None), V
+
+
 def _noise_arg(tn):
     "The `noise` argument of the dense references from theta's log-noise tail: a float (shared) or an array (per output)."
     tn = np.asarray(tn, dtype=float)
@@ -172,8 +182,7 @@ class SeparableLikelihood:
         D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
         r = 1.0 / np.sqrt(D)
         Tw = Tm * np.outer(r, r)
-        e, V = np.linalg.eigh(Tw)
-        e = np.clip(e, 0, None)
+        e, V = _whitened_eigh(Tm, Tw, D)
         Vy, Vh = V * r[:, None], V / r[:, None]
         if self.xp is not np:                                 # T's d x d eigenbasis on X's device (d^2 numbers cross)
             e, Vy, Vh = _on(e, U), _on(Vy, U), _on(Vh, U)
@@ -734,8 +743,7 @@ class NystromLikelihood:
         D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
         r = 1.0 / np.sqrt(D)
         Tw = Tm * np.outer(r, r)
-        e, V = np.linalg.eigh(Tw)
-        e = np.clip(e, 0, None)
+        e, V = _whitened_eigh(Tm, Tw, D)
         Vy = V * r[:, None]
         return g, R, L, Phi, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
 
@@ -1272,7 +1280,8 @@ def _check_fit(est, post, X, theta, bounds, n_noise: int):
     """After the optimizer: the posterior mean and variance at (at most GUARD_ROWS) training rows must be finite, else a
     ValueError naming Y and what ran away (never inf / NaN predictions returned silently); a noise variance at its lower
     bound, or the default bandwidth at its upper one, warns (ConvergenceWarning): the fit then interpolates the data."""
-    Xq = X[:GUARD_ROWS] if xp_of(X) is np else X[:GUARD_ROWS, :]
+    k = min(GUARD_ROWS, X.shape[0])                              # array-api-strict refuses a slice past the end
+    Xq = X[:k] if xp_of(X) is np else X[:k, :]
     xp = xp_of(Xq)
     with np.errstate(all="ignore"):
         Q = post._Q(Xq) if isinstance(post, _SeparablePosterior) else None
@@ -1644,8 +1653,8 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
     ----------
     theta : array-like of shape (n_dims,), (n_dims + n_noise,) or None, default=None
         ``kernel_.theta`` followed by the log noise variance(s) (one, or one per output with ``noise_per_output``:
-        ``np.r_[kernel_.theta, np.log(noise_)]``); ``kernel_.theta`` alone takes the fitted noise; None returns the
-        fitted value.
+        ``np.r_[kernel_.theta, np.log(noise_)]``; one log noise: the shared-noise model); ``kernel_.theta`` alone takes
+        the fitted noise; None returns the fitted value.
     eval_gradient : bool, default=False
         Also return the gradient with respect to ``theta`` (closed form in the joint eigenbasis for one Separable
         kernel); needs ``theta``.
@@ -1666,7 +1675,7 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
     nk = self.kernel_.n_dims
     if t.shape == (nk,) and t.shape != self._theta.shape:              # kernel_.theta alone: the fitted noise appended
         t = np.r_[t, self._theta[nk:]]
-    if t.shape != self._theta.shape or not np.isfinite(t).all():
+    if t.shape not in (self._theta.shape, (nk + 1,)) or not np.isfinite(t).all():      # nk + 1: one shared noise
         raise ValueError(f"theta must be a finite array of length {len(self._theta)} (kernel_.theta, then "
                          f"{len(self._theta) - nk} log noise variance(s): np.r_[kernel_.theta, np.log(noise_)]) or of "
                          f"length {nk} (kernel_.theta: the fitted noise is appended), got shape {t.shape}")

@@ -276,6 +276,8 @@ def gp_data(n=60, seed=0):
 
 def gp_pair(kw, lib, X, Y):
     kw = dict(kw)
+    kw.setdefault("normalize_y", False)             # the model these equalities were written for (issue 29 changed the
+    kw.setdefault("noise_per_output", False)        # defaults: per-output standardisation and noise, tested in test_gp)
     if kw.pop("y1d", False):
         Y = Y[:, 0]
     a = LIBS[lib]
@@ -440,7 +442,9 @@ def test_gp_nystrom_fit_equals_numpy(lib, name):
     per-output covariance, sample_y, alpha_ and landmarks_ equal NumPy's to 1e-10 (measured 3e-15 to 2e-12); the fitted
     arrays and the outputs are of X's library and device."""
     X, Y, Xt = gp_data()
-    ref, m = gp_pair(dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0), lib, X, Y)
+    # optimized fits compared: the SoR likelihood's (method='nystrom_sor'; the collapsed bound, now 'nystrom', is flatter
+    # at its optimum and L-BFGS-B's paths part at 5e-7: its value and gradient are compared at fixed theta below)
+    ref, m = gp_pair(dict(GP_NYSTROM_FITS[name], method="nystrom_sor", random_state=0), lib, X, Y)
     Xta = LIBS[lib](Xt.copy())
     assert_gp_equal(ref, m, Xt, Xta, [(m.landmarks_, ref.landmarks_)])
     assert isinstance(m._lik, NystromLikelihood) and m._lik._cache is None        # Phi (n x m) not kept by the fit
@@ -496,7 +500,7 @@ def test_gp_nystrom_float32_follows_x(name, bound, sbound):
     """float32 in, float32 out (Phi and the passes in float32, the m x m algebra in float64 on the host); against the
     float64 NumPy fit (measured: Laplacian predictions 6e-7, std 2e-6; RBF on 10 landmarks with fixed noise 7e-5 and
     7e-4: the SoR bandwidth gradient is a difference of terms of size cond(L)^2 / noise, see the notebook)."""
-    m, ref, Xt, (F, S), (Fr, Sr) = gp_float32_pair(dict(GP_NYSTROM_FITS[name], method="nystrom", random_state=0))
+    m, ref, Xt, (F, S), (Fr, Sr) = gp_float32_pair(dict(GP_NYSTROM_FITS[name], method="nystrom_sor", random_state=0))
     C = m.predict(torch.asarray(Xt, dtype=torch.float32), return_cov=True)[1]
     assert F.dtype == S.dtype == C.dtype == m.alpha_.dtype == m.landmarks_.dtype == torch.float32
     assert rel(F, Fr) <= bound and rel(S, Sr) <= sbound
