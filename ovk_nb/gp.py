@@ -1238,7 +1238,9 @@ def _start(est, X, kernel, lik, v):
         b = _bandwidth_bounds(_host_rows(X))
         if b is not None:
             g0, lo, hi, gs = b
-            bounds[0] = [max(bounds[0, 0], np.log(lo)), min(bounds[0, 1], np.log(hi))]
+            cut = [max(bounds[0, 0], np.log(lo)), min(bounds[0, 1], np.log(hi))]
+            if cut[0] <= cut[1]:                 # inputs far outside the kernel's gamma bounds: its own bounds stay
+                bounds[0] = cut
             theta[0] = np.clip(np.log(g0), *bounds[0])
             if est.n_restarts_optimizer is None and X.shape[0] <= RESTARTS_AUTO_N:
                 more = [np.r_[np.clip(np.log(g), *bounds[0]), theta[1:]] for g in gs]
