@@ -20,14 +20,14 @@ from .backend import check_xp_data, device_of, route_of
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            resolve_kernel, xp_of)
 from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
-from .validation import (Interval, Options, Predicate, check_fitted, check_X, check_X_Y, check_X_Y_missing,
-                               fit_context, to_numpy)
+from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
+                               check_X_Y_missing, fit_context, to_numpy)
 
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'ONE_THREAD_N', 'DENSE_MAX', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
-           'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
-           'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
-           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N',
+           'GUARD_ROWS', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
+           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'gp_nystrom_dense_reference', 'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -56,22 +56,59 @@ def _T_grad(T):
     return Tm, np.zeros((getattr(T, "n_dims", 0), *Tm.shape))
 
 
-def gp_dense_reference(kernel, X, Y, noise: float, eval_gradient: bool = True):
-    """The literal log marginal likelihood of Y (n, d) under f ~ GP(0, K), y = f + N(0, noise I): the (n d) x (n d) Gram
-    K = sum_c w_c Kx_c kron T_c + noise I formed with np.kron, inverted with np.linalg; the gradient with respect to
-    (kernel.theta, log noise) from dK/dtheta formed the same way (NaN entries of Y: missing, their rows and columns dropped): dL = 1/2 a^T dK a - 1/2 tr(K^{-1} dK). For tests and
-    as the exact small-n fallback for sums of separable parts (LMC)."""
+def _noise_diag(noise, n: int, d: int) -> np.ndarray:
+    "The (n d,) diagonal of I_n kron diag(noise): one shared noise variance, or one per output (an array of d)."
+    D = np.broadcast_to(np.asarray(noise, dtype=float), (d,)) if np.ndim(noise) else np.full(d, float(noise))
+    return np.tile(D, n)
+
+
+def _noise_vector(tn, d: int) -> np.ndarray:
+    "The d noise variances from theta's log-noise tail: one shared entry (broadcast) or one per output."
+    tn = np.asarray(tn, dtype=float)
+    if tn.shape not in ((1,), (d,)):
+        raise ValueError(f"theta: the log noise takes 1 entry (shared) or {d} (one per output) after the kernel's theta, "
+                         f"got {tn.size}")
+    return np.exp(tn) * np.ones(d)
+
+
+def _whitened_eigh(Tm, Tw, D):
+    """(e, V) of the whitened T~ = D^{-1/2} T D^{-1/2} = Tw, e clipped at 0; for one shared noise the eigenbasis of T itself
+    with e / s2 (T~'s eigenvectors are T's: a degenerate eigenspace of a fixed T then keeps the same basis whatever s2)."""
+    if np.all(D == D[0]):
+        e, V = np.linalg.eigh(Tm)
+        return np.clip(e / D[0], 0, None), V
+    e, V = np.linalg.eigh(Tw)
+    return np.clip(e, 0, None), V
+
+
+def _noise_arg(tn):
+    "The `noise` argument of the dense references from theta's log-noise tail: a float (shared) or an array (per output)."
+    tn = np.asarray(tn, dtype=float)
+    return float(np.exp(tn[0])) if tn.size == 1 else np.exp(tn)
+
+
+def gp_dense_reference(kernel, X, Y, noise, eval_gradient: bool = True):
+    """The literal log marginal likelihood of Y (n, d) under f ~ GP(0, K), y = f + N(0, I kron diag(noise)): the (n d) x
+    (n d) Gram K = sum_c w_c Kx_c kron T_c + I kron diag(noise) formed with np.kron, inverted with np.linalg; the gradient
+    with respect to (kernel.theta, log noise) from dK/dtheta formed the same way (NaN entries of Y: missing, their rows
+    and columns dropped): dL = 1/2 a^T dK a - 1/2 tr(K^{-1} dK). `noise` is one shared variance (a float: one log-noise
+    entry in the gradient) or one per output (an array of d: d entries). For tests and as the exact small-n fallback for
+    sums of separable parts (LMC)."""
     X = np.asarray(X, dtype=float); Y = np.asarray(Y, dtype=float)
     Y = Y[:, None] if Y.ndim == 1 else Y
     n, d = Y.shape
-    K = noise * np.eye(n * d)
+    nd = _noise_diag(noise, n, d)
+    K = np.diag(nd)
     dK = []
     for sk, T, w in _flat_parts(kernel):
         Kx, dKx = sk.gram_gradient(X)
         Tm, dT = _T_grad(T)
         K += w * np.kron(Kx, Tm)
         dK += [w * np.kron(g, Tm) for g in dKx] + [w * np.kron(Kx, g) for g in dT]
-    dK.append(noise * np.eye(n * d))
+    if np.ndim(noise):
+        dK += [np.diag(nd * np.tile(np.eye(d)[l], n)) for l in range(d)]
+    else:
+        dK.append(np.diag(nd))
     y = Y.ravel()
     obs = ~np.isnan(y)
     if not obs.all():               # missing entries (NaN): keep the rows and columns of the observed ones
@@ -84,13 +121,14 @@ def gp_dense_reference(kernel, X, Y, noise: float, eval_gradient: bool = True):
     return float(lml), np.array([0.5 * a @ g @ a - 0.5 * np.trace(Kinv @ g) for g in dK])
 
 
-def gp_posterior_dense_reference(kernel, X, Y, noise: float, Xs):
+def gp_posterior_dense_reference(kernel, X, Y, noise, Xs):
     """The literal posterior of the latent f at Xs (m, p): mean (m, d) and covariance ((m d) x (m d), row i*d + l is
-    f_l(x_i)), from the dense Grams (rows/columns of missing (NaN) entries of Y dropped) K(X, X) + noise I, K(Xs, X), K(Xs, Xs)."""
+    f_l(x_i)), from the dense Grams (rows/columns of missing (NaN) entries of Y dropped) K(X, X) + I kron diag(noise),
+    K(Xs, X), K(Xs, Xs) (noise: one shared variance or one per output)."""
     Y = np.asarray(Y, dtype=float)
     Y = Y[:, None] if Y.ndim == 1 else Y
     obs = ~np.isnan(Y.ravel())      # missing entries (NaN) left out
-    K = kernel.gram(X)[np.ix_(obs, obs)] + noise * np.eye(int(obs.sum()))
+    K = kernel.gram(X)[np.ix_(obs, obs)] + np.diag(_noise_diag(noise, *Y.shape)[obs])
     Ks, Kss = kernel.gram(Xs, X)[:, obs], kernel.gram(Xs)
     mean = Ks @ np.linalg.solve(K, Y.ravel()[obs])
     cov = Kss - Ks @ np.linalg.solve(K, Ks.T)
@@ -98,17 +136,20 @@ def gp_posterior_dense_reference(kernel, X, Y, noise: float, Xs):
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #685df1f5
 class SeparableLikelihood:
-    """The log marginal likelihood of Y (n, d) under K = Kx kron T + s2 I and its gradient in the joint eigenbasis
-    (Kx = U diag(s) U^T, T = V diag(e) V^T): O(n^3) for a new bandwidth (one eigh of Kx, kept until the scalar kernel's
-    theta changes), O(n^2 d + d^3) for a new T or noise. `theta` = (kernel.theta, log noise). X and Y of another array
-    library (PyTorch, CuPy): every n-sized array in their namespace and device, T's d x d eigenbasis on the host, the
-    value and gradient host floats (see "Array libraries" below)."""
+    """The log marginal likelihood of Y (n, d) under K = Kx kron T + I kron D (D = diag of the noise variances: one shared
+    s2, or one per output) and its gradient in the joint eigenbasis of the whitened problem: with T~ = D^{-1/2} T D^{-1/2}
+    = V diag(e) V^T, Kx = U diag(s) U^T and Y~ = Y D^{-1/2}, K = (I kron D^{1/2}) (Kx kron T~ + I) (I kron D^{1/2}), so
+    L = L~(Y~; Kx kron T~ + I) - n/2 sum_l log D_l. O(n^3) for a new bandwidth (one eigh of Kx, kept until the scalar
+    kernel's theta changes), O(n^2 d + d^3) for a new T or noise. `theta` = (kernel.theta, log noise): one log-noise
+    entry (shared) or d (one per output). X and Y of another array library (PyTorch, CuPy): every n-sized array in their
+    namespace and device, T's d x d eigenbasis on the host, the value and gradient host floats (see "Array libraries")."""
     def __init__(self, kernel: Separable, X, Y):
         (self.sk, self.T, w), = _flat_parts(kernel)
         if w != 1.0:
             raise ValueError("a weighted one-part SumKernel: give the Separable itself")
         self.kernel, self.X, self.Y = kernel, X, Y
         self.nk = self.sk.n_dims
+        self.nT = self.T.n_dims if isinstance(self.T, Params) else 0
         self._key = None
 
     @property
@@ -132,39 +173,53 @@ class SeparableLikelihood:
         return self._cache
 
     def state(self, theta):
-        "The factors at theta: (s, U, e, V, Yt, lam, s2, scalar kernel, T object)."
+        """The factors at theta: (s, U, e, V, Vy, Vh, Yt, lam, D, scalar kernel, T object, T~, dKx) with T~ = V diag(e) V^T
+        (V orthogonal), Vy = D^{-1/2} V, Vh = D^{1/2} V, Yt = U^T Y Vy and lam = s e^T + 1."""
         theta = np.asarray(theta, dtype=float)
         s, U, UY, dKx, sk = self._scalar(theta[:self.nk])
-        T = self.T.clone_with_theta(theta[self.nk:-1]) if isinstance(self.T, Params) and self.T.n_dims else self.T
+        T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
         Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
-        e, V = np.linalg.eigh(Tm)
-        e = np.clip(e, 0, None)
+        D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
+        r = 1.0 / np.sqrt(D)
+        Tw = Tm * np.outer(r, r)
+        e, V = _whitened_eigh(Tm, Tw, D)
+        Vy, Vh = V * r[:, None], V / r[:, None]
         if self.xp is not np:                                 # T's d x d eigenbasis on X's device (d^2 numbers cross)
-            e, V = _on(e, U), _on(V, U)
-        s2 = float(np.exp(theta[-1]))
-        lam = s[:, None] * e[None, :] + s2
-        return s, U, e, V, UY @ V, lam, s2, sk, T, dKx
+            e, Vy, Vh = _on(e, U), _on(Vy, U), _on(Vh, U)
+        lam = s[:, None] * e[None, :] + 1.0
+        return s, U, e, V, Vy, Vh, UY @ Vy, lam, D, sk, T, Tw, dKx
+
+    def _tail(self, theta, T, V, Tw, D, GTw, XtYt):
+        """The T and noise entries of the gradient from the whitened problem's dL~/dT~ = GTw (d x d, host): dL/dT =
+        D^{-1/2} GTw D^{-1/2}, and per output dL/dlog D_l = -(GTw T~)_ll + 1/2 (V Xt^T Yt V^T)_ll - n/2 (the chain rule
+        through T~ and Y~ = Y D^{-1/2}, with dL~/dY~ = -U Xt V^T; `XtYt` = Xt^T Yt, d x d) summed for a shared noise."""
+        grad = []
+        if self.nT:
+            r = 1.0 / np.sqrt(D)
+            grad += list(T.theta_gradient(GTw * np.outer(r, r)))
+        gD = -np.einsum("lk,kl->l", GTw, Tw) + 0.5 * np.einsum("lk,km,lm->l", V, XtYt, V) - 0.5 * self.X.shape[0]
+        n_noise = len(theta) - self.nk - self.nT
+        return grad + ([float(gD.sum())] if n_noise == 1 else list(gD))
 
     def __call__(self, theta, eval_gradient: bool = True, kernel_grad: bool = True):
         "(lml, gradient); kernel_grad=False leaves the scalar kernel's entries out of the gradient (O(n d^2) then)."
-        s, U, e, V, Yt, lam, s2, sk, T, dKx = self.state(theta)
+        s, U, e, V, Vy, Vh, Yt, lam, D, sk, T, Tw, dKx = self.state(theta)
         xp, (n, d) = self.xp, Yt.shape
-        At = Yt / lam                                         # alpha in the eigenbasis
-        lml = -0.5 * float(xp.sum(Yt * At)) - 0.5 * float(xp.sum(xp.log(lam))) - 0.5 * n * d * LOG2PI
+        At = Yt / lam                                         # alpha in the whitened eigenbasis
+        lml = (-0.5 * float(xp.sum(Yt * At)) - 0.5 * float(xp.sum(xp.log(lam))) - 0.5 * n * float(np.sum(np.log(D)))
+               - 0.5 * n * d * LOG2PI)
         if not eval_gradient:
             return lml
         grad = []
-        if self.nk and kernel_grad:                           # dL/dKx = 1/2 (A T A^T - U diag(sum_l e_l / lam_al) U^T)
-            AV = U @ (At * xp.sqrt(e))                        # A T A^T = U At diag(e) At^T U^T
+        if self.nk and kernel_grad:                           # dL/dKx = 1/2 (A T~ A^T - U diag(sum_l e_l / lam_al) U^T)
+            AV = U @ (At * xp.sqrt(e))                        # A T~ A^T = U At diag(e) At^T U^T
             Gx = AV @ AV.T
             Gx -= (U * xp.sum(e / lam, axis=1)) @ U.T
             grad += [0.5 * float(xp.sum(Gx * g)) for g in dKx]
-        if isinstance(T, Params) and T.n_dims:               # dL/dT = 1/2 (A^T Kx A - V diag(sum_a s_a / lam_al) V^T)
-            M, Vh = to_numpy((At * s[:, None]).T @ At), to_numpy(V)       # d x d: on the host
-            GT = 0.5 * (Vh @ (M - np.diag(to_numpy(xp.sum(s[:, None] / lam, axis=0)))) @ Vh.T)
-            grad += list(T.theta_gradient(GT))
-        grad.append(0.5 * s2 * (float(xp.sum(At * At)) - float(xp.sum(1.0 / lam))))
-        return lml, np.array(grad)
+        # dL~/dT~ = 1/2 V (At^T diag(s) At - diag(sum_a s_a / lam_al)) V^T, d x d on the host
+        M, AY = to_numpy((At * s[:, None]).T @ At), to_numpy(At.T @ Yt)
+        GTw = 0.5 * (V @ (M - np.diag(to_numpy(xp.sum(s[:, None] / lam, axis=0)))) @ V.T)
+        return lml, np.array(grad + self._tail(theta, T, V, Tw, D, GTw, AY))
 
 
 class DenseLikelihood:
@@ -174,8 +229,9 @@ class DenseLikelihood:
         _flat_parts(kernel)
 
     def __call__(self, theta, eval_gradient: bool = True):
-        k = self.kernel.clone_with_theta(theta[:-1])
-        return gp_dense_reference(k, self.X, self.Y, float(np.exp(theta[-1])), eval_gradient)
+        nk = self.kernel.n_dims
+        k = self.kernel.clone_with_theta(theta[:nk])
+        return gp_dense_reference(k, self.X, self.Y, _noise_arg(theta[nk:]), eval_gradient)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #c5942f67
 MASKED_DENSE_MAX = 4000     # observed entries: the exact masked likelihood (Cholesky of the observed block) up to this
@@ -190,7 +246,8 @@ def _gathered(parts, grams, rows, cols):
 class MaskedLikelihood:
     """The exact log marginal likelihood of the observed entries of Y (NaN = missing) and its gradient: the n_o x n_o
     covariance of the observed entries gathered from the scalar Grams and the output matrices, Cholesky, one parameter's
-    derivative at a time. O(n_o^3) per evaluation; any Separable or SumKernel of Separables. theta = (kernel.theta, log noise)."""
+    derivative at a time. O(n_o^3) per evaluation; any Separable or SumKernel of Separables. theta = (kernel.theta, log noise),
+    the log noise one entry (shared) or d (one per output)."""
     def __init__(self, kernel, X, Y):
         self.kernel, self.X, self.Y = kernel, X, Y
         self.obs = ~np.isnan(Y)
@@ -199,13 +256,14 @@ class MaskedLikelihood:
         _flat_parts(kernel)
 
     def factor(self, theta):
-        "(kernel, noise, Cholesky factor of the observed block + noise I, alpha_o, per-part (sk, T, dT, w), Grams)."
-        k = self.kernel.clone_with_theta(theta[:-1])
-        s2 = float(np.exp(theta[-1]))
+        "(kernel, noise (d,), Cholesky factor of the observed block + noise, alpha_o, per-part (sk, T, dT, w), Grams)."
+        nk = self.kernel.n_dims
+        k = self.kernel.clone_with_theta(theta[:nk])
+        s2 = _noise_vector(theta[nk:], self.Y.shape[1])
         parts = [(sk, *_T_grad(T), w) for sk, T, w in _flat_parts(k)]
         grams = [sk.gram_gradient(self.X) for sk, *_ in parts]
         K = _gathered([(None, Tm, w) for _, Tm, _, w in parts], [G for G, _ in grams], self.idx, self.idx)
-        K[np.diag_indices_from(K)] += s2
+        K[np.diag_indices_from(K)] += s2[self.idx[1]]
         L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
         a = sla.cho_solve((L, True), self.y, check_finite=False)
         return k, s2, L, a, parts, grams
@@ -217,17 +275,19 @@ class MaskedLikelihood:
         if not eval_gradient:
             return lml
         W = np.outer(a, a) - sla.cho_solve((L, True), np.eye(len(a)), check_finite=False)    # 2 dL/dK_o
-        return lml, self.contract(W, s2, parts, grams)
+        return lml, self.contract(W, s2, parts, grams, len(theta) - k.n_dims)
 
-    def contract(self, W, s2, parts, grams):
-        "The gradient (1/2 <W, dK_o / dtheta_j>)_j of a loss whose derivative in K_o is W / 2, one parameter at a time."
+    def contract(self, W, s2, parts, grams, n_noise: int = 1):
+        """The gradient (1/2 <W, dK_o / dtheta_j>)_j of a loss whose derivative in K_o is W / 2, one parameter at a time
+        (the noise: one shared entry, or one per output when n_noise = d)."""
         (ri, rl), grad = self.idx, []
         for (sk, Tm, dT, w), (Kx, dKx) in zip(parts, grams):
             Tl, Ki = Tm[np.ix_(rl, rl)], Kx[np.ix_(ri, ri)]
             grad += [0.5 * w * float(np.sum(W * g[np.ix_(ri, ri)] * Tl)) for g in dKx]
             WK = W * Ki
             grad += [0.5 * w * float(np.sum(WK * g[np.ix_(rl, rl)])) for g in dT]
-        grad.append(0.5 * s2 * float(np.trace(W)))
+        gD = 0.5 * s2 * np.bincount(rl, weights=np.diag(W), minlength=len(s2))
+        grad += [float(gD.sum())] if n_noise == 1 else list(gD)
         return np.array(grad)
 
 
@@ -277,14 +337,14 @@ class _MaskedPosterior(_JointPosterior):
         return self.kernel.gram(Xs) - v.T @ v
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e42c8ef4
-def gp_loo_dense_reference(kernel, X, Y, noise: float):
+def gp_loo_dense_reference(kernel, X, Y, noise):
     """The literal leave-one-sample-out log predictive probability: for each i, the Gaussian posterior of y_i (all d
     outputs, noise included) given the other samples, from the dense Grams; its log density at y_i, summed. Any
     Separable or SumKernel; NaN entries of Y are missing: sample i's observed entries are predicted from the other
-    samples' observed entries (a sample with none observed adds nothing)."""
+    samples' observed entries (a sample with none observed adds nothing). `noise`: one variance, or one per output."""
     Y = np.asarray(Y, dtype=float)
     n, d = Y.shape
-    K = kernel.gram(X) + noise * np.eye(n * d)
+    K = kernel.gram(X) + np.diag(_noise_diag(noise, n, d))
     y, obs = Y.ravel(), ~np.isnan(Y.ravel())
     out = 0.0
     for i in range(n):
@@ -311,16 +371,18 @@ def _loo_mq(rt, Q, D):
 
 @patch
 def loo(self: SeparableLikelihood, theta, eval_gradient: bool = True):
-    """The leave-one-sample-out log predictive probability and its gradient in the joint eigenbasis (see above); in X's
-    namespace for array-API data (T's d x d gradient on the host)."""
-    s, U, e, V, Yt, lam, s2, sk, T, dKx = self.state(theta)
+    """The leave-one-sample-out log predictive probability and its gradient in the joint eigenbasis of the whitened
+    problem (see above; a per-output noise D scales each output by D^{-1/2}: LOO = LOO~ - n/2 sum_l log D_l, the noise
+    gradient by the chain rule as the likelihood's); in X's namespace for array-API data (T's d x d gradient on the host)."""
+    s, U, e, V, Vy, Vh, Yt, lam, Dn, sk, T, Tw, dKx = self.state(theta)
     xp, (n, d) = self.xp, Yt.shape
     At = Yt / lam
     U2 = U * U
-    at = U @ At                                           # rows of a = K^{-1} y in T's eigenbasis
+    at = U @ At                                           # rows of a = K~^{-1} y~ in T~'s eigenbasis
     D = U2 @ (1.0 / lam)                                  # the diagonal blocks B_ii in that basis
     rt = at / D                                           # the LOO residuals
-    f = -0.5 * float(xp.sum(at * rt)) + 0.5 * float(xp.sum(xp.log(D))) - 0.5 * n * d * LOG2PI
+    f = (-0.5 * float(xp.sum(at * rt)) + 0.5 * float(xp.sum(xp.log(D))) - 0.5 * n * float(np.sum(np.log(Dn)))
+         - 0.5 * n * d * LOG2PI)
     if not eval_gradient:
         return f
     Pt = (U.T @ rt) / lam                                 # p = B r in the joint eigenbasis
@@ -333,14 +395,11 @@ def loo(self: SeparableLikelihood, theta, eval_gradient: bool = True):
             Bl = (U / lam[:, l]) @ U.T
             Gx -= 0.5 * e[l] * (Bl * m[:, l]) @ Bl
         grad += [float(xp.sum(Gx * g)) for g in dKx]
-    if isinstance(T, Params) and T.n_dims:
-        GA = At.T @ (s[:, None] * Pt)
-        Q = xp.reshape(U2 @ xp.reshape(s[:, None, None] / (lam[:, :, None] * lam[:, None, :]), (s.shape[0], d * d)), (n, d, d))
-        GA, MQ, Vh = to_numpy(GA), to_numpy(_loo_mq(rt, Q, D)), to_numpy(V)          # d x d: on the host
-        GT = Vh @ (0.5 * (GA + GA.T) - 0.5 * MQ) @ Vh.T
-        grad += list(T.theta_gradient(GT))
-    grad.append(s2 * (float(xp.sum(At * Pt)) - 0.5 * float(xp.sum(m * (U2 @ (1.0 / lam ** 2))))))
-    return f, np.array(grad)
+    GA = At.T @ (s[:, None] * Pt)
+    Q = xp.reshape(U2 @ xp.reshape(s[:, None, None] / (lam[:, :, None] * lam[:, None, :]), (s.shape[0], d * d)), (n, d, d))
+    GA, MQ = to_numpy(GA), to_numpy(_loo_mq(rt, Q, D))                # d x d: on the host
+    GTw = V @ (0.5 * (GA + GA.T) - 0.5 * MQ) @ V.T                    # dLOO~/dT~
+    return f, np.array(grad + self._tail(theta, T, V, Tw, Dn, GTw, to_numpy(Pt.T @ Yt)))
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #66dc071a
 @patch
@@ -362,7 +421,7 @@ def loo(self: MaskedLikelihood, theta, eval_gradient: bool = True):
         return f
     pa = np.outer(B @ r, a)
     G = 0.5 * (pa + pa.T) - 0.5 * B @ RD @ B
-    return f, self.contract(2 * G, s2, parts, grams)
+    return f, self.contract(2 * G, s2, parts, grams, len(theta) - k.n_dims)
 
 
 @patch
@@ -390,10 +449,11 @@ class _SeparablePosterior:
     """The posterior of f from the eigenbasis of the fit: mean, variance and covariance without the (n d)^2 matrix; in the
     namespace and device of the fit's X (`sample` draws on the host: NumPy's generator, the same draws as on NumPy)."""
     def __init__(self, lik: SeparableLikelihood, theta):
-        s, U, e, V, Yt, lam, s2, sk, T, _ = lik.state(theta)
-        self.X, self.sk, self.U, self.e, self.V, self.lam = lik.X, sk, U, e, V, lam
+        s, U, e, _, Vy, Vh, Yt, lam, _, sk, _, _, _ = lik.state(theta)
+        # f = (I kron D^{1/2}) f~ along the whitened eigenvectors: V below is Vh = D^{1/2} V (orthogonal for D = I)
+        self.X, self.sk, self.U, self.e, self.V, self.lam = lik.X, sk, U, e, Vh, lam
         self.At = Yt / lam
-        self.alpha = U @ self.At @ V.T                       # (K^{-1} vec Y) as (n, d)
+        self.alpha = U @ self.At @ Vy.T                      # (K^{-1} vec Y) as (n, d)
 
     @property
     def xp(self):
@@ -439,7 +499,7 @@ class _DensePosterior(_JointPosterior):
     def __init__(self, kernel, X, Y, noise):
         self.kernel, self.X, self.d = kernel, X, Y.shape[1]
         K = kernel.gram(X)
-        K[np.diag_indices_from(K)] += noise
+        K[np.diag_indices_from(K)] += _noise_diag(noise, *Y.shape)
         self.L = sla.cholesky(K, lower=True)
         self.alpha = sla.cho_solve((self.L, True), Y.ravel()).reshape(Y.shape)
 
@@ -494,10 +554,13 @@ def nystrom_landmarks(X, n_components: int, random_state=None):
     return np.sort(check_random_state(random_state).choice(n, int(n_components), replace=False))
 
 
-def gp_nystrom_dense_reference(kernel, X, Y, noise: float, Z, eval_gradient: bool = True, jitter: float | None = None):
+def gp_nystrom_dense_reference(kernel, X, Y, noise, Z, eval_gradient: bool = True, jitter: float | None = None,
+                               bound: bool = False):
     """The literal subset-of-regressors (SoR / DTC) log marginal likelihood, for tests: Y (n, d) under
-    N(0, Q kron T + noise I), Q = K_nZ (K_ZZ + eps I)^{-1} K_Zn formed as an n x n matrix, (n d) x (n d) by np.kron,
-    `np.linalg.slogdet` and `inv`; the gradient with respect to (kernel.theta, log noise) by (3) with the literal dQ.
+    N(0, Q kron T + I kron diag(noise)), Q = K_nZ (K_ZZ + eps I)^{-1} K_Zn formed as an n x n matrix, (n d) x (n d) by
+    np.kron, `np.linalg.slogdet` and `inv`; the gradient with respect to (kernel.theta, log noise) by (3) with the literal
+    dQ. With `bound`: Titsias' collapsed variational bound, the same minus 1/2 tr(diag(noise)^{-1} T) tr(K_nn - Q) (its
+    gradient by the literal derivatives of the diagonals).
 
     Parameters
     ----------
@@ -507,14 +570,16 @@ def gp_nystrom_dense_reference(kernel, X, Y, noise: float, Z, eval_gradient: boo
         The inputs.
     Y : ndarray of shape (n, d)
         The targets.
-    noise : float
-        The noise variance.
+    noise : float or ndarray of shape (d,)
+        The noise variance: one shared (one log-noise entry in the gradient), or one per output (d entries).
     Z : ndarray of shape (m, p)
         The landmarks.
     eval_gradient : bool, default=True
         Also return the gradient.
     jitter : float or None, default=None
         eps; None: NYSTROM_JITTER times the mean of k(z, z).
+    bound : bool, default=False
+        Titsias' collapsed variational bound (SGPR) instead of the SoR / DTC likelihood.
 
     Returns
     -------
@@ -541,23 +606,38 @@ def gp_nystrom_dense_reference(kernel, X, Y, noise: float, Z, eval_gradient: boo
     Ki = np.linalg.inv(Kmm + eps * np.eye(len(Z)))
     Q = Knm @ Ki @ Knm.T
     Tm, dT = _T_grad(T)
-    K = w * np.kron(Q, Tm) + noise * np.eye(n * d)
+    nd = _noise_diag(noise, n, d)
+    K = w * np.kron(Q, Tm) + np.diag(nd)
     dQ = [a @ Ki @ Knm.T + Knm @ Ki @ a.T - Knm @ Ki @ b @ Ki @ Knm.T for a, b in zip(dKnm, dKmm)]
-    dK = [w * np.kron(g, Tm) for g in dQ] + [w * np.kron(Q, g) for g in dT] + [noise * np.eye(n * d)]
+    dN = [np.diag(nd * np.tile(np.eye(d)[l], n)) for l in range(d)] if np.ndim(noise) else [np.diag(nd)]
+    dK = [w * np.kron(g, Tm) for g in dQ] + [w * np.kron(Q, g) for g in dT] + dN
     Kinv = np.linalg.inv(K)
     y = Y.ravel()
     a = Kinv @ y
     lml = -0.5 * y @ a - 0.5 * np.linalg.slogdet(K)[1] - 0.5 * y.size * LOG2PI
+    grad = np.array([0.5 * a @ g @ a - 0.5 * np.trace(Kinv @ g) for g in dK])
+    if bound:                                   # - 1/2 tr(K_nn - Q) sum_l w T_ll / D_l, and its literal derivatives
+        D = nd[:d]
+        Knn, dKnn = _cross_gram_gradient(sk, X, X)
+        t, tt = float(np.trace(Knn - Q)), w * float(np.sum(np.diag(Tm) / D))
+        lml -= 0.5 * t * tt
+        gk = [-0.5 * tt * float(np.trace(gn - gq)) for gn, gq in zip(dKnn, dQ)]
+        gT = [-0.5 * t * w * float(np.sum(np.diag(g) / D)) for g in dT]
+        gD = 0.5 * t * w * np.diag(Tm) / D
+        grad = grad + np.r_[gk, gT, gD if np.ndim(noise) else gD.sum()]
     if not eval_gradient:
         return float(lml)
-    return float(lml), np.array([0.5 * a @ g @ a - 0.5 * np.trace(Kinv @ g) for g in dK])
+    return float(lml), grad
 
 
 class NystromLikelihood:
-    """The subset-of-regressors (SoR / DTC) log marginal likelihood of Y (n, d) under Q kron T + s2 I,
-    Q = K_nm (K_mm + eps I)^{-1} K_mn on m landmarks Z, and its gradient, in the joint eigenbasis of Phi^T Phi and T
-    (Phi = K_nm L^{-T}, L L^T = K_mm + eps I): O(n m^2) for a new bandwidth (Phi, its Gram's eigh, kept), O(m d^2 + d^3)
-    for a new T or noise; never n x n.
+    """Titsias' collapsed variational bound (SGPR, the default) or the subset-of-regressors (SoR / DTC) log marginal
+    likelihood of Y (n, d) under Q kron T + I kron D (D: the noise variances, one shared or one per output),
+    Q = K_nm (K_mm + eps I)^{-1} K_mn on m landmarks Z, and its gradient, in the joint eigenbasis of Phi^T Phi and the
+    whitened T~ = D^{-1/2} T D^{-1/2} (Phi = K_nm L^{-T}, L L^T = K_mm + eps I; Y~ = Y D^{-1/2}, as the exact likelihood):
+    O(n m^2) for a new bandwidth (Phi, its Gram's eigh, kept), O(m d^2 + d^3) for a new T or noise; memory O(n m), never
+    n x n. The bound is the SoR likelihood minus 1/2 tr(T~) tr(K_nn - Q): a lower bound of the exact LML, which the SoR
+    likelihood is not (see "The collapsed bound").
 
     Parameters
     ----------
@@ -573,6 +653,8 @@ class NystromLikelihood:
         The landmarks (`nystrom_landmarks`; of X's library, or a host array moved there).
     chunk : int, default=8192
         Rows of X per pass (memory: chunk x m).
+    bound : bool, default=True
+        The collapsed variational bound (True) or the SoR / DTC likelihood (False).
 
     Attributes
     ----------
@@ -581,8 +663,8 @@ class NystromLikelihood:
 
     Notes
     -----
-    Called as ``lik(theta, eval_gradient=True, kernel_grad=True)`` with theta = (kernel.theta, log noise): the LML, and
-    its gradient (kernel_grad=False leaves the scalar kernel's entries out, O(m d^2 + d^3)).
+    Called as ``lik(theta, eval_gradient=True, kernel_grad=True)`` with theta = (kernel.theta, log noise (1 or d
+    entries)): the objective, and its gradient (kernel_grad=False leaves the scalar kernel's entries out, O(m d^2 + d^3)).
 
     Examples
     --------
@@ -592,22 +674,23 @@ class NystromLikelihood:
     >>> K = Separable(RBF(1.0), np.eye(2))
     >>> Z = X[nystrom_landmarks(X, 10, random_state=0)]
     >>> f, g = NystromLikelihood(K, X, Y, Z)(np.r_[K.theta, np.log(0.1)])
-    >>> bool(np.isclose(f, gp_nystrom_dense_reference(K, X, Y, 0.1, Z, False)))
+    >>> bool(np.isclose(f, gp_nystrom_dense_reference(K, X, Y, 0.1, Z, False, bound=True)))
     True
     """
-    def __init__(self, kernel: Separable, X, Y, Z, chunk: int = 8192):
+    def __init__(self, kernel: Separable, X, Y, Z, chunk: int = 8192, bound: bool = True):
         (self.sk, self.T, w), = _flat_parts(kernel)
         if w != 1.0:
             raise ValueError("kernel: a weighted one-part SumKernel: give the Separable itself")
-        self.kernel, self.X, self.Y, self.chunk = kernel, X, Y, int(chunk)
+        self.kernel, self.X, self.Y, self.chunk, self.bound = kernel, X, Y, int(chunk), bool(bound)
         if self.xp is np:
             self.Z = self._Zh = np.asarray(Z, dtype=float)
         else:                                                   # Z of X's library and device, and its host copy (m x p)
             self.Z = Z if is_array_api(Z) else _on(Z, X)
             self._Zh = np.asarray(to_numpy(self.Z), dtype=float)
         self.nk = self.sk.n_dims
+        self.nT = self.T.n_dims if isinstance(self.T, Params) else 0
         self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self._Zh)))
-        self.yy = float(self.xp.sum(Y * Y))
+        self.YtY = np.atleast_2d(np.asarray(to_numpy(Y.T @ Y), dtype=float))       # d x d: y~^T y~ for any D
         self._key = None
 
     @property
@@ -620,7 +703,7 @@ class NystromLikelihood:
         return [slice(i, min(i + self.chunk, n)) for i in range(0, n, self.chunk)]
 
     def _scalar(self, theta_k):
-        "(g, R, L, Phi, R^T Phi^T Y, scalar kernel, dK_mm) at theta_k: one pass over X per bandwidth."
+        "(g, R, L, Phi, R^T Phi^T Y, scalar kernel, dK_mm, tr(K_nn - Q)) at theta_k: one pass over X per bandwidth."
         key = tuple(theta_k)
         if key != self._key:
             self._key, self._cache = None, None                 # a failure below leaves no half-built cache
@@ -631,7 +714,8 @@ class NystromLikelihood:
             Phi, PtP, PtY = self._features(sk, L)
             g, R = np.linalg.eigh(PtP)
             g = np.clip(g, 0, None)
-            self._cache, self._key = (g, R, L, Phi, R.T @ PtY, sk, dKmm), key
+            t = float(self.xp.sum(sk.diag(self.X))) - float(np.trace(PtP))      # tr(K_nn - Q) >= 0 up to rounding
+            self._cache, self._key = (g, R, L, Phi, R.T @ PtY, sk, dKmm, max(t, 0.0)), key
         return self._cache
 
     def _features(self, sk, L):
@@ -650,57 +734,70 @@ class NystromLikelihood:
         return Phi, np.asarray(to_numpy(Phi.T @ Phi), dtype=float), np.asarray(to_numpy(Phi.T @ self.Y), dtype=float)
 
     def state(self, theta):
-        "The factors at theta: (g, R, L, Phi, e, V, Bt, lam, s2, scalar kernel, T, dK_mm)."
+        """The factors at theta: (g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
+        T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
         theta = np.asarray(theta, dtype=float)
-        g, R, L, Phi, B, sk, dKmm = self._scalar(theta[:self.nk])
-        T = self.T.clone_with_theta(theta[self.nk:-1]) if isinstance(self.T, Params) and self.T.n_dims else self.T
+        g, R, L, Phi, B, sk, dKmm, t = self._scalar(theta[:self.nk])
+        T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
         Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
-        e, V = np.linalg.eigh(Tm)
-        e = np.clip(e, 0, None)
-        s2 = float(np.exp(theta[-1]))
-        return g, R, L, Phi, e, V, B @ V, g[:, None] * e[None, :] + s2, s2, sk, T, dKmm
+        D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
+        r = 1.0 / np.sqrt(D)
+        Tw = Tm * np.outer(r, r)
+        e, V = _whitened_eigh(Tm, Tw, D)
+        Vy = V * r[:, None]
+        return g, R, L, Phi, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
 
     def __call__(self, theta, eval_gradient: bool = True, kernel_grad: bool = True):
-        "(lml, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
-        g, R, L, Phi, e, V, Bt, lam, s2, sk, T, dKmm = self.state(theta)
+        "(objective, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
+        g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta)
         (n, m), d = Phi.shape, len(e)
-        At = Bt / lam                                          # R^T Phi^T alpha in the joint eigenbasis
-        fit = (self.yy - float(np.sum(e * Bt * At))) / s2      # y^T Sigma^{-1} y
-        lml = -0.5 * fit - 0.5 * ((n - m) * d * np.log(s2) + float(np.sum(np.log(lam)))) - 0.5 * n * d * LOG2PI
+        r = 1.0 / np.sqrt(D)
+        At = Bt / lam                                          # R^T Phi^T alpha~ in the joint eigenbasis
+        yy = float(np.sum(np.diag(self.YtY) / D))              # y~^T y~
+        tau = float(np.trace(Tw)) if self.bound else 0.0       # the bound's - 1/2 tau tr(K_nn - Q)
+        lml = (-0.5 * (yy - float(np.sum(e * Bt * At))) - 0.5 * float(np.sum(np.log(lam))) - 0.5 * n * float(np.sum(np.log(D)))
+               - 0.5 * n * d * LOG2PI - 0.5 * tau * t)
         if not eval_gradient:
             return float(lml)
         grad = []
         if self.nk and kernel_grad:
-            c = (e ** 2 / lam).sum(1)                          # Sigma_l e_l C_l^{-1} = (tr T I - Phi R diag(c) R^T Phi^T) / s2
-            C = e * At                                         # alpha~ = (Y V - Phi R C) / s2
+            c = (e ** 2 / lam).sum(1)                          # Sigma_l e_l C_l^{-1} = tr T~ I - Phi R diag(c) R^T Phi^T
+            C = e * At                                         # alpha~ = Y~ V - Phi R C along T~'s eigenvectors
             P1 = (V * e) @ At.T @ R.T                          # (d, m)
             P2 = R @ ((c * g)[:, None] * R.T) - R @ (C * e) @ At.T @ R.T - float(e.sum()) * np.eye(m)
-            Q1 = sla.solve_triangular(L, P1.T, lower=True, trans=1, check_finite=False).T / (2 * s2)   # P1 L^{-1} / 2 s2
-            Q2 = sla.solve_triangular(L, P2.T, lower=True, trans=1, check_finite=False).T / (2 * s2)
+            Q1 = sla.solve_triangular(L, P1.T, lower=True, trans=1, check_finite=False).T / 2     # P1 L^{-1} / 2
+            Q2 = sla.solve_triangular(L, P2.T, lower=True, trans=1, check_finite=False).T / 2
+            Li = sla.solve_triangular(L, np.eye(m), lower=True, check_finite=False)   # L^{-1}
+            Q2 += 0.5 * tau * Li                               # the bound: tau/2 d tr(Q) = tau <dK_nm, Phi L^{-1}> - ...
+            Q1y = r[:, None] * Q1                              # Y~ Q1 = Y (D^{-1/2} Q1)
             gk = np.zeros(self.nk)
             if self.xp is np:
                 for sl in self._rows():                        # 2 <G K_nm K_mm^{-1}, dK_nm>, chunk by chunk
                     _, dK = _cross_gram_gradient(sk, self.X[sl], self.Z)
-                    M1 = self.Y[sl] @ Q1 + Phi[sl] @ Q2
+                    M1 = self.Y[sl] @ Q1y + Phi[sl] @ Q2
                     gk += 2 * np.einsum("ij,kij->k", M1, dK)
             else:                                              # the same pass on X's device: Q1, Q2 cross once, dK a list
-                xp, Q1d, Q2d, acc = self.xp, _on(Q1, self.X), _on(Q2, self.X), [0.0] * self.nk
+                xp, Q1d, Q2d, acc = self.xp, _on(Q1y, self.X), _on(Q2, self.X), [0.0] * self.nk
                 for sl in self._rows():
                     _, dK = _cross_gram_gradient(sk, self.X[sl, :], self.Z)
                     M1 = self.Y[sl, :] @ Q1d + Phi[sl, :] @ Q2d
                     acc = [a + xp.sum(M1 * dk) for a, dk in zip(acc, dK)]
                 gk += 2 * np.array([float(a) for a in acc])
-            FGF = (R @ Bt @ V.T @ P1 + R @ (g[:, None] * (R.T @ P2))) / (2 * s2)     # Phi^T G Phi
-            Li = sla.solve_triangular(L, np.eye(m), lower=True, check_finite=False)   # L^{-1}
+            FGF = (R @ Bt @ V.T @ P1 + R @ (g[:, None] * (R.T @ P2))) / 2     # Phi^T G Phi
+            FGF += 0.5 * tau * (R * g) @ R.T                   # the bound: ... - tau/2 <dK_mm, K_mm^{-1} K_mn K_nm K_mm^{-1}>
             HGH = Li.T @ FGF @ Li                              # K_mm^{-1} K_mn G K_nm K_mm^{-1}
             gk -= np.einsum("ij,kij->k", HGH, dKmm)
             grad += list(gk)
-        if isinstance(T, Params) and T.n_dims:                 # dL/dT = 1/2 V (At^T At - diag(sum_a g_a / lam_al)) V^T
-            GT = 0.5 * (V @ (At.T @ At - np.diag((g[:, None] / lam).sum(0))) @ V.T)
-            grad += list(T.theta_gradient(GT))
-        aa = (self.yy - float(np.sum(e * Bt * Bt * (2 - g[:, None] * e / lam) / lam))) / s2 ** 2    # ||alpha||^2
-        tr = float(np.sum(1.0 / lam)) + (n - m) * d / s2
-        grad.append(0.5 * s2 * (aa - tr))
+        # dL~/dT~ = 1/2 V (At^T At - diag(sum_a g_a / lam_al)) V^T - tau' / 2 t I (the bound), d x d
+        GTw = 0.5 * (V @ (At.T @ At - np.diag((g[:, None] / lam).sum(0))) @ V.T) - (0.5 * t * np.eye(d) if self.bound else 0)
+        if self.nT:
+            grad += list(T.theta_gradient(GTw * np.outer(r, r)))
+        # the noise by the chain rule through T~ and Y~ (as SeparableLikelihood._tail): y~^T alpha~ = Y~^T Y~ - B~^T C V^T
+        Bw = (Bt @ V.T)                                        # R^T Phi^T Y~ (m, d)
+        YA = self.YtY * np.outer(r, r) - Bw.T @ (e * At) @ V.T
+        gD = -np.einsum("lk,kl->l", GTw, Tw) + 0.5 * np.diag(YA) - 0.5 * n
+        n_noise = len(theta) - self.nk - self.nT
+        grad += [float(gD.sum())] if n_noise == 1 else list(gD)
         return float(lml), np.array(grad)
 
 
@@ -708,11 +805,12 @@ class _NystromPosterior(_SeparablePosterior):
     """The SoR mean and the DTC variance of f from the Nystrom factors: with Psi = k(X*, Z) L^{-T} R, along T's eigenvector
     l the mean is e_l Psi At_l and the covariance e_l (K** - Psi Psi^T) + Psi diag(e_l s2 / lam_l) Psi^T."""
     def __init__(self, lik: NystromLikelihood, theta):
-        g, R, L, Phi, e, V, Bt, lam, s2, sk, T, _ = lik.state(theta)
+        g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, _, _ = lik.state(theta)
         At = Bt / lam
-        # the landmark coefficients: mean(x) = sum_j K(x, z_j) alpha_j, alpha = L^{-T} R At V^T (then T by the kernel)
-        alpha = sla.solve_triangular(L, R @ At @ V.T, lower=True, trans=1, check_finite=False)
-        self.Z, self.sk, self.s2 = lik.Z, sk, s2
+        # the landmark coefficients: mean(x) = sum_j K(x, z_j) alpha_j, alpha = L^{-T} R At Vy^T (then T by the kernel);
+        # f = D^{1/2} f~ along the whitened eigenvectors: V below is Vh = D^{1/2} V and the whitened noise is 1
+        alpha = sla.solve_triangular(L, R @ At @ Vy.T, lower=True, trans=1, check_finite=False)
+        self.Z, self.sk, self.s2, V = lik.Z, sk, 1.0, Vh
         # the m x m and m x d factors on X's device once (NumPy data: the host arrays themselves, `linalg._like`)
         self.L, self.R, self.e, self.V, self.lam, self.At, self.alpha = (_like(A, lik.X) for A in (L, R, e, V, lam, At, alpha))
 
@@ -931,16 +1029,18 @@ _GP_CONSTRAINTS = {
         isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2 and all(isinstance(b, numbers.Real) for b in v)
         and 0 < v[0] <= v[1] < np.inf))],
     "optimizer": [Options(("fmin_l_bfgs_b",)), "callable", None],
-    "n_restarts_optimizer": [Interval(numbers.Integral, 0, None)], "normalize_y": ["boolean"],
+    "n_restarts_optimizer": [Interval(numbers.Integral, 0, None), None], "normalize_y": ["boolean"],
+    "noise_per_output": ["boolean"],
     "random_state": ["random_state"], "missing": [Options(("raise", "ignore"))], "objective": [Options(("lml", "loo"))],
-    "method": [Options(("auto", "exact", "stochastic", "nystrom"))], "n_components": [Interval(numbers.Integral, 1, None)],
+    "method": [Options(("auto", "exact", "stochastic", "nystrom", "nystrom_sor"))], "n_components": [Interval(numbers.Integral, 1, None)],
     "n_probes": [Interval(numbers.Integral, 2, None)],
 }
 
 
 def _default_kernel():
-    "Separable(RBF('scale'), Coregionalization(d, rank=d)): learn the bandwidth and a full-rank T (with the noise)."
-    return Separable(RBF("scale"), Coregionalization())
+    """Separable(RBF('median'), Coregionalization(d, rank=d)): learn the bandwidth (started at 1 / the median squared
+    distance, searched within `_bandwidth_bounds`) and a full-rank T (with the noise)."""
+    return Separable(RBF("median"), Coregionalization())
 
 
 def _lbfgs(obj, theta0, bounds):
@@ -953,30 +1053,37 @@ def _lbfgs(obj, theta0, bounds):
 
 
 class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """A multi-output Gaussian process whose covariance is an operator-valued kernel: f ~ GP(0, K), y = f(x) + N(0, noise I),
+    """A multi-output Gaussian process whose covariance is an operator-valued kernel: f ~ GP(0, K), y = f(x) + N(0, D) (D the
+    noise variances: one per output by default, or one shared),
     with the kernel's hyper-parameters (bandwidth, output matrix T) and the noise learned by maximising the log marginal
     likelihood. scikit-learn's `GaussianProcessRegressor` API.
 
     Parameters
     ----------
     kernel : Separable, SumKernel of Separables, or None, default=None
-        None is `Separable(RBF('scale'), Coregionalization())`: a Gaussian kernel (bandwidth started at 1 / (n_features
-        * X.var())) times a full-rank learned T = W W^T + diag(kappa) (the intrinsic coregionalization model). Its `theta`
+        None is `Separable(RBF('median'), Coregionalization())`: a Gaussian kernel (bandwidth started at 1 / the median
+        squared distance and bounded by the data's distance quantiles, see `_bandwidth_bounds`) times a full-rank learned
+        T = W W^T + diag(kappa) (the intrinsic coregionalization model). Its `theta`
         (see `ovk_nb.kernels`) is what is learned; a fixed T is given as a matrix. One Separable is exact and fast (the
         joint eigenbasis); a sum of Separables (LMC) uses the exact dense fallback, n d <= DENSE_MAX.
     noise : float or None, default=None
-        The noise variance to start from (None: 0.1 times the mean variance of the (normalised) targets).
+        The noise variance to start from, every output's (None: 0.1 times each (normalised) output's variance).
     noise_bounds : (float, float) or 'fixed', default=(1e-8, 1e5)
-        Bounds of the learned noise variance (its theta entry is log noise); 'fixed' keeps the starting noise.
+        Bounds of each learned noise variance (its theta entry is log noise); 'fixed' keeps the starting noise.
     optimizer : 'fmin_l_bfgs_b', callable or None, default='fmin_l_bfgs_b'
         scipy's L-BFGS-B; or a callable `optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)` as
         scikit-learn's; None keeps the initial hyper-parameters.
-    n_restarts_optimizer : int, default=0
+    n_restarts_optimizer : int or None, default=None
         Further optimizer runs from random starts (log-space entries drawn uniformly in their bounds, W's entries from a
-        normal of the initial W's size); the best likelihood wins.
-    normalize_y : bool, default=False
+        normal of the initial W's size); the best likelihood wins. None: with the default kernel and n <=
+        `RESTARTS_AUTO_N`, two more starts at deterministic bandwidths (1 / the 10% and 90% quantiles of the squared
+        distances), else none.
+    normalize_y : bool, default=True
         Centre and scale each output to unit variance before fitting (predictions are scaled back); `kernel_`,
         `output_matrix_`, `noise_` and the likelihood then refer to the normalised targets, as scikit-learn's.
+    noise_per_output : bool, default=True
+        Learn one noise variance per output (GPyTorch's ``has_task_noise``; exact in the whitened joint eigenbasis, see
+        the notebook); False: one noise shared by the outputs. The stochastic route (method='stochastic') learns one.
     random_state : int, Generator or None, default=None
         Seed of the restarts, of the Nystrom landmarks (method='nystrom') and of the stochastic estimators' probes (drawn
         once per fit: the objective is deterministic within a fit; give an int for reproducible fits).
@@ -994,8 +1101,10 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
         `DENSE_MAX`) or the observed block's Cholesky (missing entries, at most `MASKED_DENSE_MAX` observed), else a
         ValueError. 'auto': 'exact', and 'stochastic' past `MASKED_DENSE_MAX` observed entries. 'stochastic': PCG, stochastic
         Lanczos log-determinant and Hutchinson traces with `n_probes` fixed probes (`StochasticMaskedLikelihood`,
-        approximate). 'nystrom': the subset-of-regressors / DTC likelihood on `n_components` landmarks drawn from X with
-        `random_state` (`NystromLikelihood`, one Separable, no missing entries; n beyond memory), SoR mean and DTC variance.
+        approximate). 'nystrom': Titsias' collapsed variational bound (SGPR: a lower bound of the exact LML that cannot
+        run away) on `n_components` landmarks drawn from X with `random_state` (`NystromLikelihood`, one Separable, no
+        missing entries; n beyond memory), the DTC posterior; 'nystrom_sor': the subset-of-regressors / DTC likelihood
+        instead (the former default; it can run its noise to 0, see the notebook).
     n_components : int, default=500
         The number of Nystrom landmarks (method='nystrom'; all rows when n is smaller).
     n_probes : int, default=30
@@ -1005,8 +1114,11 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     ----------
     kernel_ : OVKernel
         The kernel with the learned hyper-parameters.
-    noise_ : float
-        The learned noise variance.
+    noise_ : float or ndarray of shape (n_outputs,)
+        The learned noise variance(s) (of the normalised targets with ``normalize_y``): an array with
+        ``noise_per_output`` and several outputs, else a float.
+    hyperparameters_ : list of sklearn.gaussian_process.kernels.Hyperparameter
+        The learned theta's entries (the kernel's, then 'noise_level' or 'noise_level[l]') with their bounds.
     output_matrix_ : ndarray of shape (n_outputs, n_outputs)
         The learned T (the sum of the parts' w_c T_c for an LMC is not one T: there the list `output_matrices_`).
     log_marginal_likelihood_value_ : float
@@ -1023,8 +1135,11 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    theta of `log_marginal_likelihood` is `kernel_.theta` followed by log noise. `predict(return_std=True)` gives the std
-    of the latent f (add `noise_` to the variance for a new observation); `return_cov=True` the per-output covariance
+    theta of `log_marginal_likelihood` is `kernel_.theta` followed by the log noise(s) (`kernel_.theta` alone: the fitted
+    noise appended). `predict` before `fit` returns the prior, as scikit-learn's GPR. With the default kernel and
+    objective, the noise-only model (the targets' mean) is kept when its BIC is the better (see the notebook).
+    `predict(return_std=True)` gives the std of the latent f (add `noise_` times the targets' variance for a new
+    observation); `return_cov=True` the per-output covariance
     Cov(f_o(x_i), f_o(x_j)), shape (m, m, d) ((m, m) for a 1-D y), as scikit-learn's multi-target form; the cross-output
     covariances are in `sample_y`'s joint draws.
 
@@ -1055,12 +1170,137 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints = _GP_CONSTRAINTS
 
     def __init__(self, kernel=None, noise=None, noise_bounds=(1e-8, 1e5), optimizer="fmin_l_bfgs_b",
-                 n_restarts_optimizer=0, normalize_y=False, random_state=None, missing="raise", objective="lml",
-                 method="auto", n_components=500, n_probes=30):
+                 n_restarts_optimizer=None, normalize_y=True, noise_per_output=True, random_state=None, missing="raise",
+                 objective="lml", method="auto", n_components=500, n_probes=30):
         self.kernel, self.noise, self.noise_bounds, self.optimizer = kernel, noise, noise_bounds, optimizer
         self.n_restarts_optimizer, self.normalize_y, self.random_state = n_restarts_optimizer, normalize_y, random_state
+        self.noise_per_output = noise_per_output
         self.missing, self.objective = missing, objective
         self.method, self.n_components, self.n_probes = method, n_components, n_probes
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #5c2037aa
+BANDWIDTH_ROWS = 500        # the default kernel's bandwidth start and bounds read at most this many evenly spaced rows
+
+
+def _bandwidth_bounds(X) -> tuple:
+    """(start, low, high, more starts) of the default RBF's gamma from the pairwise squared distances r^2 of at most
+    `BANDWIDTH_ROWS` rows of X (host NumPy): start 1 / median r^2, low 1e-3 / max r^2 (a length-scale 20x the data's
+    diameter: the kernel is flat over the data), high 10 / (the 1% quantile of the positive r^2) (at the closest pairs
+    exp(-10) = 5e-5: a shorter length-scale makes every sample its own white noise, the run-away seen at gamma = 1e6);
+    the further starts 1 / the 10% and 90% quantiles (`n_restarts_optimizer=None`: deterministic restarts)."""
+    X = np.asarray(X, dtype=float)
+    Xs = X[np.unique(np.linspace(0, len(X) - 1, min(len(X), BANDWIDTH_ROWS)).astype(int))]
+    sq = (Xs * Xs).sum(1)
+    D = np.clip(sq[:, None] + sq[None, :] - 2 * Xs @ Xs.T, 0, None)[np.triu_indices(len(Xs), 1)]
+    D = D[D > 1e-12 * D.max()] if D.size and D.max() > 0 else D[:0]
+    if not D.size or not np.isfinite(D).all():
+        return None
+    lo, hi = 1e-3 / float(D.max()), 10.0 / float(np.quantile(D, 0.01))
+    q10, q50, q90 = np.quantile(D, [0.1, 0.5, 0.9])
+    return float(np.clip(1.0 / q50, lo, hi)), lo, hi, [float(np.clip(1.0 / q, lo, hi)) for q in (q10, q90)]
+
+
+def _host_rows(X, k: int = BANDWIDTH_ROWS):
+    "At most k evenly spaced rows of X on the host as float64 NumPy (an array-API array's rows gathered, then copied)."
+    n = X.shape[0]
+    rows = np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
+    if xp_of(X) is np:
+        return np.asarray(X[rows], dtype=float)
+    xp = xp_of(X)
+    return np.asarray(to_numpy(xp.take(X, xp.asarray(rows, device=device_of(X)), axis=0)), dtype=float)
+
+
+def _n_noise(est, lik, d: int) -> int:
+    "How many noise variances are learned: one per output (`noise_per_output`, every route but the stochastic one), else 1."
+    return d if est.noise_per_output and d > 1 and not isinstance(lik, StochasticMaskedLikelihood) else 1
+
+
+RESTARTS_AUTO_N = 1000      # n_restarts_optimizer=None: the default kernel's fit also starts from two more bandwidths when
+                            # n <= this (each start costs a few eigh of n x n), none beyond
+
+
+def _start(est, X, kernel, lik, v):
+    """(theta0, bounds, n_noise, more starts): the kernel's theta (the default kernel's bandwidth from `_bandwidth_bounds`)
+    then the log noise, one entry per output when learned per output, each started at 0.1 times its output's variance
+    (`v`, (d,)); with `n_restarts_optimizer=None` and n <= RESTARTS_AUTO_N, theta0 at the two further bandwidths."""
+    d = len(v)
+    k = _n_noise(est, lik, d)
+    if est.noise is not None:
+        noise0 = np.full(k, float(est.noise))
+    else:
+        v = np.where((v > 0) & np.isfinite(v), v, 1.0)
+        noise0 = 0.1 * (v if k == d else np.full(1, v.mean()))
+    fixed = isinstance(est.noise_bounds, str)
+    nb = np.log(np.c_[noise0, noise0]) if fixed else np.tile(np.log(np.asarray(est.noise_bounds, dtype=float)), (k, 1))
+    bounds, theta = np.vstack([kernel.bounds, nb]), np.r_[kernel.theta, np.clip(np.log(noise0), nb[:, 0], nb[:, 1])]
+    more = []
+    if est.kernel is None:                       # the default RBF: its bandwidth's start and bounds from the data
+        b = _bandwidth_bounds(_host_rows(X))
+        if b is not None:
+            g0, lo, hi, gs = b
+            cut = [max(bounds[0, 0], np.log(lo)), min(bounds[0, 1], np.log(hi))]
+            if cut[0] <= cut[1]:                 # inputs far outside the kernel's gamma bounds: its own bounds stay
+                bounds[0] = cut
+            theta[0] = np.clip(np.log(g0), *bounds[0])
+            if est.n_restarts_optimizer is None and X.shape[0] <= RESTARTS_AUTO_N:
+                more = [np.r_[np.clip(np.log(g), *bounds[0]), theta[1:]] for g in gs]
+    return theta, bounds, k, more
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #4fa13062
+def _null_or_fit(est, lik, theta, value, bounds, n_noise: int, Yn):
+    """(theta, value): the fitted theta, or the noise-only model's when it has the better Bayesian information criterion
+    -2 L + k log N (N observed entries, k free entries of theta): default kernel and objective='lml' only. The noise-only
+    model is the default kernel's own limit T -> 0 (W = 0, kappa at its lower bound) with each noise at its maximum-likelihood
+    value mean(y_l^2) (the targets' mean is the prediction); see "The defaults on real data" for the data that decided it."""
+    if est.kernel is not None or est.objective != "lml" or est.optimizer is None:
+        return theta, value
+    obs = ~np.isnan(to_numpy(Yn)) if xp_of(Yn) is np else None
+    Yh = np.asarray(to_numpy(Yn), dtype=float)
+    N = int(obs.sum()) if obs is not None else Yh.size
+    free = int((bounds[:, 0] < bounds[:, 1]).sum())
+    d = Yh.shape[1]
+    ms = np.nanmean(Yh ** 2, axis=0) if obs is not None else np.mean(Yh ** 2, axis=0)
+    t0 = theta.copy()
+    t0[1:1 + d * d] = 0.0                                          # W = 0
+    t0[1 + d * d:1 + d * d + d] = bounds[1 + d * d:1 + d * d + d, 0]  # kappa at its lower bound
+    ns = np.log(ms if n_noise == d else np.full(1, ms.mean()))
+    t0[-n_noise:] = np.clip(ns, bounds[-n_noise:, 0], bounds[-n_noise:, 1])
+    try:
+        with np.errstate(all="ignore"):
+            v0 = float(lik(t0, False))
+    except (np.linalg.LinAlgError, ValueError):
+        return theta, value
+    if np.isfinite(v0) and -2 * v0 + n_noise * np.log(N) < -2 * value + free * np.log(N):
+        return t0, v0
+    return theta, value
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #d5aabb58
+GUARD_ROWS = 256            # the fitted posterior is checked finite on at most this many training rows
+
+
+def _check_fit(est, post, X, theta, bounds, n_noise: int):
+    """After the optimizer: the posterior mean and variance at (at most GUARD_ROWS) training rows must be finite, else a
+    ValueError naming Y and what ran away (never inf / NaN predictions returned silently); a noise variance at its lower
+    bound, or the default bandwidth at its upper one, warns (ConvergenceWarning): the fit then interpolates the data."""
+    k = min(GUARD_ROWS, X.shape[0])                              # array-api-strict refuses a slice past the end
+    Xq = X[:k] if xp_of(X) is np else X[:k, :]
+    xp = xp_of(Xq)
+    with np.errstate(all="ignore"):
+        Q = post._Q(Xq) if isinstance(post, _SeparablePosterior) else None
+        ok = bool(xp.all(xp.isfinite(post.mean(Xq, Q)))) and bool(xp.all(xp.isfinite(post.var(Xq, Q))))
+    ns = np.exp(theta[-n_noise:])
+    if not ok or not np.isfinite(theta).all():
+        raise ValueError(f"Y: the fitted posterior is not finite (noise variance(s) {np.array2string(ns, precision=3)}, "
+                         "hyper-parameters at " + np.array2string(np.exp(theta[:-n_noise]), precision=3) + "): scale Y "
+                         "(normalize_y=True), or bound the noise away from 0 (noise_bounds)")
+    low = np.isclose(theta[-n_noise:], bounds[-n_noise:, 0]) & (bounds[-n_noise:, 0] < bounds[-n_noise:, 1])
+    if low.any():
+        warnings.warn(f"noise_: the learned noise variance reached its lower bound {np.exp(bounds[-1, 0]):.1e} (output(s) "
+                      f"{np.nonzero(low)[0].tolist()}): the posterior interpolates those outputs; lower noise_bounds if the "
+                      "data are noise-free, else check Y for duplicated rows or a leak", ConvergenceWarning)
+    if est.kernel is None and bounds[0, 0] < bounds[0, 1] and np.isclose(theta[0], bounds[0, 1]):
+        warnings.warn(f"kernel_: the bandwidth reached its upper bound gamma = {np.exp(bounds[0, 1]):.3g} (10 / the 1% "
+                      "quantile of the squared distances): each sample is its own white noise", ConvergenceWarning)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3b7a3f8c
 def _likelihood(kernel, X, Y, est=None):
@@ -1070,14 +1310,14 @@ def _likelihood(kernel, X, Y, est=None):
     parts = _flat_parts(kernel)
     method = "auto" if est is None else est.method
     missing = bool(np.isnan(Y).any())
-    if method == "nystrom":
+    if method in ("nystrom", "nystrom_sor"):
         if missing:
             raise ValueError("method: 'nystrom' needs every entry of Y observed; with missing entries use 'auto' or "
                              "'stochastic'")
         if not isinstance(kernel, Separable):
             raise ValueError(f"kernel: method='nystrom' is built for one Separable kernel, got {type(kernel).__name__}")
         Z = X[nystrom_landmarks(X, est.n_components, est.random_state)]
-        return NystromLikelihood(kernel, X, Y, Z)
+        return NystromLikelihood(kernel, X, Y, Z, bound=method == "nystrom")
     if method == "stochastic":
         return StochasticMaskedLikelihood(kernel, X, Y, est.n_probes, random_state=est.random_state)
     if missing:
@@ -1108,7 +1348,7 @@ def _restart_theta(theta0, bounds, rng):
     return t
 
 
-def _profile_optimize(est, lik, theta, bounds):
+def _profile_optimize(est, lik, theta, bounds, more=()):
     """(theta, lml) by the profile likelihood: L-BFGS-B over the scalar kernel's theta only, each value maximising over
     (T, noise) first at that bandwidth (an inner L-BFGS-B warm-started from the last, O(n d^2) per evaluation in the
     kept eigenbasis); the outer gradient is dL/dtheta_k at the inner optimum (envelope theorem). Restarts as `_optimize`."""
@@ -1129,10 +1369,11 @@ def _profile_optimize(est, lik, theta, bounds):
         res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in) for t0 in
                    ([warm[0]] if best[1] is None or np.array_equal(best[1], warm[0]) else [warm[0], best[1]])),
                   key=lambda r: r.fun)
-        if np.isfinite(res.fun):
-            warm[0] = res.x
-            if res.fun < best[0]:
-                best[:] = [res.fun, res.x]
+        if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):   # no finite inner optimum: the warm start stays
+            return warm[0] if best[1] is None else best[1]
+        warm[0] = res.x
+        if res.fun < best[0]:
+            best[:] = [res.fun, res.x]
         return res.x
 
     def outer(tk):
@@ -1144,20 +1385,34 @@ def _profile_optimize(est, lik, theta, bounds):
                 return np.inf, np.zeros_like(tk)
         return (-f, -g[:nk]) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(tk))
 
-    starts = [theta]
+    starts = [theta, *more]
     rng = check_random_state(est.random_state)
-    starts += [_restart_theta(theta, bounds, rng) for _ in range(est.n_restarts_optimizer)]
+    starts += [_restart_theta(theta, bounds, rng) for _ in range(est.n_restarts_optimizer or 0)]
     runs = []
     for t0 in starts:
         warm[0], best[:] = t0[nk:].copy(), [np.inf, None]
         tk, f = _lbfgs(outer, t0[:nk], bounds[:nk])
         runs.append((np.r_[tk, inner(np.asarray(tk))], f))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
-    return theta, lik(theta, False)
+    return _final(lik, theta, lik)
 
 
-def _optimize(est, lik, theta, bounds):
-    "(theta, lml): L-BFGS-B (or the user's optimizer) from theta and `n_restarts_optimizer` random starts; the best wins."
+def _final(lik, theta, f_of):
+    "(theta, f_of(theta)), or a ValueError naming Y when the optimizer ended at a non-finite point or value."
+    if not np.isfinite(theta).all():
+        raise ValueError("Y: the optimizer ended at non-finite hyper-parameters; scale Y (normalize_y=True), bound the "
+                         "noise away from 0 (noise_bounds) or use fewer landmarks (n_components)")
+    try:
+        with np.errstate(all="ignore"):
+            return theta, f_of(theta, False)
+    except (np.linalg.LinAlgError, ValueError) as e:
+        raise ValueError(f"Y: the likelihood cannot be evaluated at the optimizer's end point ({e}); scale Y "
+                         "(normalize_y=True) or bound the noise away from 0 (noise_bounds)") from None
+
+
+def _optimize(est, lik, theta, bounds, more=()):
+    """(theta, lml): L-BFGS-B (or the user's optimizer) from theta, the further starts `more` and `n_restarts_optimizer`
+    random starts; the best wins."""
     f_of = lik.loo if est.objective == "loo" else lik
 
     def obj(t):
@@ -1172,14 +1427,14 @@ def _optimize(est, lik, theta, bounds):
         return theta, f_of(theta, False)
     if (est.optimizer == "fmin_l_bfgs_b" and est.objective == "lml" and isinstance(lik, (SeparableLikelihood, NystromLikelihood))
             and lik.nk and (bounds[lik.nk:, 0] < bounds[lik.nk:, 1]).any()):
-        return _profile_optimize(est, lik, theta, bounds)
+        return _profile_optimize(est, lik, theta, bounds, more)
     opt = _lbfgs if est.optimizer == "fmin_l_bfgs_b" else est.optimizer
-    runs = [opt(obj, theta, bounds)]
+    runs = [opt(obj, t, bounds) for t in (theta, *more)]
     rng = check_random_state(est.random_state)
-    for _ in range(est.n_restarts_optimizer):
+    for _ in range(est.n_restarts_optimizer or 0):
         runs.append(opt(obj, _restart_theta(theta, bounds, rng), bounds))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
-    return theta, f_of(theta, False)
+    return _final(lik, theta, f_of)
 
 
 def _check_X_Y_missing(X, Y, missing):
@@ -1195,12 +1450,18 @@ def _check_X_Y_missing(X, Y, missing):
 
 
 def _nanmoments(Y):
-    "Per-output mean and std over the observed entries (0 and 1 for an output with none observed)."
+    """Per-output mean and std over the observed entries (0 and 1 for an output with none observed), computed on each output
+    divided by its largest magnitude first: outputs up to the largest float (1e154 and beyond, whose squares overflow)
+    give finite moments."""
     obs = ~np.isnan(Y)
     cnt = obs.sum(0)
-    mu = np.where(cnt > 0, np.where(obs, Y, 0.0).sum(0) / np.maximum(cnt, 1), 0.0)
-    var = np.where(obs, (np.where(obs, Y, 0.0) - mu) ** 2, 0.0).sum(0) / np.maximum(cnt, 1)
-    return mu, np.where(cnt > 0, np.sqrt(var), 1.0)
+    Y0 = np.where(obs, Y, 0.0)
+    big = np.abs(Y0).max(0) if len(Y0) else np.ones(Y.shape[1])
+    big = np.where((big > 0) & np.isfinite(big), big, 1.0)
+    Ys = Y0 / big
+    mu = np.where(cnt > 0, Ys.sum(0) / np.maximum(cnt, 1), 0.0)
+    var = np.where(obs, (Ys - mu) ** 2, 0.0).sum(0) / np.maximum(cnt, 1)
+    return mu * big, np.where(cnt > 0, np.sqrt(var) * big, 1.0)
 
 
 def _check_objective(est, lik):
@@ -1228,7 +1489,7 @@ def _fit_data(est, X, Y):
     if kernel.output_dim != Y.shape[1]:
         raise ValueError(f"Y has {Y.shape[1]} outputs but the kernel has output_dim {kernel.output_dim}")
     lik = _check_objective(est, _likelihood(kernel, X, Yn, est))
-    v = float((_nanmoments(Yn)[1] ** 2).mean()) if len(Yn) > 1 else 0.0
+    v = _nanmoments(Yn)[1] ** 2 if len(Yn) > 1 else np.zeros(Y.shape[1])
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
 
@@ -1237,7 +1498,7 @@ GP_RESOLVE_ROWS = 2000      # an array-API fit resolves the kernel's data rules 
 
 def _xp_refusal(est, X, Y):
     "What of `est` runs on NumPy only, for array-API data (None: the exact eigenbasis or the Nystrom route fits it)."
-    if est.method not in ("auto", "exact", "nystrom"):
+    if est.method not in ("auto", "exact", "nystrom", "nystrom_sor"):
         return f"method={est.method!r}"
     if est.kernel is not None and not isinstance(est.kernel, Separable):
         return f"kernel={type(est.kernel).__name__} (a sum of separable parts: the dense fallback)"
@@ -1249,9 +1510,12 @@ def _xp_refusal(est, X, Y):
 
 
 def _xp_moments(xp, Y):
-    "Per-output mean and standard deviation (NumPy's population formulas) in Y's namespace."
-    mu = xp.sum(Y, axis=0) / Y.shape[0]
-    return mu, xp.sqrt(xp.sum((Y - mu) ** 2, axis=0) / Y.shape[0])
+    "Per-output mean and standard deviation (NumPy's population formulas) in Y's namespace, scaled as `_nanmoments`."
+    big = xp.max(xp.abs(Y), axis=0)
+    big = xp.where(big > 0, big, xp.ones_like(big))
+    Ys = Y / big
+    mu = xp.sum(Ys, axis=0) / Y.shape[0]
+    return mu * big, xp.sqrt(xp.sum((Ys - mu) ** 2, axis=0) / Y.shape[0]) * big
 
 
 def _fit_data_xp(est, X, Y):
@@ -1284,12 +1548,12 @@ def _fit_data_xp(est, X, Y):
         raise ValueError(f"Y has {d} outputs but the kernel has output_dim {kernel.output_dim}")
     if not isinstance(kernel, Separable):
         raise ValueError(f"kernel={type(kernel).__name__}: runs on NumPy arrays only (array-API data fits one Separable)")
-    if est.method == "nystrom":                     # the rows NumPy's fit takes (`_likelihood`), gathered on X's device
+    if est.method in ("nystrom", "nystrom_sor"):    # the rows NumPy's fit takes (`_likelihood`), gathered on X's device
         idx = xp.asarray(nystrom_landmarks(X, est.n_components, est.random_state), device=device_of(X))
-        lik = _check_objective(est, NystromLikelihood(kernel, X, Yn, xp.take(X, idx, axis=0)))
+        lik = _check_objective(est, NystromLikelihood(kernel, X, Yn, xp.take(X, idx, axis=0), bound=est.method == "nystrom"))
     else:
         lik = SeparableLikelihood(kernel, X, Yn)
-    v = float(xp.mean(_xp_moments(xp, Yn)[1] ** 2)) if n > 1 else 0.0
+    v = np.asarray(to_numpy(_xp_moments(xp, Yn)[1] ** 2), dtype=float) if n > 1 else np.zeros(d)
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
 
@@ -1343,30 +1607,28 @@ def fit(self: OVKGaussianProcess, X, Y):
     # the one route: PyTorch, CuPy, ... fit the exact eigenbasis or the Nystrom likelihood in X's namespace and device
     prepare = _fit_data_xp if route_of(X) == "array_api" else _fit_data
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
-    noise0 = self.noise
-    if noise0 is None:
-        noise0 = 0.1 * v if v > 0 and np.isfinite(v) else 0.1
-    fixed = isinstance(self.noise_bounds, str)
-    nb = np.log([noise0, noise0]) if fixed else np.log(np.asarray(self.noise_bounds, dtype=float))
-    bounds = np.vstack([kernel.bounds, nb[None]])
-    theta = np.r_[kernel.theta, np.clip(np.log(noise0), *nb)]
+    theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
     # one BLAS thread below ONE_THREAD_N: many small eigh/products, where threads only contend (measured 14x slower
     # per evaluation at n = 300 on a loaded 2-core machine)
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
     with blas_threads(factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)):
-        theta, value = _optimize(self, lik, theta, bounds)
+        theta, value = _optimize(self, lik, theta, bounds, more)
+        theta, value = _null_or_fit(self, lik, theta, value, bounds, n_noise, Yn)
         lml = value if self.objective == "lml" else lik(theta, False)
     if not (np.isfinite(lml) and np.isfinite(value)):
-        raise ValueError("the log marginal likelihood is not finite at the learned hyper-parameters: scale X and Y "
+        raise ValueError("Y: the log marginal likelihood is not finite at the learned hyper-parameters: scale X and Y "
                          "(normalize_y=True) or bound the noise away from 0 (noise_bounds)")
-    self.kernel_ = kernel.clone_with_theta(theta[:-1])
-    self.noise_ = float(np.exp(theta[-1]))
+    nk = kernel.n_dims
+    self.kernel_ = kernel.clone_with_theta(theta[:nk])
+    self.noise_ = float(np.exp(theta[nk])) if n_noise == 1 else np.exp(theta[nk:])
     self._lik, self._theta = lik, theta
+    self.hyperparameters_ = _hyperparameters(kernel, bounds, n_noise)
     post = (_SeparablePosterior(lik, theta) if isinstance(lik, SeparableLikelihood) else
             _NystromPosterior(lik, theta) if isinstance(lik, NystromLikelihood) else
             _MaskedPosterior(lik, theta) if isinstance(lik, MaskedLikelihood) else
             _PCGPosterior(lik, theta) if isinstance(lik, StochasticMaskedLikelihood) else
             _DensePosterior(self.kernel_, X, Yn, self.noise_))
+    _check_fit(self, post, X, theta, bounds, n_noise)
     if isinstance(lik, NystromLikelihood):
         lik._key = lik._cache = None           # Phi (n x m) is not kept by the fitted estimator; recomputed if asked
         self.landmarks_ = lik.Z
@@ -1391,8 +1653,10 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
 
     Parameters
     ----------
-    theta : array-like of shape (n_dims + 1,) or None, default=None
-        ``kernel_.theta`` followed by the log noise variance; None returns the fitted value.
+    theta : array-like of shape (n_dims,), (n_dims + n_noise,) or None, default=None
+        ``kernel_.theta`` followed by the log noise variance(s) (one, or one per output with ``noise_per_output``:
+        ``np.r_[kernel_.theta, np.log(noise_)]``; one log noise: the shared-noise model); ``kernel_.theta`` alone takes
+        the fitted noise; None returns the fitted value.
     eval_gradient : bool, default=False
         Also return the gradient with respect to ``theta`` (closed form in the joint eigenbasis for one Separable
         kernel); needs ``theta``.
@@ -1401,8 +1665,8 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
 
     Returns
     -------
-    float, or (float, ndarray of shape (n_dims + 1,))
-        The value, and the gradient with ``eval_gradient``.
+    float, or (float, ndarray of shape (n_dims + n_noise,))
+        The value, and the gradient with ``eval_gradient`` (with respect to the full theta, noise entries included).
     """
     check_fitted(self, "kernel_")
     if theta is None:
@@ -1410,15 +1674,20 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
             raise ValueError("eval_gradient: the gradient needs theta (None returns the fitted value only)")
         return self.log_marginal_likelihood_value_
     t = np.asarray(theta, dtype=float)
-    if t.shape != self._theta.shape or not np.isfinite(t).all():
-        raise ValueError(f"theta must be a finite array of length {len(self._theta)} (kernel_.theta then log noise), "
-                         f"got shape {t.shape}")
+    nk = self.kernel_.n_dims
+    if t.shape == (nk,) and t.shape != self._theta.shape:              # kernel_.theta alone: the fitted noise appended
+        t = np.r_[t, self._theta[nk:]]
+    if t.shape not in (self._theta.shape, (nk + 1,)) or not np.isfinite(t).all():      # nk + 1: one shared noise
+        raise ValueError(f"theta must be a finite array of length {len(self._theta)} (kernel_.theta, then "
+                         f"{len(self._theta) - nk} log noise variance(s): np.r_[kernel_.theta, np.log(noise_)]) or of "
+                         f"length {nk} (kernel_.theta: the fitted noise is appended), got shape {t.shape}")
     return self._lik(t, eval_gradient)
 
 
 @patch
 def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: bool = False):
-    """The posterior mean of the latent f at X, with its standard deviation or covariance if asked.
+    """The posterior mean of the latent f at X, with its standard deviation or covariance if asked (before `fit`: the
+    prior's, as scikit-learn's GPR, see `_prior`).
 
     Parameters
     ----------
@@ -1438,6 +1707,8 @@ def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: b
     """
     if return_std and return_cov:
         raise ValueError("return_std and return_cov: at most one of them can be requested")
+    if not hasattr(self, "kernel_"):                                    # not fitted: the prior, as scikit-learn's GPR
+        return _prior(self, X, return_std, return_cov)
     X = _query(self, X)
     post = self._post
     Q = post._Q(X) if isinstance(post, _SeparablePosterior) else None
@@ -1477,3 +1748,46 @@ def sample_y(self: OVKGaussianProcess, X, n_samples: int = 1, random_state=0):
     rng = check_random_state(random_state)
     F = self._post.sample(X, int(n_samples), rng) * self._sd[None, :, None] + self._mu[None, :, None]
     return F[:, 0, ...] if self._y1d else F
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #c82b43b7
+def _hyperparameters(kernel, bounds, n_noise: int) -> list:
+    """scikit-learn's `Hyperparameter` records (name, value_type, bounds, n_elements, fixed) of the fitted theta: the
+    kernel's entries (names as `kernel.hyperparameter_names`, bounds as the optimizer used them, in log space), then the
+    log noise ('noise_level', one per output: 'noise_level[l]')."""
+    from sklearn.gaussian_process.kernels import Hyperparameter
+    names = list(kernel.hyperparameter_names) + (["noise_level"] if n_noise == 1 else
+                                                 [f"noise_level[{l}]" for l in range(n_noise)])
+    return [Hyperparameter(nm, "numeric", np.exp(b) if np.isfinite(b).all() else b, 1, bool(b[0] == b[1]))
+            for nm, b in zip(names, bounds)]
+
+
+def _prior(est, X, return_std: bool, return_cov: bool):
+    """`predict` before `fit`, as scikit-learn's GPR: the prior's mean 0 and std / per-output covariance from the prior
+    kernel; kernel=None is GPR's prior, one output with k(x, x') = exp(-||x - x'||^2 / 2) (RBF(length_scale=1)); a given
+    kernel must hold numbers (no rule set from data: fit first)."""
+    X = check_matrix(X, "X")
+    if est.kernel is None:
+        d, kern = 1, Separable(RBF(0.5), np.eye(1))
+    else:
+        try:
+            est.kernel.validate()
+        except ValueError as e:
+            raise ValueError(f"kernel: predict before fit draws from the prior kernel, which must hold numbers: {e}") from None
+        d, kern = est.kernel.output_dim, est.kernel
+    m = len(X)
+    mean = np.zeros((m, d))
+    one = (lambda A: A[:, 0]) if d == 1 else (lambda A: A)
+    if return_std:
+        return one(mean), one(np.sqrt(np.clip(np.einsum("moo->mo", kern.diag(X)), 0, None)))
+    if return_cov:
+        C = np.einsum("iojo->ijo", kern.gram(X).reshape(m, d, m, d))
+        return one(mean), (C[:, :, 0] if d == 1 else C)
+    return one(mean)
+
+
+@patch
+def __sklearn_tags__(self: OVKGaussianProcess):
+    "requires_fit False: `predict` before `fit` gives the prior, as scikit-learn's GaussianProcessRegressor."
+    tags = super(OVKGaussianProcess, self).__sklearn_tags__()
+    tags.requires_fit = False
+    return tags
