@@ -218,7 +218,6 @@ def test_malformed_batch_mid_stream_is_refused_and_leaves_the_stream(name, kind,
 # targets of any finite scale (issue 30): a finite result, or a ValueError naming Y. Label targets are not scaled.
 LABELS = {"MVMLClassifier", "OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget"}
 OTHER_HELPERS = {   # faults of issue 30 fixed on other branches: xfail(strict=False) here until they are merged
-    ("OVKGaussianProcess-normalize_y", 1e154): "issue 30: OVKGaussianProcess(normalize_y=True) on Y * 1e154 predicts NaN",
 }
 
 

@@ -143,7 +143,7 @@ def test_check_estimator(params):
     ({"noise": 0.0}, "noise"), ({"noise": np.nan}, "noise"), ({"noise_bounds": (0.0, 1.0)}, "noise_bounds"),
     ({"noise_bounds": "free"}, "noise_bounds"), ({"optimizer": "bfgs"}, "optimizer"),
     ({"n_restarts_optimizer": 1.5}, "n_restarts_optimizer"), ({"normalize_y": "yes"}, "normalize_y"),
-    ({"random_state": -1}, "random_state"), ({"kernel": RBF(1.0)}, "kernel"),
+    ({"random_state": -1}, "random_state"), ({"kernel": "gaussian"}, "kernel"),
     ({"kernel": Separable(RBF(1.0), np.eye(3), weights=np.ones(3))}, "kernel"),
 ])
 def test_bad_parameters(params, match):

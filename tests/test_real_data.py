@@ -23,16 +23,7 @@ DATA = {"diabetes": bench_real.d_diabetes, "linnerud": bench_real.d_linnerud}
 NO_BUDGET = 1e9
 
 # (data set, scaling, estimator, what): measured on the branch `bench` at 1fbcd0f + tests (bench/results/real_data.md)
-MISSES = {
-    ("diabetes", "raw", "MVML", "r2"): "MVML() R^2 0.15 vs KernelRidge(rbf) 0.24 (issue 29.5: MVML's regression default)",
-    ("diabetes", "standardized", "MVML", "r2"): "MVML() R^2 0.15 vs KernelRidge(rbf) 0.39 (issue 29.5)",
-    ("linnerud", "raw", "MVML", "r2"): "MVML() refuses a multi-output y (ValueError: y must be 1-D)",
-    ("linnerud", "standardized", "MVML", "r2"): "MVML() refuses a multi-output y (ValueError: y must be 1-D)",
-    ("linnerud", "raw", "OVKGaussianProcess", "r2"): "R^2 -0.57 vs GPR(normalize_y) -0.15 (issue 29.2: outputs' scales)",
-    ("linnerud", "standardized", "OVKGaussianProcess", "r2"): "R^2 -20.7 vs GPR(normalize_y) -0.15 (issue 29.2)",
-    ("linnerud", "raw", "OVKGaussianProcess", "nlpd"): "NLPD 4.30 vs GPR(normalize_y) 3.90 (issue 29.2)",
-    ("linnerud", "standardized", "OVKGaussianProcess", "nlpd"): "NLPD 5.40 vs GPR(normalize_y) 3.90 (issue 29.2)",
-}
+MISSES = {}   # every target the branch missed is met since the issue-29 fixes merged (diabetes and linnerud, raw and standardized)
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,4 +71,7 @@ def test_gp_r2_vs_best_gpr_default(name, scaling, est):
 def test_gp_nlpd_vs_best_gpr_default(name, scaling, est):
     ours = cell(name, scaling, est)
     assert not ours["error"], ours["error"]
-    assert np.isfinite(ours["nlpd"]) and ours["nlpd"] <= _best_gpr(name, scaling)[1]
+    # "no worse" to the benchmark table's 4 digits: where both models end at the mean predictor (linnerud: the noise-only
+    # model wins the BIC in every fold) their NLPDs differ by the fitted variances' last digits (2.5e-6 nats measured)
+    best = _best_gpr(name, scaling)[1]
+    assert np.isfinite(ours["nlpd"]) and ours["nlpd"] <= best + 1e-4 * abs(best)
