@@ -45,7 +45,7 @@ def _cholesky(xp, A, name="the block Gram plus lam I"):
         raise ValueError(f"{name} is not positive definite: is the kernel positive?")
     return L
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #f148fa70
 def _solve_triangular(xp, L, B, lower: bool = True, trans: bool = False):
     """op(L)^{-1} B for a triangular L (op(L) = L, or L^T with trans), B of shape (k,) or (k, r): SciPy's
     `solve_triangular` on NumPy (check_finite=False), PyTorch's and CuPy's (a transposed factor as the transposed view,
@@ -72,7 +72,7 @@ def _cho_solve(xp, L, B):
         return _solve_triangular(xp, L, _solve_triangular(xp, L, B), trans=True)
     return xp.linalg.solve(L @ L.T, B)
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #c42d222b
 def _spd_factor(xp, A, name="the block Gram plus lam I", fortran=True):
     """The Cholesky factor of SPD A, A overwritten on NumPy (SciPy on the Fortran view A.T); a ValueError naming A if not
     PD. fortran=False: SciPy on A as given (the r x r feature systems' call, kept as it was: NumPy's bits unchanged)."""
@@ -98,7 +98,7 @@ def _spd_solve(xp, A, B, name="the block Gram plus lam I", fortran=True):
     "A^{-1} B for SPD A (overwritten on NumPy), by Cholesky."
     return _spd_factor_solve(xp, _spd_factor(xp, A, name, fortran), B)
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #c59bdacd
 def _add_diag(xp, A, v):
     "A + v I, in place where the library has a writable diagonal (NumPy, CuPy: index arrays; PyTorch: a strided view)."
     c = _compat()
@@ -115,7 +115,7 @@ def _add_diag(xp, A, v):
         return A
     return A + v * xp.eye(A.shape[0], dtype=A.dtype, device=c.device(A))
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #64147800
 def _cols(xp, A, idx):
     "The columns idx (host integers) of A."
     if xp is np:
@@ -133,7 +133,7 @@ def _regroup(xp, blocks, groups):
     order = np.argsort(np.concatenate([idx for _, idx in groups]))
     return _cols(xp, xp.concat(blocks, axis=1), order)
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #a46140f7
 def _zeros(xp, shape, like):
     "Zeros of `like`'s dtype and device (NumPy: float64, as np.zeros)."
     return np.zeros(shape) if xp is np else xp.zeros(shape, dtype=like.dtype, device=_compat().device(like))
@@ -258,24 +258,26 @@ class KernelParts:
         "sqrt of the quadrature weights (ones without weights): the symmetric frame D = I kron diag(s)."
         return np.ones(self.d) if self.w is None else np.sqrt(self.w)
 
-    def apply(self, X, Y, C):
-        """The kernel applied to coefficients: row i is sum_j K(x_i, y_j) c_j.
+# %% ../nbs/1_shared/02_linalg.ipynb #299c481f
+@patch
+def apply(self: KernelParts, X, Y, C):
+    """The kernel applied to coefficients: row i is sum_j K(x_i, y_j) c_j.
 
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_features)
-            The evaluation points.
-        Y : ndarray of shape (m_samples, n_features)
-            The points carrying the coefficients.
-        C : ndarray of shape (m_samples, d)
-            The coefficients.
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The evaluation points.
+    Y : ndarray of shape (m_samples, n_features)
+        The points carrying the coefficients.
+    C : ndarray of shape (m_samples, d)
+        The coefficients.
 
-        Returns
-        -------
-        ndarray of shape (n_samples, d)
-            The products.
-        """
-        return self.apply_grams(self.grams(X, Y), X, Y, C)
+    Returns
+    -------
+    ndarray of shape (n_samples, d)
+        The products.
+    """
+    return self.apply_grams(self.grams(X, Y), X, Y, C)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #752c35ec
 @patch
@@ -378,7 +380,7 @@ def apply_grams(self: KernelParts, G, X, Y, C):
         out += w * k._apply(X, Y, C)
     return out
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #8d118ef4
 @patch
 def quad_diag(self: KernelParts, X, A):
     """The quadratic forms <K(x_i, x_i) a_i, a_i>_Y, one per row.
@@ -404,7 +406,7 @@ def quad_diag(self: KernelParts, X, A):
         out += w * np.einsum("nij,nj,ni->n", k._diag(X), A, WA)
     return out
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #feea314f
 @patch
 def inner(self: KernelParts, U, V):
     """The inner products <u_i, v_i>_Y row by row (quadrature-weighted when the kernel has weights).
@@ -586,50 +588,56 @@ class EigenFactor:
         e, V, Vinv = (_like(A, U) for A in T_eig)          # T's host eigenbasis on G's device (NumPy: itself)
         return cls(s, U, e, V, Vinv, None if Y is None else U.T @ (Y @ Vinv.T))
 
-    def den(self, lam):
-        """The denominators s_a e_l scale + lam.
+# %% ../nbs/1_shared/02_linalg.ipynb #86fa0a9c
+@patch
+def den(self: EigenFactor, lam):
+    """The denominators s_a e_l scale + lam.
 
-        Parameters
-        ----------
-        lam : float
-            The regularisation.
+    Parameters
+    ----------
+    lam : float
+        The regularisation.
 
-        Returns
-        -------
-        ndarray of shape (r, d)
-            The denominators.
-        """
-        return self.scale * (self.s[:, None] * self.e[None, :]) + float(lam)     # (np.outer; any array library)
+    Returns
+    -------
+    ndarray of shape (r, d)
+        The denominators.
+    """
+    return self.scale * (self.s[:, None] * self.e[None, :]) + float(lam)     # (np.outer; any array library)
 
-    def coef(self, lam):
-        """The coefficients C = U (Yt / (s e^T + lam)) V^T for one lam.
 
-        Parameters
-        ----------
-        lam : float
-            The regularisation, > 0.
+@patch
+def coef(self: EigenFactor, lam):
+    """The coefficients C = U (Yt / (s e^T + lam)) V^T for one lam.
 
-        Returns
-        -------
-        ndarray of shape (n, d)
-            C.
-        """
-        return self.U @ (self.Yt / self.den(lam)) @ self.V.T
+    Parameters
+    ----------
+    lam : float
+        The regularisation, > 0.
 
-    def smoothed(self, lam):
-        """C T^T = U ((Yt / (s e^T + lam)) diag(e)) V^T: what the predictions k(X', X) C T^T need.
+    Returns
+    -------
+    ndarray of shape (n, d)
+        C.
+    """
+    return self.U @ (self.Yt / self.den(lam)) @ self.V.T
 
-        Parameters
-        ----------
-        lam : float
-            The regularisation, > 0.
 
-        Returns
-        -------
-        ndarray of shape (n, d)
-            C T^T.
-        """
-        return self.U @ ((self.Yt / self.den(lam)) * self.e) @ self.V.T
+@patch
+def smoothed(self: EigenFactor, lam):
+    """C T^T = U ((Yt / (s e^T + lam)) diag(e)) V^T: what the predictions k(X', X) C T^T need.
+
+    Parameters
+    ----------
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        C T^T.
+    """
+    return self.U @ ((self.Yt / self.den(lam)) * self.e) @ self.V.T
 
 # %% ../nbs/1_shared/02_linalg.ipynb #241be049
 @patch
@@ -1337,7 +1345,7 @@ def is_field_kernel(parts: KernelParts) -> bool:
     """
     return bool(parts.gen) and all(isinstance(k, _GaussianField) for k, _ in parts.gen) and parts.w is None
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #4e30ac0f
 def _field_ab(parts: KernelParts, X, Y):
     "(A, B): the summed a and b matrices (n, m) of the field parts, one squared-distance matrix for all of them."
     D = sq_distances(X, Y)
@@ -1393,7 +1401,7 @@ def field_matvec(parts: KernelParts, X, lam, grams=None):
         return out
     return mv
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #163a3856
 def ov_nystrom_preconditioner(kernel: OVKernel, X, lam, landmarks, rcond: float = 1e-10):
     """R -> (K~ + lam I)^{-1} R with K~ = K(X, L) K(L, L)^+ K(L, X), the operator-valued Nystrom approximation on landmarks.
 
@@ -1507,7 +1515,7 @@ def landmark_rows(n: int, n_components: int, random_state=None):
     """
     return np.sort(np.random.default_rng(random_state).choice(n, min(int(n_components), n), replace=False))
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #1699a11b
 def _symmetric_frame(P, s, like):
     "A preconditioner of K + lam I moved to the symmetric frame D (K + lam I) D^{-1}, D = I kron diag(s)."
     if np.all(s == 1):
@@ -1515,7 +1523,7 @@ def _symmetric_frame(P, s, like):
     s = _like(s, like)
     return lambda R: P(R / s) * s
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #3857e17d
 def cg_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, preconditioner="auto",
              landmarks=None, grams=None):
     """The ridge (K + lam I) vec(C) = vec(Y) by preconditioned CG in the symmetric frame; never an nd x nd matrix.
@@ -1633,7 +1641,7 @@ class NystromFeatures:
         """
         return self.scalar_kernel(X, self.landmarks) @ self.proj
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #d543ceea
 def _chunks(n, size):
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
@@ -1740,67 +1748,71 @@ class NystromSystem:
         self.offs = np.concatenate([[0], np.cumsum([self.feats[j].rank * self.d for j in parts.sidx])])
         self.size = int(self.offs[-1])
 
-    def terms(self, X, Y):
-        """One chunk's share of the normal equations, (Z^T Z, Z^T Y V^{-T}) or (Phi^T Phi, Phi^T y).
+# %% ../nbs/1_shared/02_linalg.ipynb #52a44524
+@patch
+def terms(self: NystromSystem, X, Y):
+    """One chunk's share of the normal equations, (Z^T Z, Z^T Y V^{-T}) or (Phi^T Phi, Phi^T y).
 
-        Parameters
-        ----------
-        X : ndarray of shape (n, p)
-            A chunk of the inputs.
-        Y : ndarray of shape (n, d)
-            The same chunk of the targets.
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        A chunk of the inputs.
+    Y : ndarray of shape (n, d)
+        The same chunk of the targets.
 
-        Returns
-        -------
-        A : ndarray
-            The Gram of the features.
-        b : ndarray
-            The features times the targets.
-        """
-        xp = xp_of(Y)                   # any array library: the features follow the landmarks, the host d x d factors follow Y
-        if self.separable:
-            Z = self.feats[0](X)
-            return Z.T @ Z, Z.T @ (Y @ _like(self.parts.eig[2], Y).T)
-        P, offs, Ys = self.parts, self.offs, Y * _like(self.parts.s, Y)
-        A, b = _zeros(xp, (self.size, self.size), Y), _zeros(xp, (self.size,), Y)
-        Zs = [f(X) for f in self.feats]
-        for c, j in enumerate(P.sidx):
-            b[offs[c]:offs[c + 1]] = xp.reshape(Zs[j].T @ Ys @ _like(self.Ss[c], Y), (-1,))
-            for c2 in range(c, P.nc):
-                blk = _kron(xp, Zs[j].T @ Zs[P.sidx[c2]], _like(self.Ss[c] @ self.Ss[c2], Y))
-                A[offs[c]:offs[c + 1], offs[c2]:offs[c2 + 1]] = blk
-                if c2 != c:
-                    A[offs[c2]:offs[c2 + 1], offs[c]:offs[c + 1]] = blk.T
-        return A, b
+    Returns
+    -------
+    A : ndarray
+        The Gram of the features.
+    b : ndarray
+        The features times the targets.
+    """
+    xp = xp_of(Y)                   # any array library: the features follow the landmarks, the host d x d factors follow Y
+    if self.separable:
+        Z = self.feats[0](X)
+        return Z.T @ Z, Z.T @ (Y @ _like(self.parts.eig[2], Y).T)
+    P, offs, Ys = self.parts, self.offs, Y * _like(self.parts.s, Y)
+    A, b = _zeros(xp, (self.size, self.size), Y), _zeros(xp, (self.size,), Y)
+    Zs = [f(X) for f in self.feats]
+    for c, j in enumerate(P.sidx):
+        b[offs[c]:offs[c + 1]] = xp.reshape(Zs[j].T @ Ys @ _like(self.Ss[c], Y), (-1,))
+        for c2 in range(c, P.nc):
+            blk = _kron(xp, Zs[j].T @ Zs[P.sidx[c2]], _like(self.Ss[c] @ self.Ss[c2], Y))
+            A[offs[c]:offs[c + 1], offs[c2]:offs[c2 + 1]] = blk
+            if c2 != c:
+                A[offs[c2]:offs[c2 + 1], offs[c]:offs[c + 1]] = blk.T
+    return A, b
 
-    def solve(self, A, b, lam) -> NystromModel:
-        """The model from the summed normal equations.
+# %% ../nbs/1_shared/02_linalg.ipynb #ac5ed336
+@patch
+def solve(self: NystromSystem, A, b, lam) -> NystromModel:
+    """The model from the summed normal equations.
 
-        Parameters
-        ----------
-        A : ndarray
-            The summed ``A`` of `terms` (overwritten).
-        b : ndarray
-            The summed ``b``.
-        lam : float
-            The regularisation, > 0.
+    Parameters
+    ----------
+    A : ndarray
+        The summed ``A`` of `terms` (overwritten).
+    b : ndarray
+        The summed ``b``.
+    lam : float
+        The regularisation, > 0.
 
-        Returns
-        -------
-        NystromModel
-            The fitted model.
-        """
-        xp = xp_of(A)
-        if self.separable:
-            E, V, Vinv = self.parts.eig
-            gG, QG = eigh_psd(A)
-            f = EigenFactor(gG, QG, _like(E[0], A), _like(V, A), _like(Vinv, A), QG.T @ b)
-            return NystromModel(self.feats, [(0, f.smoothed(lam), None)])
-        beta = _spd_solve(xp, _add_diag(xp, A, lam), b, "the Nystrom normal equations plus lam I", fortran=False)
-        offs = self.offs
-        blocks = [(j, xp.reshape(beta[offs[c]:offs[c + 1]], (-1, self.d)), _like(self.Ss[c], A))
-                  for c, j in enumerate(self.parts.sidx)]
-        return NystromModel(self.feats, blocks, _like(self.parts.s, A))
+    Returns
+    -------
+    NystromModel
+        The fitted model.
+    """
+    xp = xp_of(A)
+    if self.separable:
+        E, V, Vinv = self.parts.eig
+        gG, QG = eigh_psd(A)
+        f = EigenFactor(gG, QG, _like(E[0], A), _like(V, A), _like(Vinv, A), QG.T @ b)
+        return NystromModel(self.feats, [(0, f.smoothed(lam), None)])
+    beta = _spd_solve(xp, _add_diag(xp, A, lam), b, "the Nystrom normal equations plus lam I", fortran=False)
+    offs = self.offs
+    blocks = [(j, xp.reshape(beta[offs[c]:offs[c + 1]], (-1, self.d)), _like(self.Ss[c], A))
+              for c, j in enumerate(self.parts.sidx)]
+    return NystromModel(self.feats, blocks, _like(self.parts.s, A))
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
 def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> NystromModel:
@@ -1870,7 +1882,7 @@ def _rff_kind(kernel):
     raise ValueError("random Fourier features need a Gaussian kernel: Separable(RBF(gamma), T) (no quadrature weights), "
                      f"CurlFreeRBF or DivFreeRBF; got {kernel!r}")
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #d8b0f750
 class RandomFourierFeatures:
     """Operator-valued random Fourier features of a Gaussian kernel: K(x, x') ~ Phi(x) Phi(x')^T (section above).
 
@@ -1932,34 +1944,6 @@ class RandomFourierFeatures:
     @property
     def output_dim(self): return self.kernel.output_dim
 
-    def z(self, X):
-        """The scalar features z(x) = D^{-1/2} [cos(Omega (x - c)), sin(Omega (x - c))].
-
-        Parameters
-        ----------
-        X : ndarray of shape (n, p)
-            The points.
-
-        Returns
-        -------
-        ndarray of shape (n, 2 D)
-            The features.
-        """
-        xp = xp_of(X)               # any array library: omega and center then live in X's (an array-API `center`)
-        P = (X - self.center) @ self.omega.T
-        return xp.reshape(xp.stack([xp.cos(P), xp.sin(P)], axis=1), (P.shape[0], 2 * self.D)) / math.sqrt(self.D)
-
-    def _vflat(self):
-        "(the column t of z each feature u uses, v_u as rows (M, d))."
-        if self.kind == "separable":
-            e, V = self.T_eig
-            B = (V * np.sqrt(e)).T                                       # rows: the columns of B, T = B B^T
-            t = np.repeat(np.arange(2 * self.D), len(B))
-            return t, np.tile(B, (2 * self.D, 1))
-        r = self.dirs.shape[1]
-        t = np.repeat(np.arange(2 * self.D), r)
-        return t, np.tile(self.dirs.reshape(-1, self.p), (2, 1))
-
     def __call__(self, X):
         """The feature map Phi(x), with K~(x, x') = Phi(x) Phi(x')^T; for references and tests.
 
@@ -1976,66 +1960,102 @@ class RandomFourierFeatures:
         t, Vf = self._vflat()
         return self.z(X)[:, None, t] * Vf.T[None]
 
-    def terms(self, X, Y):
-        """One chunk's normal equations (G, R) = (Z^T Z, Z^T Y'), Y' = Y V (separable: T's eigenbasis) or Y (fields).
+# %% ../nbs/1_shared/02_linalg.ipynb #e3b3632b
+@patch
+def z(self: RandomFourierFeatures, X):
+    """The scalar features z(x) = D^{-1/2} [cos(Omega (x - c)), sin(Omega (x - c))].
 
-        Parameters
-        ----------
-        X : ndarray of shape (n, p)
-            A chunk of the inputs.
-        Y : ndarray of shape (n, d)
-            The same chunk of the targets.
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The points.
 
-        Returns
-        -------
-        G : ndarray
-            Z^T Z.
-        R : ndarray
-            Z^T Y'.
-        """
-        Z = self.z(X)
-        Yr = Y @ _like(self.T_eig[1], Y) if self.kind == "separable" else Y
-        return Z.T @ Z, Z.T @ Yr
-
-    def solve(self, G, R, lam) -> "RFFModel":
-        """The primal ridge on the summed normal equations: W (2D, d) with f(x) = z(x)^T W.
-
-        Parameters
-        ----------
-        G : ndarray
-            The summed Z^T Z.
-        R : ndarray
-            The summed Z^T Y'.
-        lam : float
-            The regularisation, > 0.
-
-        Returns
-        -------
-        RFFModel
-            The fitted model.
-        """
-        if self.kind == "separable":                 # W = sum_l e_l (e_l G + lam I)^{-1} R_l V_l^T: one Cholesky per
-            e, V = self.T_eig                           # distinct e_l (few for most T), else one eigh of G for all of them
-            xp, groups = xp_of(G), group_columns(e[None, :])
-            if len(groups) > 4:
-                g, Q = eigh_psd((G + G.T) / 2)
-                return RFFModel(self, EigenFactor(g, Q, _like(e, G), _like(V, G), _like(V.T, G), Q.T @ R).smoothed(lam))
-            blocks = []
-            for (el,), idx in groups:
-                rhs = _cols(xp, R, idx)
-                blocks.append(float(el) * _spd_solve(xp, _add_diag(xp, G * float(el), lam), rhs, "the feature Gram plus lam I",
-                                                     fortran=False) if el > 0 else xp.zeros_like(rhs))
-            return RFFModel(self, _regroup(xp, blocks, groups) @ _like(V, G).T)
-        t, Vf = self._vflat()
-        A = G[np.ix_(t, t)] * (Vf @ Vf.T)
-        b = np.einsum("ud,ud->u", R[t], Vf)
-        A[np.diag_indices_from(A)] += lam
-        theta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True, check_finite=False), b, check_finite=False)
-        W = np.zeros((2 * self.D, self.p))
-        np.add.at(W, t, theta[:, None] * Vf)
-        return RFFModel(self, W)
+    Returns
+    -------
+    ndarray of shape (n, 2 D)
+        The features.
+    """
+    xp = xp_of(X)               # any array library: omega and center then live in X's (an array-API `center`)
+    P = (X - self.center) @ self.omega.T
+    return xp.reshape(xp.stack([xp.cos(P), xp.sin(P)], axis=1), (P.shape[0], 2 * self.D)) / math.sqrt(self.D)
 
 
+@patch
+def _vflat(self: RandomFourierFeatures):
+    "(the column t of z each feature u uses, v_u as rows (M, d))."
+    if self.kind == "separable":
+        e, V = self.T_eig
+        B = (V * np.sqrt(e)).T                                       # rows: the columns of B, T = B B^T
+        t = np.repeat(np.arange(2 * self.D), len(B))
+        return t, np.tile(B, (2 * self.D, 1))
+    r = self.dirs.shape[1]
+    t = np.repeat(np.arange(2 * self.D), r)
+    return t, np.tile(self.dirs.reshape(-1, self.p), (2, 1))
+
+# %% ../nbs/1_shared/02_linalg.ipynb #b2a77352
+@patch
+def terms(self: RandomFourierFeatures, X, Y):
+    """One chunk's normal equations (G, R) = (Z^T Z, Z^T Y'), Y' = Y V (separable: T's eigenbasis) or Y (fields).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        A chunk of the inputs.
+    Y : ndarray of shape (n, d)
+        The same chunk of the targets.
+
+    Returns
+    -------
+    G : ndarray
+        Z^T Z.
+    R : ndarray
+        Z^T Y'.
+    """
+    Z = self.z(X)
+    Yr = Y @ _like(self.T_eig[1], Y) if self.kind == "separable" else Y
+    return Z.T @ Z, Z.T @ Yr
+
+# %% ../nbs/1_shared/02_linalg.ipynb #1e933813
+@patch
+def solve(self: RandomFourierFeatures, G, R, lam) -> "RFFModel":
+    """The primal ridge on the summed normal equations: W (2D, d) with f(x) = z(x)^T W.
+
+    Parameters
+    ----------
+    G : ndarray
+        The summed Z^T Z.
+    R : ndarray
+        The summed Z^T Y'.
+    lam : float
+        The regularisation, > 0.
+
+    Returns
+    -------
+    RFFModel
+        The fitted model.
+    """
+    if self.kind == "separable":                 # W = sum_l e_l (e_l G + lam I)^{-1} R_l V_l^T: one Cholesky per
+        e, V = self.T_eig                           # distinct e_l (few for most T), else one eigh of G for all of them
+        xp, groups = xp_of(G), group_columns(e[None, :])
+        if len(groups) > 4:
+            g, Q = eigh_psd((G + G.T) / 2)
+            return RFFModel(self, EigenFactor(g, Q, _like(e, G), _like(V, G), _like(V.T, G), Q.T @ R).smoothed(lam))
+        blocks = []
+        for (el,), idx in groups:
+            rhs = _cols(xp, R, idx)
+            blocks.append(float(el) * _spd_solve(xp, _add_diag(xp, G * float(el), lam), rhs, "the feature Gram plus lam I",
+                                                 fortran=False) if el > 0 else xp.zeros_like(rhs))
+        return RFFModel(self, _regroup(xp, blocks, groups) @ _like(V, G).T)
+    t, Vf = self._vflat()
+    A = G[np.ix_(t, t)] * (Vf @ Vf.T)
+    b = np.einsum("ud,ud->u", R[t], Vf)
+    A[np.diag_indices_from(A)] += lam
+    theta = sla.cho_solve(sla.cho_factor(A, overwrite_a=True, check_finite=False), b, check_finite=False)
+    W = np.zeros((2 * self.D, self.p))
+    np.add.at(W, t, theta[:, None] * Vf)
+    return RFFModel(self, W)
+
+# %% ../nbs/1_shared/02_linalg.ipynb #53b9c5c1
 @dataclass
 class RFFModel:
     """A fitted random-Fourier-feature ridge model, f(x) = z(x)^T W.
@@ -2083,7 +2103,7 @@ class RFFModel:
         outs = [self.feats.z(X[sl, ...]) @ self.W for sl in _chunks(X.shape[0], chunk)]
         return _concat(xp_of(X), outs, self.W.shape[1])
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #de3244e6
 def rff_fit(kernel, X, Y, lam, n_components=100, random_state=None, chunk: int = 4096) -> RFFModel:
     """Kernel ridge with the kernel replaced by its random Fourier features: normal equations summed over row chunks, then
     the primal solve.
@@ -2177,7 +2197,7 @@ def masked_solve_dense(kernel, X, Y, lam):
     c[obs] = np.linalg.solve(K, Y.ravel()[obs])
     return c.reshape(Y.shape)
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #6df8e78c
 def nystrom_preconditioner(parts: KernelParts, X, lam, n_landmarks: int = 500, random_state=0, rcond: float = 1e-10):
     """R -> (Z Z^T kron T_c + lam I)^{-1} R (symmetric frame) for the dominant separable part c, its Gram replaced by a
     Nystrom approximation.
@@ -2226,7 +2246,31 @@ def nystrom_preconditioner(parts: KernelParts, X, lam, n_landmarks: int = 500, r
     f = EigenFactor(g, Z @ (Q / np.sqrt(g)), e, V, V.T)
     return lambda R: f.solve(R, lam)
 
+# %% ../nbs/1_shared/02_linalg.ipynb #ec92e1f7
+def _masked_targets(parts: KernelParts, X, Y, lam):
+    "Y as floats and M, its mask of observed entries; a ValueError for a wrong shape, an infinite entry or lam <= 0."
+    Y = np.asarray(Y, dtype=float)
+    if Y.ndim != 2 or Y.shape != (len(X), parts.d):
+        raise ValueError(f"Y must have shape ({len(X)}, {parts.d}) (samples x outputs, NaN = missing), got {Y.shape}")
+    M = ~np.isnan(Y)
+    if not np.isfinite(Y[M]).all():
+        raise ValueError("Y: the observed (non-NaN) entries must be finite (NaN marks a missing entry; inf is refused)")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    return Y, M
 
+
+def _masked_preconditioner(parts: KernelParts, X, lam, grams, precond, n_landmarks: int):
+    "The unmasked preconditioner P0 that `precond` names (a callable or None: itself)."
+    if callable(precond) or precond is None:
+        return precond
+    if precond == "separable":
+        return separable_preconditioner(parts, grams, lam)
+    if precond == "nystrom":
+        return nystrom_preconditioner(parts, X, lam, n_landmarks)
+    raise ValueError(f"precond must be 'separable', 'nystrom', None or a callable, got {precond!r}")
+
+# %% ../nbs/1_shared/02_linalg.ipynb #69ad608b
 def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: int | None = None, grams=None,
                  precond="separable", n_landmarks: int = 500, X0=None):
     """Solve the ridge / GP system on the observed entries of Y only, (P (K + lam I) P^T) a = P y, by `pcg`.
@@ -2288,28 +2332,14 @@ def masked_solve(parts: KernelParts, X, Y, lam, tol: float = 1e-10, max_iter: in
     >>> float(C[0, 0]), bool(info["converged"])
     (0.0, True)
     """
-    Y = np.asarray(Y, dtype=float)
-    if Y.ndim != 2 or Y.shape != (len(X), parts.d):
-        raise ValueError(f"Y must have shape ({len(X)}, {parts.d}) (samples x outputs, NaN = missing), got {Y.shape}")
-    M = ~np.isnan(Y)
-    if not np.isfinite(Y[M]).all():
-        raise ValueError("Y: the observed (non-NaN) entries must be finite (NaN marks a missing entry; inf is refused)")
-    if not (np.isfinite(lam) and lam > 0):
-        raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    Y, M = _masked_targets(parts, X, Y, lam)
     check_symmetric(parts, X)                                # CG needs a symmetric kernel
     s = parts.s
     B = np.where(M, Y, 0.0) * s
     max_iter = 10 * int(M.sum()) if max_iter is None else max_iter
     grams = parts.grams(X, X) if grams is None and parts.nc else grams
     mv0 = kernel_matvec(parts, X, lam, grams)
-    if callable(precond) or precond is None:
-        P0 = precond
-    elif precond == "separable":
-        P0 = separable_preconditioner(parts, grams, lam)
-    elif precond == "nystrom":
-        P0 = nystrom_preconditioner(parts, X, lam, n_landmarks)
-    else:
-        raise ValueError(f"precond must be 'separable', 'nystrom', None or a callable, got {precond!r}")
+    P0 = _masked_preconditioner(parts, X, lam, grams, precond, n_landmarks)
     pc = None if P0 is None else (lambda R: P0(R) * M)
     Z, info = pcg(lambda Z: mv0(Z) * M, B, pc, tol, max_iter, None if X0 is None else np.where(M, X0, 0.0) * s)
     info["n_observed"] = int(M.sum())
@@ -2451,33 +2481,35 @@ class BlockNystrom:
         """
         return np.hstack([f(X) for f in self.feats])
 
-    def normal_equations(self, X, Y, chunk: int = 4096):
-        """The normal equations (Z^T Z, Z^T Y) over row chunks: O(n r^2) time, O(chunk r + r^2) memory.
+# %% ../nbs/1_shared/02_linalg.ipynb #146c5e2e
+@patch
+def normal_equations(self: BlockNystrom, X, Y, chunk: int = 4096):
+    """The normal equations (Z^T Z, Z^T Y) over row chunks: O(n r^2) time, O(chunk r + r^2) memory.
 
-        Parameters
-        ----------
-        X : ndarray of shape (n, p)
-            The inputs.
-        Y : ndarray of shape (n,) or (n, t)
-            The targets.
-        chunk : int, default=4096
-            Rows per chunk.
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The inputs.
+    Y : ndarray of shape (n,) or (n, t)
+        The targets.
+    chunk : int, default=4096
+        Rows per chunk.
 
-        Returns
-        -------
-        ZtZ : ndarray of shape (r, r)
-            Z^T Z.
-        ZtY : ndarray of shape (r,) or (r, t)
-            Z^T Y.
-        """
-        r = int(self.offsets[-1])
-        Y = np.asarray(Y, dtype=float).reshape(len(X), -1)
-        G, B = np.zeros((r, r)), np.zeros((r, Y.shape[1]))
-        for sl in _chunks(len(X), chunk):
-            Z = self(X[sl])
-            G += Z.T @ Z
-            B += Z.T @ Y[sl]
-        return (G + G.T) / 2, B
+    Returns
+    -------
+    ZtZ : ndarray of shape (r, r)
+        Z^T Z.
+    ZtY : ndarray of shape (r,) or (r, t)
+        Z^T Y.
+    """
+    r = int(self.offsets[-1])
+    Y = np.asarray(Y, dtype=float).reshape(len(X), -1)
+    G, B = np.zeros((r, r)), np.zeros((r, Y.shape[1]))
+    for sl in _chunks(len(X), chunk):
+        Z = self(X[sl])
+        G += Z.T @ Z
+        B += Z.T @ Y[sl]
+    return (G + G.T) / 2, B
 
 # %% ../nbs/1_shared/02_linalg.ipynb #462dca3c
 _CONTROLLER = []
