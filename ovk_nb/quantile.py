@@ -336,34 +336,12 @@ class JointQuantileRegressor(RegressorMixin, BaseEstimator):
         self.probs, self.kernel, self.lam, self.gamma_tau = probs, kernel, lam, gamma_tau
         self.non_crossing, self.solver, self.tol, self.max_iter = non_crossing, solver, tol, max_iter
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True          # score is minus the pinball loss, not R^2
-        return tags
-
-    def score(self, X, y, sample_weight=None):
-        """Minus the mean pinball loss over the samples and levels (higher is better; not R^2).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        y : array-like of shape (n_samples,)
-            True targets.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Weights of the samples in the mean; None weighs them equally.
-
-        Returns
-        -------
-        float
-            Minus the (weighted) mean over the samples of the pinball loss averaged over the levels.
-        """
-        F = self.predict_quantiles(X)
-        y = _target(y, len(F))
-        t = self.probs_
-        R = y[:, None] - F
-        L = np.maximum(t * R, (t - 1) * R).mean(axis=1)
-        return -float(np.average(L, weights=sample_weight))
+# %% ../nbs/2_algorithms/10_quantile.ipynb #b5a6b4f0
+@patch
+def __sklearn_tags__(self: JointQuantileRegressor):
+    tags = super(JointQuantileRegressor, self).__sklearn_tags__()
+    tags.regressor_tags.poor_score = True          # score is minus the pinball loss, not R^2
+    return tags
 
 # %% ../nbs/2_algorithms/10_quantile.ipynb #f3447f63
 @patch
@@ -465,3 +443,29 @@ def predict(self: JointQuantileRegressor, X):
         every level: `predict_quantiles`.
     """
     return self.predict_quantiles(X)[:, self.level_index_]
+
+# %% ../nbs/2_algorithms/10_quantile.ipynb #72ff7fc3
+@patch
+def score(self: JointQuantileRegressor, X, y, sample_weight=None):
+    """Minus the mean pinball loss over the samples and levels (higher is better; not R^2).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Test inputs.
+    y : array-like of shape (n_samples,)
+        True targets.
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        Weights of the samples in the mean; None weighs them equally.
+
+    Returns
+    -------
+    float
+        Minus the (weighted) mean over the samples of the pinball loss averaged over the levels.
+    """
+    F = self.predict_quantiles(X)
+    y = _target(y, len(F))
+    t = self.probs_
+    R = y[:, None] - F
+    L = np.maximum(t * R, (t - 1) * R).mean(axis=1)
+    return -float(np.average(L, weights=sample_weight))
