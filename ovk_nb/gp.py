@@ -55,7 +55,7 @@ def _T_grad(T):
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     return Tm, np.zeros((getattr(T, "n_dims", 0), *Tm.shape))
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #0957b666
 def _noise_diag(noise, n: int, d: int) -> np.ndarray:
     "The (n d,) diagonal of I_n kron diag(noise): one shared noise variance, or one per output (an array of d)."
     D = np.broadcast_to(np.asarray(noise, dtype=float), (d,)) if np.ndim(noise) else np.full(d, float(noise))
@@ -86,7 +86,7 @@ def _noise_arg(tn):
     tn = np.asarray(tn, dtype=float)
     return float(np.exp(tn[0])) if tn.size == 1 else np.exp(tn)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #30893729
 def gp_dense_reference(kernel, X, Y, noise, eval_gradient: bool = True):
     """The literal log marginal likelihood of Y (n, d) under f ~ GP(0, K), y = f + N(0, I kron diag(noise)): the (n d) x
     (n d) Gram K = sum_c w_c Kx_c kron T_c + I kron diag(noise) formed with np.kron, inverted with np.linalg; the gradient
@@ -120,7 +120,7 @@ def gp_dense_reference(kernel, X, Y, noise, eval_gradient: bool = True):
         return float(lml)
     return float(lml), np.array([0.5 * a @ g @ a - 0.5 * np.trace(Kinv @ g) for g in dK])
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #d71940d9
 def gp_posterior_dense_reference(kernel, X, Y, noise, Xs):
     """The literal posterior of the latent f at Xs (m, p): mean (m, d) and covariance ((m d) x (m d), row i*d + l is
     f_l(x_i)), from the dense Grams (rows/columns of missing (NaN) entries of Y dropped) K(X, X) + I kron diag(noise),
@@ -172,56 +172,62 @@ class SeparableLikelihood:
             self._cache, self._key = (s, U, U.T @ self.Y, dKx, sk), key
         return self._cache
 
-    def state(self, theta):
-        """The factors at theta: (s, U, e, V, Vy, Vh, Yt, lam, D, scalar kernel, T object, T~, dKx) with T~ = V diag(e) V^T
-        (V orthogonal), Vy = D^{-1/2} V, Vh = D^{1/2} V, Yt = U^T Y Vy and lam = s e^T + 1."""
-        theta = np.asarray(theta, dtype=float)
-        s, U, UY, dKx, sk = self._scalar(theta[:self.nk])
-        T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
-        Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
-        D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
+# %% ../nbs/2_algorithms/08_gp.ipynb #0b355cd5
+@patch
+def state(self: SeparableLikelihood, theta):
+    """The factors at theta: (s, U, e, V, Vy, Vh, Yt, lam, D, scalar kernel, T object, T~, dKx) with T~ = V diag(e) V^T
+    (V orthogonal), Vy = D^{-1/2} V, Vh = D^{1/2} V, Yt = U^T Y Vy and lam = s e^T + 1."""
+    theta = np.asarray(theta, dtype=float)
+    s, U, UY, dKx, sk = self._scalar(theta[:self.nk])
+    T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
+    Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
+    D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
+    r = 1.0 / np.sqrt(D)
+    Tw = Tm * np.outer(r, r)
+    e, V = _whitened_eigh(Tm, Tw, D)
+    Vy, Vh = V * r[:, None], V / r[:, None]
+    if self.xp is not np:                                 # T's d x d eigenbasis on X's device (d^2 numbers cross)
+        e, Vy, Vh = _on(e, U), _on(Vy, U), _on(Vh, U)
+    lam = s[:, None] * e[None, :] + 1.0
+    return s, U, e, V, Vy, Vh, UY @ Vy, lam, D, sk, T, Tw, dKx
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #dbc36bfb
+@patch
+def __call__(self: SeparableLikelihood, theta, eval_gradient: bool = True, kernel_grad: bool = True):
+    "(lml, gradient); kernel_grad=False leaves the scalar kernel's entries out of the gradient (O(n d^2) then)."
+    s, U, e, V, Vy, Vh, Yt, lam, D, sk, T, Tw, dKx = self.state(theta)
+    xp, (n, d) = self.xp, Yt.shape
+    At = Yt / lam                                         # alpha in the whitened eigenbasis
+    lml = (-0.5 * float(xp.sum(Yt * At)) - 0.5 * float(xp.sum(xp.log(lam))) - 0.5 * n * float(np.sum(np.log(D)))
+           - 0.5 * n * d * LOG2PI)
+    if not eval_gradient:
+        return lml
+    grad = []
+    if self.nk and kernel_grad:                           # dL/dKx = 1/2 (A T~ A^T - U diag(sum_l e_l / lam_al) U^T)
+        AV = U @ (At * xp.sqrt(e))                        # A T~ A^T = U At diag(e) At^T U^T
+        Gx = AV @ AV.T
+        Gx -= (U * xp.sum(e / lam, axis=1)) @ U.T
+        grad += [0.5 * float(xp.sum(Gx * g)) for g in dKx]
+    # dL~/dT~ = 1/2 V (At^T diag(s) At - diag(sum_a s_a / lam_al)) V^T, d x d on the host
+    M, AY = to_numpy((At * s[:, None]).T @ At), to_numpy(At.T @ Yt)
+    GTw = 0.5 * (V @ (M - np.diag(to_numpy(xp.sum(s[:, None] / lam, axis=0)))) @ V.T)
+    return lml, np.array(grad + self._tail(theta, T, V, Tw, D, GTw, AY))
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #4c5422a8
+@patch
+def _tail(self: SeparableLikelihood, theta, T, V, Tw, D, GTw, XtYt):
+    """The T and noise entries of the gradient from the whitened problem's dL~/dT~ = GTw (d x d, host): dL/dT =
+    D^{-1/2} GTw D^{-1/2}, and per output dL/dlog D_l = -(GTw T~)_ll + 1/2 (V Xt^T Yt V^T)_ll - n/2 (the chain rule
+    through T~ and Y~ = Y D^{-1/2}, with dL~/dY~ = -U Xt V^T; `XtYt` = Xt^T Yt, d x d) summed for a shared noise."""
+    grad = []
+    if self.nT:
         r = 1.0 / np.sqrt(D)
-        Tw = Tm * np.outer(r, r)
-        e, V = _whitened_eigh(Tm, Tw, D)
-        Vy, Vh = V * r[:, None], V / r[:, None]
-        if self.xp is not np:                                 # T's d x d eigenbasis on X's device (d^2 numbers cross)
-            e, Vy, Vh = _on(e, U), _on(Vy, U), _on(Vh, U)
-        lam = s[:, None] * e[None, :] + 1.0
-        return s, U, e, V, Vy, Vh, UY @ Vy, lam, D, sk, T, Tw, dKx
+        grad += list(T.theta_gradient(GTw * np.outer(r, r)))
+    gD = -np.einsum("lk,kl->l", GTw, Tw) + 0.5 * np.einsum("lk,km,lm->l", V, XtYt, V) - 0.5 * self.X.shape[0]
+    n_noise = len(theta) - self.nk - self.nT
+    return grad + ([float(gD.sum())] if n_noise == 1 else list(gD))
 
-    def _tail(self, theta, T, V, Tw, D, GTw, XtYt):
-        """The T and noise entries of the gradient from the whitened problem's dL~/dT~ = GTw (d x d, host): dL/dT =
-        D^{-1/2} GTw D^{-1/2}, and per output dL/dlog D_l = -(GTw T~)_ll + 1/2 (V Xt^T Yt V^T)_ll - n/2 (the chain rule
-        through T~ and Y~ = Y D^{-1/2}, with dL~/dY~ = -U Xt V^T; `XtYt` = Xt^T Yt, d x d) summed for a shared noise."""
-        grad = []
-        if self.nT:
-            r = 1.0 / np.sqrt(D)
-            grad += list(T.theta_gradient(GTw * np.outer(r, r)))
-        gD = -np.einsum("lk,kl->l", GTw, Tw) + 0.5 * np.einsum("lk,km,lm->l", V, XtYt, V) - 0.5 * self.X.shape[0]
-        n_noise = len(theta) - self.nk - self.nT
-        return grad + ([float(gD.sum())] if n_noise == 1 else list(gD))
-
-    def __call__(self, theta, eval_gradient: bool = True, kernel_grad: bool = True):
-        "(lml, gradient); kernel_grad=False leaves the scalar kernel's entries out of the gradient (O(n d^2) then)."
-        s, U, e, V, Vy, Vh, Yt, lam, D, sk, T, Tw, dKx = self.state(theta)
-        xp, (n, d) = self.xp, Yt.shape
-        At = Yt / lam                                         # alpha in the whitened eigenbasis
-        lml = (-0.5 * float(xp.sum(Yt * At)) - 0.5 * float(xp.sum(xp.log(lam))) - 0.5 * n * float(np.sum(np.log(D)))
-               - 0.5 * n * d * LOG2PI)
-        if not eval_gradient:
-            return lml
-        grad = []
-        if self.nk and kernel_grad:                           # dL/dKx = 1/2 (A T~ A^T - U diag(sum_l e_l / lam_al) U^T)
-            AV = U @ (At * xp.sqrt(e))                        # A T~ A^T = U At diag(e) At^T U^T
-            Gx = AV @ AV.T
-            Gx -= (U * xp.sum(e / lam, axis=1)) @ U.T
-            grad += [0.5 * float(xp.sum(Gx * g)) for g in dKx]
-        # dL~/dT~ = 1/2 V (At^T diag(s) At - diag(sum_a s_a / lam_al)) V^T, d x d on the host
-        M, AY = to_numpy((At * s[:, None]).T @ At), to_numpy(At.T @ Yt)
-        GTw = 0.5 * (V @ (M - np.diag(to_numpy(xp.sum(s[:, None] / lam, axis=0)))) @ V.T)
-        return lml, np.array(grad + self._tail(theta, T, V, Tw, D, GTw, AY))
-
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #94e285b5
 class DenseLikelihood:
     "The exact small-n fallback for sums of separable parts (LMC): `gp_dense_reference` itself, O((n d)^3) per evaluation."
     def __init__(self, kernel, X, Y):
@@ -242,7 +248,7 @@ def _gathered(parts, grams, rows, cols):
     (ri, rl), (ci, cl) = rows, cols
     return sum(w * G[np.ix_(ri, ci)] * Tm[np.ix_(rl, cl)] for (_, Tm, w), G in zip(parts, grams))
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #e20d47e3
 class MaskedLikelihood:
     """The exact log marginal likelihood of the observed entries of Y (NaN = missing) and its gradient: the n_o x n_o
     covariance of the observed entries gathered from the scalar Grams and the output matrices, Cholesky, one parameter's
@@ -290,7 +296,7 @@ class MaskedLikelihood:
         grad += [float(gD.sum())] if n_noise == 1 else list(gD)
         return np.array(grad)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #60a745f8
 class _JointPosterior:
     """What the posteriors that hold the joint (m d) x (m d) covariance `_joint(Xs)` share: the mean K_*o alpha, the
     per-output covariances and joint samples (`kernel`, `X`, `alpha`, `d` set by the subclass)."""
@@ -306,7 +312,7 @@ class _JointPosterior:
         F = rng.multivariate_normal(self.mean(Xs).ravel(), self._joint(Xs), n_samples).T
         return F.reshape(m, d, n_samples)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #e5df6af8
 class _MaskedPosterior(_JointPosterior):
     "The posterior of f given the observed entries only, from MaskedLikelihood's Cholesky factor (exact)."
     def __init__(self, lik: MaskedLikelihood, theta, chunk_entries: int = 4_000_000):
@@ -493,7 +499,7 @@ class _SeparablePosterior:
                       for C in Cs], 1)                                   # (m, d, n_samples) in the eigenbasis
         return mean[:, :, None] + _rotate_draws(self.V, G if self.xp is np else _on(G, mean))
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #7391b67b
 class _DensePosterior(_JointPosterior):
     "The posterior for sums of separable parts (LMC), from the Cholesky factor of the (n d) x (n d) Gram (small n)."
     def __init__(self, kernel, X, Y, noise):
@@ -524,7 +530,7 @@ def _cross_gram_gradient(sk, A, B):
                          f"got {type(sk).__name__}")
     return sk.gram_gradient(A, B)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #5f67e09e
 def nystrom_landmarks(X, n_components: int, random_state=None):
     """The landmark rows of the Nystrom likelihood: `n_components` rows of X drawn uniformly without replacement.
 
@@ -553,7 +559,7 @@ def nystrom_landmarks(X, n_components: int, random_state=None):
         return np.arange(n)
     return np.sort(check_random_state(random_state).choice(n, int(n_components), replace=False))
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #9a347d63
 def gp_nystrom_dense_reference(kernel, X, Y, noise, Z, eval_gradient: bool = True, jitter: float | None = None,
                                bound: bool = False):
     """The literal subset-of-regressors (SoR / DTC) log marginal likelihood, for tests: Y (n, d) under
@@ -629,7 +635,7 @@ def gp_nystrom_dense_reference(kernel, X, Y, noise, Z, eval_gradient: bool = Tru
         return float(lml)
     return float(lml), grad
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #2ba397f4
 class NystromLikelihood:
     """Titsias' collapsed variational bound (SGPR, the default) or the subset-of-regressors (SoR / DTC) log marginal
     likelihood of Y (n, d) under Q kron T + I kron D (D: the noise variances, one shared or one per output),
@@ -698,109 +704,119 @@ class NystromLikelihood:
         "X's namespace: numpy itself for NumPy data, so the NumPy operations are the old ones."
         return xp_of(self.X)
 
-    def _rows(self):
-        n = self.X.shape[0]
-        return [slice(i, min(i + self.chunk, n)) for i in range(0, n, self.chunk)]
+# %% ../nbs/2_algorithms/08_gp.ipynb #51838671
+@patch
+def _rows(self: NystromLikelihood):
+    n = self.X.shape[0]
+    return [slice(i, min(i + self.chunk, n)) for i in range(0, n, self.chunk)]
 
-    def _scalar(self, theta_k):
-        "(g, R, L, Phi, R^T Phi^T Y, scalar kernel, dK_mm, tr(K_nn - Q)) at theta_k: one pass over X per bandwidth."
-        key = tuple(theta_k)
-        if key != self._key:
-            self._key, self._cache = None, None                 # a failure below leaves no half-built cache
-            sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
-            Kmm, dKmm = _cross_gram_gradient(sk, self._Zh, self._Zh)       # m x m: on the host (float64)
-            Kmm[np.diag_indices_from(Kmm)] += self.eps
-            L = sla.cholesky(Kmm, lower=True, check_finite=False)
-            Phi, PtP, PtY = self._features(sk, L)
-            g, R = np.linalg.eigh(PtP)
-            g = np.clip(g, 0, None)
-            t = float(self.xp.sum(sk.diag(self.X))) - float(np.trace(PtP))      # tr(K_nn - Q) >= 0 up to rounding
-            self._cache, self._key = (g, R, L, Phi, R.T @ PtY, sk, dKmm, max(t, 0.0)), key
-        return self._cache
 
-    def _features(self, sk, L):
-        """(Phi = K_nm L^{-T} built in row chunks, Phi^T Phi, Phi^T Y): Phi in X's namespace and device, its m x m and
-        m x d products brought to the host in float64 (NumPy: all three the host arrays they always were)."""
-        xp, X, Z = self.xp, self.X, self.Z
-        if xp is np:
-            Phi = np.empty((len(X), len(Z)))
-            for sl in self._rows():
-                Phi[sl] = sla.solve_triangular(L, sk(X[sl], Z).T, lower=True, check_finite=False).T
-            return Phi, Phi.T @ Phi, Phi.T @ self.Y
-        Ld = _on(L, X)                                          # the m x m factor crosses once per bandwidth
-        Phi = xp.empty((X.shape[0], Z.shape[0]), dtype=X.dtype, device=device_of(X))
+@patch
+def _scalar(self: NystromLikelihood, theta_k):
+    "(g, R, L, Phi, R^T Phi^T Y, scalar kernel, dK_mm, tr(K_nn - Q)) at theta_k: one pass over X per bandwidth."
+    key = tuple(theta_k)
+    if key != self._key:
+        self._key, self._cache = None, None                 # a failure below leaves no half-built cache
+        sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
+        Kmm, dKmm = _cross_gram_gradient(sk, self._Zh, self._Zh)       # m x m: on the host (float64)
+        Kmm[np.diag_indices_from(Kmm)] += self.eps
+        L = sla.cholesky(Kmm, lower=True, check_finite=False)
+        Phi, PtP, PtY = self._features(sk, L)
+        g, R = np.linalg.eigh(PtP)
+        g = np.clip(g, 0, None)
+        t = float(self.xp.sum(sk.diag(self.X))) - float(np.trace(PtP))      # tr(K_nn - Q) >= 0 up to rounding
+        self._cache, self._key = (g, R, L, Phi, R.T @ PtY, sk, dKmm, max(t, 0.0)), key
+    return self._cache
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #59736d70
+@patch
+def _features(self: NystromLikelihood, sk, L):
+    """(Phi = K_nm L^{-T} built in row chunks, Phi^T Phi, Phi^T Y): Phi in X's namespace and device, its m x m and
+    m x d products brought to the host in float64 (NumPy: all three the host arrays they always were)."""
+    xp, X, Z = self.xp, self.X, self.Z
+    if xp is np:
+        Phi = np.empty((len(X), len(Z)))
         for sl in self._rows():
-            Phi[sl, :] = _solve_triangular(xp, Ld, sk(X[sl, :], Z).T).T
-        return Phi, np.asarray(to_numpy(Phi.T @ Phi), dtype=float), np.asarray(to_numpy(Phi.T @ self.Y), dtype=float)
+            Phi[sl] = sla.solve_triangular(L, sk(X[sl], Z).T, lower=True, check_finite=False).T
+        return Phi, Phi.T @ Phi, Phi.T @ self.Y
+    Ld = _on(L, X)                                          # the m x m factor crosses once per bandwidth
+    Phi = xp.empty((X.shape[0], Z.shape[0]), dtype=X.dtype, device=device_of(X))
+    for sl in self._rows():
+        Phi[sl, :] = _solve_triangular(xp, Ld, sk(X[sl, :], Z).T).T
+    return Phi, np.asarray(to_numpy(Phi.T @ Phi), dtype=float), np.asarray(to_numpy(Phi.T @ self.Y), dtype=float)
 
-    def state(self, theta):
-        """The factors at theta: (g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
-        T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
-        theta = np.asarray(theta, dtype=float)
-        g, R, L, Phi, B, sk, dKmm, t = self._scalar(theta[:self.nk])
-        T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
-        Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
-        D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
-        r = 1.0 / np.sqrt(D)
-        Tw = Tm * np.outer(r, r)
-        e, V = _whitened_eigh(Tm, Tw, D)
-        Vy = V * r[:, None]
-        return g, R, L, Phi, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
+# %% ../nbs/2_algorithms/08_gp.ipynb #9b79286f
+@patch
+def state(self: NystromLikelihood, theta):
+    """The factors at theta: (g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
+    T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
+    theta = np.asarray(theta, dtype=float)
+    g, R, L, Phi, B, sk, dKmm, t = self._scalar(theta[:self.nk])
+    T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
+    Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
+    D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
+    r = 1.0 / np.sqrt(D)
+    Tw = Tm * np.outer(r, r)
+    e, V = _whitened_eigh(Tm, Tw, D)
+    Vy = V * r[:, None]
+    return g, R, L, Phi, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
 
-    def __call__(self, theta, eval_gradient: bool = True, kernel_grad: bool = True):
-        "(objective, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
-        g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta)
-        (n, m), d = Phi.shape, len(e)
-        r = 1.0 / np.sqrt(D)
-        At = Bt / lam                                          # R^T Phi^T alpha~ in the joint eigenbasis
-        yy = float(np.sum(np.diag(self.YtY) / D))              # y~^T y~
-        tau = float(np.trace(Tw)) if self.bound else 0.0       # the bound's - 1/2 tau tr(K_nn - Q)
-        lml = (-0.5 * (yy - float(np.sum(e * Bt * At))) - 0.5 * float(np.sum(np.log(lam))) - 0.5 * n * float(np.sum(np.log(D)))
-               - 0.5 * n * d * LOG2PI - 0.5 * tau * t)
-        if not eval_gradient:
-            return float(lml)
-        grad = []
-        if self.nk and kernel_grad:
-            c = (e ** 2 / lam).sum(1)                          # Sigma_l e_l C_l^{-1} = tr T~ I - Phi R diag(c) R^T Phi^T
-            C = e * At                                         # alpha~ = Y~ V - Phi R C along T~'s eigenvectors
-            P1 = (V * e) @ At.T @ R.T                          # (d, m)
-            P2 = R @ ((c * g)[:, None] * R.T) - R @ (C * e) @ At.T @ R.T - float(e.sum()) * np.eye(m)
-            Q1 = sla.solve_triangular(L, P1.T, lower=True, trans=1, check_finite=False).T / 2     # P1 L^{-1} / 2
-            Q2 = sla.solve_triangular(L, P2.T, lower=True, trans=1, check_finite=False).T / 2
-            Li = sla.solve_triangular(L, np.eye(m), lower=True, check_finite=False)   # L^{-1}
-            Q2 += 0.5 * tau * Li                               # the bound: tau/2 d tr(Q) = tau <dK_nm, Phi L^{-1}> - ...
-            Q1y = r[:, None] * Q1                              # Y~ Q1 = Y (D^{-1/2} Q1)
-            gk = np.zeros(self.nk)
-            if self.xp is np:
-                for sl in self._rows():                        # 2 <G K_nm K_mm^{-1}, dK_nm>, chunk by chunk
-                    _, dK = _cross_gram_gradient(sk, self.X[sl], self.Z)
-                    M1 = self.Y[sl] @ Q1y + Phi[sl] @ Q2
-                    gk += 2 * np.einsum("ij,kij->k", M1, dK)
-            else:                                              # the same pass on X's device: Q1, Q2 cross once, dK a list
-                xp, Q1d, Q2d, acc = self.xp, _on(Q1y, self.X), _on(Q2, self.X), [0.0] * self.nk
-                for sl in self._rows():
-                    _, dK = _cross_gram_gradient(sk, self.X[sl, :], self.Z)
-                    M1 = self.Y[sl, :] @ Q1d + Phi[sl, :] @ Q2d
-                    acc = [a + xp.sum(M1 * dk) for a, dk in zip(acc, dK)]
-                gk += 2 * np.array([float(a) for a in acc])
-            FGF = (R @ Bt @ V.T @ P1 + R @ (g[:, None] * (R.T @ P2))) / 2     # Phi^T G Phi
-            FGF += 0.5 * tau * (R * g) @ R.T                   # the bound: ... - tau/2 <dK_mm, K_mm^{-1} K_mn K_nm K_mm^{-1}>
-            HGH = Li.T @ FGF @ Li                              # K_mm^{-1} K_mn G K_nm K_mm^{-1}
-            gk -= np.einsum("ij,kij->k", HGH, dKmm)
-            grad += list(gk)
-        # dL~/dT~ = 1/2 V (At^T At - diag(sum_a g_a / lam_al)) V^T - tau' / 2 t I (the bound), d x d
-        GTw = 0.5 * (V @ (At.T @ At - np.diag((g[:, None] / lam).sum(0))) @ V.T) - (0.5 * t * np.eye(d) if self.bound else 0)
-        if self.nT:
-            grad += list(T.theta_gradient(GTw * np.outer(r, r)))
-        # the noise by the chain rule through T~ and Y~ (as SeparableLikelihood._tail): y~^T alpha~ = Y~^T Y~ - B~^T C V^T
-        Bw = (Bt @ V.T)                                        # R^T Phi^T Y~ (m, d)
-        YA = self.YtY * np.outer(r, r) - Bw.T @ (e * At) @ V.T
-        gD = -np.einsum("lk,kl->l", GTw, Tw) + 0.5 * np.diag(YA) - 0.5 * n
-        n_noise = len(theta) - self.nk - self.nT
-        grad += [float(gD.sum())] if n_noise == 1 else list(gD)
-        return float(lml), np.array(grad)
+# %% ../nbs/2_algorithms/08_gp.ipynb #90ced392
+@patch
+def __call__(self: NystromLikelihood, theta, eval_gradient: bool = True, kernel_grad: bool = True):
+    "(objective, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
+    g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta)
+    (n, m), d = Phi.shape, len(e)
+    r = 1.0 / np.sqrt(D)
+    At = Bt / lam                                          # R^T Phi^T alpha~ in the joint eigenbasis
+    yy = float(np.sum(np.diag(self.YtY) / D))              # y~^T y~
+    tau = float(np.trace(Tw)) if self.bound else 0.0       # the bound's - 1/2 tau tr(K_nn - Q)
+    lml = (-0.5 * (yy - float(np.sum(e * Bt * At))) - 0.5 * float(np.sum(np.log(lam))) - 0.5 * n * float(np.sum(np.log(D)))
+           - 0.5 * n * d * LOG2PI - 0.5 * tau * t)
+    if not eval_gradient:
+        return float(lml)
+    grad = []
+    if self.nk and kernel_grad:
+        c = (e ** 2 / lam).sum(1)                          # Sigma_l e_l C_l^{-1} = tr T~ I - Phi R diag(c) R^T Phi^T
+        C = e * At                                         # alpha~ = Y~ V - Phi R C along T~'s eigenvectors
+        P1 = (V * e) @ At.T @ R.T                          # (d, m)
+        P2 = R @ ((c * g)[:, None] * R.T) - R @ (C * e) @ At.T @ R.T - float(e.sum()) * np.eye(m)
+        Q1 = sla.solve_triangular(L, P1.T, lower=True, trans=1, check_finite=False).T / 2     # P1 L^{-1} / 2
+        Q2 = sla.solve_triangular(L, P2.T, lower=True, trans=1, check_finite=False).T / 2
+        Li = sla.solve_triangular(L, np.eye(m), lower=True, check_finite=False)   # L^{-1}
+        Q2 += 0.5 * tau * Li                               # the bound: tau/2 d tr(Q) = tau <dK_nm, Phi L^{-1}> - ...
+        Q1y = r[:, None] * Q1                              # Y~ Q1 = Y (D^{-1/2} Q1)
+        gk = np.zeros(self.nk)
+        if self.xp is np:
+            for sl in self._rows():                        # 2 <G K_nm K_mm^{-1}, dK_nm>, chunk by chunk
+                _, dK = _cross_gram_gradient(sk, self.X[sl], self.Z)
+                M1 = self.Y[sl] @ Q1y + Phi[sl] @ Q2
+                gk += 2 * np.einsum("ij,kij->k", M1, dK)
+        else:                                              # the same pass on X's device: Q1, Q2 cross once, dK a list
+            xp, Q1d, Q2d, acc = self.xp, _on(Q1y, self.X), _on(Q2, self.X), [0.0] * self.nk
+            for sl in self._rows():
+                _, dK = _cross_gram_gradient(sk, self.X[sl, :], self.Z)
+                M1 = self.Y[sl, :] @ Q1d + Phi[sl, :] @ Q2d
+                acc = [a + xp.sum(M1 * dk) for a, dk in zip(acc, dK)]
+            gk += 2 * np.array([float(a) for a in acc])
+        FGF = (R @ Bt @ V.T @ P1 + R @ (g[:, None] * (R.T @ P2))) / 2     # Phi^T G Phi
+        FGF += 0.5 * tau * (R * g) @ R.T                   # the bound: ... - tau/2 <dK_mm, K_mm^{-1} K_mn K_nm K_mm^{-1}>
+        HGH = Li.T @ FGF @ Li                              # K_mm^{-1} K_mn G K_nm K_mm^{-1}
+        gk -= np.einsum("ij,kij->k", HGH, dKmm)
+        grad += list(gk)
+    # dL~/dT~ = 1/2 V (At^T At - diag(sum_a g_a / lam_al)) V^T - tau' / 2 t I (the bound), d x d
+    GTw = 0.5 * (V @ (At.T @ At - np.diag((g[:, None] / lam).sum(0))) @ V.T) - (0.5 * t * np.eye(d) if self.bound else 0)
+    if self.nT:
+        grad += list(T.theta_gradient(GTw * np.outer(r, r)))
+    # the noise by the chain rule through T~ and Y~ (as SeparableLikelihood._tail): y~^T alpha~ = Y~^T Y~ - B~^T C V^T
+    Bw = (Bt @ V.T)                                        # R^T Phi^T Y~ (m, d)
+    YA = self.YtY * np.outer(r, r) - Bw.T @ (e * At) @ V.T
+    gD = -np.einsum("lk,kl->l", GTw, Tw) + 0.5 * np.diag(YA) - 0.5 * n
+    n_noise = len(theta) - self.nk - self.nT
+    grad += [float(gD.sum())] if n_noise == 1 else list(gD)
+    return float(lml), np.array(grad)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #191fe65e
 class _NystromPosterior(_SeparablePosterior):
     """The SoR mean and the DTC variance of f from the Nystrom factors: with Psi = k(X*, Z) L^{-T} R, along T's eigenvector
     l the mean is e_l Psi At_l and the covariance e_l (K** - Psi Psi^T) + Psi diag(e_l s2 / lam_l) Psi^T."""
@@ -853,7 +869,7 @@ def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
         it += 1
     return Z, it
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #1b005456
 class StochasticMaskedLikelihood:
     """The log marginal likelihood of the observed entries of Y (NaN = missing) by stochastic estimation, for sizes
     beyond `MASKED_DENSE_MAX`: the data-fit term y_o^T K_o^{-1} y_o exact by PCG, log det K_o by stochastic Lanczos
@@ -928,75 +944,81 @@ class StochasticMaskedLikelihood:
         n = len(Z)
         return ((G @ Z.reshape(n, -1)).reshape(-1, Z.shape[-1]) @ Tm).reshape(Z.shape)
 
-    def operator(self, theta):
-        "(kernel, s2, parts, masked matvec, preconditioner) at theta; the last one kept (the posterior reuses it)."
-        theta = np.asarray(theta, dtype=float)
-        if getattr(self, "_op_key", None) == tuple(theta):
-            return self._op
-        k = self.kernel.clone_with_theta(theta[:-1])
-        s2 = float(np.exp(theta[-1]))
-        parts = [(sk, *_T_grad(T), w, *sk.gram_gradient(self.X)) for sk, T, w in _flat_parts(k)]
-        M = self.M
-
-        def mv(Z):
-            out = s2 * Z
-            for _, Tm, _, w, Kx, _ in parts:
-                out += w * self._apply(Kx, Z, Tm)
-            return out * M
-
-        # the preconditioner: the unmasked dominant separable part's joint eigen-solve (exact for one Separable unmasked)
-        c = int(np.argmax([w * np.trace(Kx) * np.trace(Tm) for _, Tm, _, w, Kx, _ in parts]))
-        _, Tm, _, w, Kx, _ = parts[c]
-        sv, U = np.linalg.eigh(w * Kx)
-        ev, Vt = np.linalg.eigh(Tm)
-        lam = (np.clip(sv, 0, None)[:, None] * np.clip(ev, 0, None)[None, :] + s2)[:, None, :]
-
-        def pc(R):
-            return self._apply(U, self._apply(U.T, R, Vt) / lam, Vt.T) * M
-
-        self._op_key, self._op = None, (k, s2, parts, mv, pc)
-        self._op_key = tuple(theta)
+# %% ../nbs/2_algorithms/08_gp.ipynb #18108ae3
+@patch
+def operator(self: StochasticMaskedLikelihood, theta):
+    "(kernel, s2, parts, masked matvec, preconditioner) at theta; the last one kept (the posterior reuses it)."
+    theta = np.asarray(theta, dtype=float)
+    if getattr(self, "_op_key", None) == tuple(theta):
         return self._op
+    k = self.kernel.clone_with_theta(theta[:-1])
+    s2 = float(np.exp(theta[-1]))
+    parts = [(sk, *_T_grad(T), w, *sk.gram_gradient(self.X)) for sk, T, w in _flat_parts(k)]
+    M = self.M
 
-    def solve(self, theta, B):
-        "(kernel, s2, parts, K_o^{-1} B for the (n, N, d) stack B (zero at the missing entries), PCG iterations)."
-        k, s2, parts, mv, pc = self.operator(theta)
-        S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs)
-        R = mv(S) - B * self.M                                 # the true residual (the recursive one drifts)
-        res = np.sqrt(np.einsum("ikj,ikj->k", R, R))
-        bn = np.sqrt(np.einsum("ikj,ikj->k", B * self.M, B * self.M))
-        if (res > 100 * self.tol * np.where(bn > 0, bn, 1.0)).any():
-            warnings.warn(f"the masked PCG stopped at a relative residual {float((res / np.where(bn > 0, bn, 1.0)).max()):.1e}"
-                          f" after {it} iterations (tolerance {self.tol:.0e})", ConvergenceWarning)
+    def mv(Z):
+        out = s2 * Z
+        for _, Tm, _, w, Kx, _ in parts:
+            out += w * self._apply(Kx, Z, Tm)
+        return out * M
 
-        return k, s2, parts, S, it
+    # the preconditioner: the unmasked dominant separable part's joint eigen-solve (exact for one Separable unmasked)
+    c = int(np.argmax([w * np.trace(Kx) * np.trace(Tm) for _, Tm, _, w, Kx, _ in parts]))
+    _, Tm, _, w, Kx, _ = parts[c]
+    sv, U = np.linalg.eigh(w * Kx)
+    ev, Vt = np.linalg.eigh(Tm)
+    lam = (np.clip(sv, 0, None)[:, None] * np.clip(ev, 0, None)[None, :] + s2)[:, None, :]
 
-    def __call__(self, theta, eval_gradient: bool = True):
-        theta = np.asarray(theta, dtype=float)
-        B = np.concatenate([self.Y0[:, None, :], self.probes if eval_gradient else self.probes[:, :0]], 1)
-        k, s2, parts, S, self.iterations_ = self.solve(theta, B)
-        A, Up, Zp = S[:, :1], S[:, 1:], self.probes
-        ld, self.logdet_stderr_ = masked_logdet_slq(KernelParts(k), self.X, self.obs, s2, self.n_probes, self.n_steps,
-                                                    random_state=self.seed)
-        lml = -0.5 * float(np.sum(self.Y0 * A[:, 0])) - 0.5 * ld - 0.5 * self.n_obs * LOG2PI
-        if not eval_gradient:
-            return lml
-        N = self.n_probes
+    def pc(R):
+        return self._apply(U, self._apply(U.T, R, Vt) / lam, Vt.T) * M
 
-        def contract(G, Tm):
-            "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) z: the gradient along one dK = G kron Tm."
-            return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Zp, Tm))) / N
+    self._op_key, self._op = None, (k, s2, parts, mv, pc)
+    self._op_key = tuple(theta)
+    return self._op
 
-        grad = []
-        for sk, Tm, dT, w, Kx, dKx in parts:
-            grad += [w * contract(g, Tm) for g in dKx]
-            if len(dT):                                         # K A and K Z once, then each dT in O(n N d^2)
-                KA, KZ = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Zp, np.eye(len(Tm)))
-                grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KZ @ g))) / N) for g in dT]
-        grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Zp)) / N))
-        return lml, np.array(grad)
+# %% ../nbs/2_algorithms/08_gp.ipynb #9cb8dda0
+@patch
+def solve(self: StochasticMaskedLikelihood, theta, B):
+    "(kernel, s2, parts, K_o^{-1} B for the (n, N, d) stack B (zero at the missing entries), PCG iterations)."
+    k, s2, parts, mv, pc = self.operator(theta)
+    S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs)
+    R = mv(S) - B * self.M                                 # the true residual (the recursive one drifts)
+    res = np.sqrt(np.einsum("ikj,ikj->k", R, R))
+    bn = np.sqrt(np.einsum("ikj,ikj->k", B * self.M, B * self.M))
+    if (res > 100 * self.tol * np.where(bn > 0, bn, 1.0)).any():
+        warnings.warn(f"the masked PCG stopped at a relative residual {float((res / np.where(bn > 0, bn, 1.0)).max()):.1e}"
+                      f" after {it} iterations (tolerance {self.tol:.0e})", ConvergenceWarning)
 
+    return k, s2, parts, S, it
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #3e27c3b5
+@patch
+def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True):
+    theta = np.asarray(theta, dtype=float)
+    B = np.concatenate([self.Y0[:, None, :], self.probes if eval_gradient else self.probes[:, :0]], 1)
+    k, s2, parts, S, self.iterations_ = self.solve(theta, B)
+    A, Up, Zp = S[:, :1], S[:, 1:], self.probes
+    ld, self.logdet_stderr_ = masked_logdet_slq(KernelParts(k), self.X, self.obs, s2, self.n_probes, self.n_steps,
+                                                random_state=self.seed)
+    lml = -0.5 * float(np.sum(self.Y0 * A[:, 0])) - 0.5 * ld - 0.5 * self.n_obs * LOG2PI
+    if not eval_gradient:
+        return lml
+    N = self.n_probes
+
+    def contract(G, Tm):
+        "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) z: the gradient along one dK = G kron Tm."
+        return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Zp, Tm))) / N
+
+    grad = []
+    for sk, Tm, dT, w, Kx, dKx in parts:
+        grad += [w * contract(g, Tm) for g in dKx]
+        if len(dT):                                         # K A and K Z once, then each dT in O(n N d^2)
+            KA, KZ = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Zp, np.eye(len(Tm)))
+            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KZ @ g))) / N) for g in dT]
+    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Zp)) / N))
+    return lml, np.array(grad)
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #3ef35c25
 class _PCGPosterior(_JointPosterior):
     """The posterior after a stochastic fit, by the same PCG (exact to its tolerance): the mean from alpha = K_o^{-1} y_o,
     the covariance K** - K_*o K_o^{-1} K_o* with K_o^{-1} K_o* solved for `chunk` test points at a time (m d right-hand
@@ -1036,7 +1058,7 @@ _GP_CONSTRAINTS = {
     "n_probes": [Interval(numbers.Integral, 2, None)],
 }
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #fbdcafac
 def _default_kernel():
     """Separable(RBF('median'), Coregionalization(d, rank=d)): learn the bandwidth (started at 1 / the median squared
     distance, searched within `_bandwidth_bounds`) and a full-rank T (with the noise)."""
@@ -1051,7 +1073,7 @@ def _lbfgs(obj, theta0, bounds):
         warnings.warn(f"L-BFGS-B stopped without converging: {res.message}", ConvergenceWarning)
     return res.x, res.fun
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #0386cde1
 class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """A multi-output Gaussian process whose covariance is an operator-valued kernel: f ~ GP(0, K), y = f(x) + N(0, D) (D the
     noise variances: one per output by default, or one shared),
@@ -1110,7 +1132,20 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_probes : int, default=30
         The number of probe vectors of the stochastic estimators (method='stochastic', or 'auto' past the exact limit).
 
-    Attributes
+    """
+    _parameter_constraints = _GP_CONSTRAINTS
+
+    def __init__(self, kernel=None, noise=None, noise_bounds=(1e-8, 1e5), optimizer="fmin_l_bfgs_b",
+                 n_restarts_optimizer=None, normalize_y=True, noise_per_output=True, random_state=None, missing="raise",
+                 objective="lml", method="auto", n_components=500, n_probes=30):
+        self.kernel, self.noise, self.noise_bounds, self.optimizer = kernel, noise, noise_bounds, optimizer
+        self.n_restarts_optimizer, self.normalize_y, self.random_state = n_restarts_optimizer, normalize_y, random_state
+        self.noise_per_output = noise_per_output
+        self.missing, self.objective = missing, objective
+        self.method, self.n_components, self.n_probes = method, n_components, n_probes
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #9c1e2886
+OVKGaussianProcess.__doc__ += """Attributes
     ----------
     kernel_ : OVKernel
         The kernel with the learned hyper-parameters.
@@ -1167,16 +1202,6 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
     >>> bool(R[0, 1] > 0.95)
     True
     """
-    _parameter_constraints = _GP_CONSTRAINTS
-
-    def __init__(self, kernel=None, noise=None, noise_bounds=(1e-8, 1e5), optimizer="fmin_l_bfgs_b",
-                 n_restarts_optimizer=None, normalize_y=True, noise_per_output=True, random_state=None, missing="raise",
-                 objective="lml", method="auto", n_components=500, n_probes=30):
-        self.kernel, self.noise, self.noise_bounds, self.optimizer = kernel, noise, noise_bounds, optimizer
-        self.n_restarts_optimizer, self.normalize_y, self.random_state = n_restarts_optimizer, normalize_y, random_state
-        self.noise_per_output = noise_per_output
-        self.missing, self.objective = missing, objective
-        self.method, self.n_components, self.n_probes = method, n_components, n_probes
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #5c2037aa
 BANDWIDTH_ROWS = 500        # the default kernel's bandwidth start and bounds read at most this many evenly spaced rows
@@ -1337,7 +1362,7 @@ def _likelihood(kernel, X, Y, est=None):
                          "or method='stochastic')")
     return DenseLikelihood(kernel, X, Y)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #513c0c60
 def _restart_theta(theta0, bounds, rng):
     "A random start: log-space entries uniform in their (finite) bounds, unbounded ones (W) normal of theta0's size."
     fin = np.isfinite(bounds).all(1)
@@ -1347,7 +1372,7 @@ def _restart_theta(theta0, bounds, rng):
     t[~fin] = rng.normal(scale=scale if scale > 0 else 1.0, size=int((~fin).sum()))
     return t
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #c2179e2f
 def _profile_optimize(est, lik, theta, bounds, more=()):
     """(theta, lml) by the profile likelihood: L-BFGS-B over the scalar kernel's theta only, each value maximising over
     (T, noise) first at that bandwidth (an inner L-BFGS-B warm-started from the last, O(n d^2) per evaluation in the
@@ -1396,7 +1421,7 @@ def _profile_optimize(est, lik, theta, bounds, more=()):
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, lik)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #974f6284
 def _final(lik, theta, f_of):
     "(theta, f_of(theta)), or a ValueError naming Y when the optimizer ended at a non-finite point or value."
     if not np.isfinite(theta).all():
@@ -1436,7 +1461,7 @@ def _optimize(est, lik, theta, bounds, more=()):
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, f_of)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):
     "(X, Y, y1d, mask of the missing entries or None): check_X_Y, with NaN entries of Y allowed when missing='ignore'."
     check = check_X_Y_missing if missing == "ignore" else check_X_Y
@@ -1471,7 +1496,7 @@ def _check_objective(est, lik):
                          f"limits), not for {type(lik).__name__}; use objective='lml' here")
     return lik
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #76ec1b89
 def _fit_data(est, X, Y):
     """The NumPy fit's data: (X, Y, normalised Yn (NaN where missing), y1d, mean, scale, resolved kernel, likelihood, the
     mean variance of Yn's outputs (the noise's start))."""
@@ -1492,7 +1517,7 @@ def _fit_data(est, X, Y):
     v = _nanmoments(Yn)[1] ** 2 if len(Yn) > 1 else np.zeros(Y.shape[1])
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #a0d5c29b
 GP_RESOLVE_ROWS = 2000      # an array-API fit resolves the kernel's data rules (gamma='scale', T from Y) on this many rows
 
 
@@ -1517,7 +1542,7 @@ def _xp_moments(xp, Y):
     mu = xp.sum(Ys, axis=0) / Y.shape[0]
     return mu * big, xp.sqrt(xp.sum((Ys - mu) ** 2, axis=0) / Y.shape[0]) * big
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #a6e3c138
 def _fit_data_xp(est, X, Y):
     """`_fit_data` for array-API data (PyTorch, CuPy, ...): checked in X's namespace (no copy), the exact eigenbasis likelihood
     there (method 'auto' or 'exact': 'auto' picks the exact route for complete Y, as `_likelihood`), or the Nystrom one
@@ -1556,7 +1581,7 @@ def _fit_data_xp(est, X, Y):
     v = np.asarray(to_numpy(_xp_moments(xp, Yn)[1] ** 2), dtype=float) if n > 1 else np.zeros(d)
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #ea36d8a5
 def _copied(A):
     "A copy of A in its own library (the fitted training data must not share memory with the caller's array)."
     return A.copy() if xp_of(A) is np else xp_of(A).asarray(A, copy=True)
@@ -1580,7 +1605,7 @@ def _query(est, X):
         raise ValueError(f"X must have the training inputs' dtype {est.X_train_.dtype}, got {X.dtype}")
     return X
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #60be59e9
 @patch
 @fit_context
 def fit(self: OVKGaussianProcess, X, Y):
@@ -1646,7 +1671,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     self.n_features_in_, self.n_outputs_ = X.shape[1], Y.shape[1]
     return self
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #571792eb
 @patch
 def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient: bool = False, clone_kernel=True):
     """The log marginal likelihood (or the LOO objective) of the training data at hyper-parameters ``theta``.
@@ -1683,7 +1708,7 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
                          f"length {nk} (kernel_.theta: the fitted noise is appended), got shape {t.shape}")
     return self._lik(t, eval_gradient)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #0ff20295
 @patch
 def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: bool = False):
     """The posterior mean of the latent f at X, with its standard deviation or covariance if asked (before `fit`: the
@@ -1722,7 +1747,7 @@ def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: b
         return out, (cov[:, :, 0] if self._y1d else cov)
     return out
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #a16d8806
 @patch
 def sample_y(self: OVKGaussianProcess, X, n_samples: int = 1, random_state=0):
     """Joint draws of the latent f at X from the posterior, cross-output correlations included.
