@@ -995,7 +995,7 @@ def _fast_array(a, size):
         if a.dtype.kind not in _NUMERIC:
             return None
         a = np.ascontiguousarray(a, dtype=float)
-    return a if math.isfinite(a.sum()) else None      # one reduction: NaN / inf (or an overflowing sum) -> full path
+    return a if math.isfinite(a @ a) else None        # one dot product: NaN / inf (or an overflowing one) -> full path
 
 
 @patch
@@ -1062,6 +1062,8 @@ def learn_one(self: StreamLearner, x, y, **setup) -> None:
     """
     d = self.__dict__
     x1 = None if setup or "n_seen_" not in d or not self._params_unchanged() else self._fast_row(x)
+    if x1 is not None and self._learn_lean(x1, y):   # a learner's own one-row step, computed then committed: done
+        return
     t1 = None if x1 is None else self._fast_target(x1, y)
     saved = dict(d)
     try:
@@ -1075,6 +1077,14 @@ def learn_one(self: StreamLearner, x, y, **setup) -> None:
         d.clear()
         d.update(saved)
         raise
+
+
+@patch
+def _learn_lean(self: StreamLearner, x1, y) -> bool:
+    """A learner's lean one-row step for `learn_one` (the row x1 checked by `_fast_row`, y as given): everything computed
+    first, nothing written until nothing can fail, so that no undo point is needed; True when the step is done, False
+    (nothing changed) to take the general route. The base has none: False."""
+    return False
 
 # %% ../nbs/1_shared/03_streaming.ipynb #92d8be72
 @patch
