@@ -542,6 +542,45 @@ def _gram_row(kernel, x, Y):
         return np.exp(E, out=E)                             # exp(-inf) = 0: no warning either
     return gram_rows([kernel], x, Y)[0]
 
+# %% ../nbs/1_shared/03_streaming.ipynb #19c6d56a
+def _errstate_calls():
+    "(set, reset) of numpy's error state as `np.errstate` sets it (its context variable), checked once; None if absent."
+    try:
+        from numpy._core._multiarray_umath import _make_extobj
+        from numpy._core._ufunc_config import _extobj_contextvar as var
+        before = np.geterr()
+        tok = var.set(_make_extobj(over="ignore", invalid="ignore"))
+        try:
+            ok = np.geterr() == {**before, "over": "ignore", "invalid": "ignore"}
+        finally:
+            var.reset(tok)
+        return (lambda: var.set(_make_extobj(over="ignore", invalid="ignore")), var.reset) if ok else None
+    except Exception:                                       # another numpy: np.errstate itself
+        return None
+
+
+_ERRSTATE = []
+
+
+def _quiet():
+    """Enter `np.errstate(over="ignore", invalid="ignore")` (the decision above); returns the token that `_loud` takes."""
+    if not _ERRSTATE:
+        _ERRSTATE.append(_errstate_calls())
+    calls = _ERRSTATE[0]
+    if calls is not None:
+        return calls[0]()
+    e = np.errstate(over="ignore", invalid="ignore")
+    e.__enter__()
+    return e
+
+
+def _loud(token):
+    "Put back the error state that `_quiet` changed."
+    if isinstance(token, np.errstate):
+        token.__exit__(None, None, None)
+    else:
+        _ERRSTATE[0][1](token)
+
 # %% ../nbs/1_shared/03_streaming.ipynb #3deb53d5
 def _window_start1(truncation, k: int) -> int:
     "`window_start` of one step k as a Python int (the common budgets without numpy)."
@@ -954,17 +993,25 @@ def _one_row(self: StreamLearner, x):
     return check_matrix(x, "x", ndim=1)[None]
 
 # %% ../nbs/1_shared/03_streaming.ipynb #809397e6
-_NAME_TUPLES = {}           # id(names) -> (names, tuple of them): a dict's keys in a fixed order, built once per array
+_NAME_TUPLES = {}           # id(names) -> (names, tuple of them, getter): a dict's keys in a fixed order, built once
 
 
-def _name_tuple(names) -> tuple:
-    "The stored names (`feature_names_in_`, `output_names_`) as a tuple, cached: iterating an object array costs more."
+def _name_getter(names):
+    """The stored names (`feature_names_in_`, `output_names_`) as (names, a tuple of them, a getter v -> the tuple of v's
+    values in that order: `operator.itemgetter`, one C call), cached: iterating an object array costs more."""
     hit = _NAME_TUPLES.get(id(names))
     if hit is None or hit[0] is not names:             # (the array is kept in the cache, so its id is not reused)
         if len(_NAME_TUPLES) > 1024:
             _NAME_TUPLES.clear()
-        hit = _NAME_TUPLES[id(names)] = (names, tuple(names.tolist() if isinstance(names, np.ndarray) else names))
-    return hit[1]
+        t = tuple(names.tolist() if isinstance(names, np.ndarray) else names)
+        get = operator.itemgetter(*t) if len(t) > 1 else (lambda v, t=t: tuple(v[k] for k in t))
+        hit = _NAME_TUPLES[id(names)] = (names, t, get)
+    return hit
+
+
+def _name_tuple(names) -> tuple:
+    "The stored names as a tuple (`_name_getter`)."
+    return _name_getter(names)[1]
 
 
 def _fast_values(v, names):
@@ -974,7 +1021,7 @@ def _fast_values(v, names):
     if names is None or len(v) != len(names):
         return None
     try:
-        vals = [v[k] for k in _name_tuple(names)]
+        vals = _name_getter(names)[2](v)
         if not math.isfinite(sum(vals)):
             return None
     except (KeyError, TypeError):
@@ -1004,7 +1051,7 @@ def _fast_row(self: StreamLearner, x):
     numeric 1-D array of p finite values); None when they do not apply, and the full checks then run (and say why)."""
     if isinstance(x, np.ndarray):                     # first: the common case, and cheaper than the Mapping ABC check
         row = _fast_array(x, self.n_features_in_)
-    elif isinstance(x, Mapping):
+    elif type(x) is dict or isinstance(x, Mapping):   # (a plain dict, river's row, before the ABC check)
         row = _fast_values(x, self.__dict__.get("feature_names_in_"))
     else:
         return None
