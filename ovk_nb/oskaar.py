@@ -637,10 +637,17 @@ def _one_row_may_thread(self: OSKAAR) -> bool:
         return False
     if type(dec).stats is not Decoder.stats or not n:     # a decoder's own statistics; the first round: W is 1 x 1
         return bool(n)
-    fw = self.__dict__.get("_fwidth")                    # the features' width, kept with the registry it was read on
-    if fw is None or fw[0] is not self._reg:             # (a decoder returns the same registry when nothing is new)
-        fw = self._fwidth = (self._reg, dec.features(self._codes[:1], self._reg).shape[1])
-    return (n + 1) * fw[1] >= _SERIAL_GEMV
+    return (n + 1) * self._feature_width() >= _SERIAL_GEMV
+
+
+@patch
+def _feature_width(self: OSKAAR) -> int:
+    """The width of the label features phi (read on one stored code), kept with the registry it was read on: a decoder
+    returns the same registry when nothing is new (the thread decision reads it at every round)."""
+    fw = self.__dict__.get("_fwidth")
+    if fw is None or fw[0] is not self._reg:
+        fw = self._fwidth = (self._reg, self.decoder_.features(self._codes[:1], self._reg).shape[1])
+    return fw[1]
 
 
 @patch

@@ -213,7 +213,8 @@ def test_oskaar_rounds_skip_the_blas_limit_only_below_openblas_serial_sizes():
     Gaussian kernel (its row by cdist; two dtrsv, never threaded) while the KAAR weights times the label features stay
     below `_SERIAL_GEMV` entries (label ids: a bincount), a primal round while R L_h stays at most `_SERIAL_GEMM`
     multiply-adds and its row products below `_SERIAL_GEMV`. The switch to the primal state, another kernel's own Gram row
-    and wide label features are limited as before; SALAMI always is."""
+    and wide label features are limited as before. SALAMI's round (one OSKAAR round per live expert) by the same sizes,
+    with n the stored points and every budgeted expert's primal state at most m x m (issue 30: it was always limited)."""
     from ovk_nb.decoding import ZeroOne
     from ovk_nb.kernels import Linear
     from ovk_nb.oskaar import _SERIAL_GEMM
@@ -238,7 +239,11 @@ def test_oskaar_rounds_skip_the_blas_limit_only_below_openblas_serial_sizes():
     assert exact._one_row_may_thread()
     assert OSKAAR(Linear(), lam=0.3, decoder=Hamming()).partial_fit(X, Y)._one_row_may_thread()    # its own Gram row
     assert not OSKAAR(RBF(0.5), decoder=ZeroOne()).partial_fit(X, Y[:, 0])._one_row_may_thread()  # one bincount
-    assert MAKERS["salami-budget"]().partial_fit(X, Y)._one_row_may_thread()
+    sal = MAKERS["salami-budget"]().partial_fit(X, Y)
+    assert not sal._one_row_may_thread()                            # at most 81 stored points x 6 features, 10 x 10 primal states
+    sal._n_in = _SERIAL_GEMV // 6                                   # as many stored points as the exact OSKAAR above
+    assert sal._one_row_may_thread()
+    assert SALAMI(Linear(), lam=0.3, decoder=Hamming()).partial_fit(X, Y)._one_row_may_thread()    # its own Gram row
 
 
 def test_a_failing_primal_round_leaves_budgeted_oskaar_as_it_was():
