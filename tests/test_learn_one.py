@@ -349,3 +349,39 @@ def test_a_failing_exact_round_leaves_the_learner_byte_for_byte_as_it_was(make, 
     for x, y in zip(X[n_before:], Y[n_before:]):
         est.learn_one(x, y); twin.learn_one(x, y)
     np.testing.assert_array_equal(est._feature_estimates(X), twin._feature_estimates(X))
+
+
+@pytest.mark.parametrize("truncation", [None, 20])
+def test_onorma_lean_route_commits_only_a_finished_step(monkeypatch, truncation):
+    """issue 30: ONORMA's squared-loss `learn_one` on one Gaussian kernel times T takes the lean route (computed, then
+    committed: no `_run_one`, no undo point) except where the general route is needed (full buffers), and gives
+    partial_fit's model and running error to 1e-12, rows as arrays, dicts or numbers; a refused row (a NaN or infinite
+    target, an infinite input) is refused by name on the general route, and leaves every buffer byte for byte."""
+    from test_oskaar import state_bytes
+    from ovk_nb.streaming import KernelStream
+    X, Y, _ = data("onorma", 150)
+    make = lambda: ONORMA(gaussian_times_J(3, 1.0), lam=0.01, truncation=truncation)
+    ref = make().partial_fit(X, Y)
+    est = make()
+    est.learn_one(X[0], Y[0])
+    calls, run_one = [], KernelStream._run_one
+    monkeypatch.setattr(KernelStream, "_run_one", lambda self, A, T: (calls.append(len(A)), run_one(self, A, T))[1])
+    for i in range(1, len(X)):
+        est.learn_one(X[i], Y[i])
+    assert 0 < len(calls) <= 4                                   # only when the buffers fill (64, 128 rows, ...)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-12, atol=1e-12)
+    assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12)
+    if truncation is None:
+        assert est.rkhs_norm2_ == pytest.approx(ref.rkhs_norm2_, rel=1e-12)
+        assert est.cumulative_risk_ == pytest.approx(ref.cumulative_risk_, rel=1e-12)
+    before = state_bytes(vars(est))
+    for x, y in [(X[0], np.array([np.nan, 0.0, 0.0])), (X[0], np.array([np.inf, 0.0, 0.0])),
+                 (np.array([np.inf, 0, 0, 0]), Y[0])]:
+        with pytest.raises(ValueError, match="NaN|infinity|finite"):
+            est.learn_one(x, y)
+        assert state_bytes(vars(est)) == before
+    one = ONORMA(gaussian_times_J(1, 1.0), lam=0.01, truncation=truncation)     # one output: numbers as targets
+    one1 = ONORMA(gaussian_times_J(1, 1.0), lam=0.01, truncation=truncation).partial_fit(X, Y[:, 0])
+    for x, y in zip(X, Y[:, 0]):
+        one.learn_one(x, float(y))
+    np.testing.assert_allclose(one.predict(X), one1.predict(X), rtol=1e-12, atol=1e-12)
