@@ -284,6 +284,22 @@ def _run_one(self: SALAMI, X, T):
 
 
 @patch
+def _exact_factors(self: SALAMI) -> list:
+    "The experts' live `KAARFactor`s (`OSKAAR._free_rows` saves the rows a pass may border in place)."
+    return [f for f in self._factors if isinstance(f, KAARFactor)]
+
+@patch
+def _use_params(self: SALAMI, first):
+    """Refuse a budget with `lifetime=None`: every expert would live forever, t experts of O(m^2) each at round t (750
+    experts, 3.4 MB at t = 750), so the budget would bound nothing."""
+    if self.budget is not None and self.lifetime is None:
+        raise ValueError(f"budget={self.budget} needs a lifetime: with lifetime=None every expert lives forever and the "
+                         "learner keeps t budgeted experts at round t (memory O(t m^2), unbounded); give lifetime=L (the "
+                         "covering schedule: at most 1 + ceil(L/2) (log2 t + 1) live experts, e.g. lifetime=4), or "
+                         "budget=None for the paper's exact schedule")
+
+# %% ../nbs/2_algorithms/07_salami.ipynb #f365137c
+@patch
 def _one_row_may_thread(self: SALAMI) -> bool:
     """A SALAMI round is one OSKAAR round per live expert, each on at most the stored points: it may thread where the
     largest may (`OSKAAR._one_row_may_thread`'s sizes with n the stored points, and every budgeted expert's primal state
@@ -299,21 +315,6 @@ def _one_row_may_thread(self: SALAMI) -> bool:
         return False
     w = self._feature_width()
     return (not ids and (n + 1) * w >= _SERIAL_GEMV) or (m is not None and m * max(m, w) >= _SERIAL_GEMV)
-
-@patch
-def _exact_factors(self: SALAMI) -> list:
-    "The experts' live `KAARFactor`s (`OSKAAR._free_rows` saves the rows a pass may border in place)."
-    return [f for f in self._factors if isinstance(f, KAARFactor)]
-
-@patch
-def _use_params(self: SALAMI, first):
-    """Refuse a budget with `lifetime=None`: every expert would live forever, t experts of O(m^2) each at round t (750
-    experts, 3.4 MB at t = 750), so the budget would bound nothing."""
-    if self.budget is not None and self.lifetime is None:
-        raise ValueError(f"budget={self.budget} needs a lifetime: with lifetime=None every expert lives forever and the "
-                         "learner keeps t budgeted experts at round t (memory O(t m^2), unbounded); give lifetime=L (the "
-                         "covering schedule: at most 1 + ceil(L/2) (log2 t + 1) live experts, e.g. lifetime=4), or "
-                         "budget=None for the paper's exact schedule")
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #f9faee50
 @patch
