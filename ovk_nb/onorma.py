@@ -509,7 +509,7 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
         if (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV or self._threads is None:
             b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
         else:
-            with _BlasLimit(self._threads):
+            with _BlasLimit(self._threads, numpy_only=True):     # its products are numpy's (cdist: no BLAS)
                 b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
     finally:
         _loud(quiet)

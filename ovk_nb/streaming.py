@@ -11,6 +11,7 @@ import operator
 import threading
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 from fastcore.basics import patch
@@ -792,17 +793,24 @@ def _openblas_calls(lib):
         return None
 
 
+def _numpys(lib) -> bool:
+    "Whether a threadpoolctl controller's library is the one numpy's wheel ships (numpy.libs, or numpy/.dylibs on macOS)."
+    parent = Path(getattr(lib, "filepath", "") or "").parent
+    return parent.name == "numpy.libs" or (parent.name == ".dylibs" and parent.parent.name == "numpy")
+
+
 class _BlasLimit:
     """`blas_threads(limit)` for one pass, set and put back by the BLAS libraries' own calls: a few us where a
     threadpoolctl context costs about 50 us, which a one-row `learn_one` would pay at every call. In the main thread
     OpenBLAS is called directly (its C functions, found once); elsewhere through threadpoolctl's controllers, whose rule
     (one thread controls a process-wide OpenBLAS pool) then applies. The main thread's (get, set) pairs are built once
-    (`_main`): a one-row step pays two C calls per library, not the list building."""
-    _libs = _calls = _main = None
+    (`_main`): a one-row step pays two C calls per library, not the list building. `numpy_only`: a step whose BLAS calls
+    are all numpy's (ONORMA's lean step) limits numpy's library alone (`_main_np`; all of them where it is not told apart)."""
+    _libs = _calls = _main = _main_np = None
     _main_id = threading.main_thread().ident
 
-    def __init__(self, limit):
-        self.limit = limit
+    def __init__(self, limit, numpy_only=False):
+        self.limit, self.numpy_only = limit, numpy_only
 
     def __enter__(self):
         if self.limit is None:
@@ -813,9 +821,10 @@ class _BlasLimit:
             _BlasLimit._calls = [_openblas_calls(lib) for lib in libs]
             _BlasLimit._main = [(c[0], c[1]) if c is not None else (lib.get_num_threads, lib.set_num_threads)
                                 for lib, c in zip(libs, _BlasLimit._calls)]
+            _BlasLimit._main_np = [op for op, lib in zip(_BlasLimit._main, libs) if _numpys(lib)] or _BlasLimit._main
             _BlasLimit._libs = libs
         if threading.get_ident() == _BlasLimit._main_id:
-            self.ops = _BlasLimit._main
+            self.ops = _BlasLimit._main_np if self.numpy_only else _BlasLimit._main
         else:
             self.ops = [(lib.get_num_threads, lib.set_num_threads) for lib in _BlasLimit._libs]
         self.old = [get() for get, _ in self.ops]
