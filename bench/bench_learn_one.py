@@ -203,17 +203,17 @@ def _blas_threads():
     return ",".join(str(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas")
 
 
-def main(quick=False, runs=1, out=OUT):
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    n, repeat = (500, 1) if quick else (2000, 5)
-    head = (f"# learn_one vs partial_fit\n\n`learn_one` row by row against one `partial_fit` over the same rows, best of "
+def _head(repeat, runs):
+    "The results' header: what is measured, how, on which machine."
+    return (f"# learn_one vs partial_fit\n\n`learn_one` row by row against one `partial_fit` over the same rows, best of "
             f"{repeat} run(s) each in CPU time of the process (`time.process_time`: on a shared machine wall times count "
             f"the other jobs' slices), the two interleaved, per row; rows as arrays and, in river's convention, as dicts "
             f"(x: feature -> value; y: output -> value, label vectors as arrays). 'of which the step': the time inside the "
-            f"learner's one-row step `_run_one` (the work itself, timed in a third pass); 'fixed cost a call': a learn_one "
+            f"learner's one-row work (the work itself, timed in a third pass): `_run_one`, or on ONORMA's lean route "
+            f"`_lean_step` (the step's numbers, computed from the committed state); 'fixed cost a call': a learn_one "
             f"call's glue (the row and target checks, the parameter check, the undo point, the BLAS limit where it "
-            f"applies) timed apart: the learner at its final state learning its last 500 rows with the step replaced "
+            f"applies; on the lean route its error-state switch and its commit) timed apart: the learner at its final "
+            f"state (a copy, with room for the rows on the lean route) learning its last 500 rows with the work replaced "
             f"by nothing, best of 5 (on a loaded machine the difference of two long passes, learn_one minus the steps, "
             f"is mostly noise: 11 to 58 us for the same exact OSKAAR code within an hour). ONORMA: paper 000's synthetic data (x in the unit ball of R^20, "
             f"d = 10), lam = 0.01, eta_t = 1/sqrt(t). OSKAAR / SALAMI: 5 inputs, 4 binary labels (Hamming decoder); the "
@@ -221,6 +221,13 @@ def main(quick=False, runs=1, out=OUT):
             f"max |f_learn_one - f_partial_fit| / max(1, max |f|) on held-out inputs (the feature estimates g(x) for "
             f"OSKAAR / SALAMI). Machine: {os.cpu_count()} cores shared with other jobs (the whole "
             f"benchmark is run {runs} time(s), each table with the load average at its end).\n\n")
+
+
+def main(quick=False, runs=1, out=OUT):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    n, repeat = (500, 1) if quick else (2000, 5)
+    head = _head(repeat, runs)
     parts, allrows = [head], []
     for run in range(1, runs + 1):
         rows, load = run_all(quick, repeat, n, run)
