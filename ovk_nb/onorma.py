@@ -476,7 +476,7 @@ def _lean_step(self: ONORMA, x1, y, plan, g: int, lo0: int, eta: float, dec: flo
     q = (A @ TT) @ wa + 2 * dec * ((y - c * b) @ wa)
     return b, err, q
 
-
+# %% ../nbs/2_algorithms/01_onorma.ipynb #9155e035
 @patch
 def _learn_lean(self: ONORMA, x1, y) -> bool:
     """`learn_one`'s step on the lean route (the decision above): False, nothing changed, where it does not apply or the

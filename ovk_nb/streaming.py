@@ -1053,7 +1053,7 @@ def _fast_array(a, size):
         a = np.ascontiguousarray(a, dtype=float)
     return a if math.isfinite(a @ a) else None        # one dot product: NaN / inf (or an overflowing one) -> full path
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #ed5ece33
 @patch
 def _fast_row(self: StreamLearner, x):
     """One example as a (1, p) float array by the cheap checks of a fitted learner (a dict in the stored key order, or a
