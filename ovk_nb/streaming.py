@@ -426,8 +426,9 @@ def _renormalise(self: KernelStream):
 
 @patch
 def __getstate__(self: KernelStream):
-    "Pickle only the live part of the buffers."
+    "Pickle only the live part of the buffers (and no cache: ONORMA's lean-step plan `_lean` is rebuilt when needed)."
     state = self.__dict__.copy()
+    state.pop("_lean", None)
     if "_X" in state:
         state["_X"], state["_C"] = (v.copy() for v in self._live())
         self._records_state(state)
