@@ -4,6 +4,7 @@ and SALAMI (the fast path lives in the streaming core, `StreamLearner.learn_one`
     python bench/bench_learn_one.py            # writes bench/results/learn_one.md and bench/results/learn_one.csv
     python bench/bench_learn_one.py --runs 2   # the whole benchmark twice (a loaded machine: both are reported)
     python bench/bench_learn_one.py --quick    # fewer rows
+    python bench/bench_learn_one.py --out DIR  # the tables elsewhere (e.g. another checkout's code, by PYTHONPATH)
 
 Targets (issue 30): learn_one per row <= 3x partial_fit's per-row cost, a fixed cost a call (learn_one's time outside the
 learner's one-row step `_run_one`) <= 15 us, with rows as arrays and, in river's convention, as dicts (x: feature ->
@@ -13,6 +14,7 @@ count the other jobs' slices too. The load average and the BLAS thread count are
 """
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import time
@@ -49,20 +51,35 @@ def _cpu(f):
     c = time.process_time(); res = f(); return time.process_time() - c, res
 
 
+def _step_owners():
+    "(class, method name) of every learner's one-row work: `_run_one`, and the lean route's numbers `_lean_step` where one has it."
+    out = []
+    for learner in (ONORMA, OSKAAR, SALAMI):
+        for name in ("_run_one", "_lean_step"):
+            owner = next((c for c in learner.__mro__ if name in vars(c)), None)
+            if owner is not None and (owner, name) not in out:
+                out.append((owner, name))
+    return out
+
+
+def _no_lean_step(est, x1, y, plan, g, lo0, eta, dec):
+    "The lean route's numbers replaced by nothing: a zero coefficient, no error (and no norm increment untruncated)."
+    return np.zeros(est._C.shape[1]), 0.0, None if est._trunc is not None else 0.0
+
+
 class _NoStep:
-    "While active, the learners' one-row step `_run_one` does nothing: a `learn_one` call is then its glue alone."
+    """While active, the learners' one-row work (`_run_one`; `_lean_step`, the numbers of ONORMA's lean route) does
+    nothing: a `learn_one` call is then its glue alone (the lean route's commit included)."""
     def __enter__(self):
         self.saved = {}
-        for learner in (ONORMA, OSKAAR, SALAMI):
-            owner = next(c for c in learner.__mro__ if "_run_one" in vars(c))
-            if owner not in self.saved:
-                self.saved[owner] = vars(owner)["_run_one"]
-                setattr(owner, "_run_one", lambda est, X, T: None)
+        for owner, name in _step_owners():
+            self.saved[owner, name] = vars(owner)[name]
+            setattr(owner, name, _no_lean_step if name == "_lean_step" else (lambda est, X, T: None))
         return self
 
     def __exit__(self, *exc):
-        for owner, f in self.saved.items():
-            setattr(owner, "_run_one", f)
+        for (owner, name), f in self.saved.items():
+            setattr(owner, name, f)
 
 
 def _fixed_cost(est, Xr, Yr, k=500):
@@ -75,40 +92,41 @@ def _fixed_cost(est, Xr, Yr, k=500):
     best = float("inf")
     with _NoStep():
         for _ in range(5):
+            e = copy.deepcopy(est)            # the lean route commits (a zero coefficient): each loop from the same state,
+            if hasattr(e, "_lean_step"):      # with room for its rows (else it would take the general route)
+                e._reserve(k)
             c = time.process_time()
             for x, y in rows:
-                est.learn_one(x, y)
+                e.learn_one(x, y)
             best = min(best, (time.process_time() - c) / len(rows))
     return best
 
 
 class _StepClock:
-    """Times the learners' one-row step `_run_one` (the work itself) while active: the method is wrapped where each learner
-    finds it; a step inside a step (SALAMI's experts) is counted once, in the outer one."""
+    """Times the learners' one-row work (`_run_one`, and `_lean_step` on ONORMA's lean route) while active: each method is
+    wrapped where the learners find it; a step inside a step (SALAMI's experts) is counted once, in the outer one."""
     def __enter__(self):
         self.total, self.depth, self.saved = 0.0, 0, {}
-        for learner in (ONORMA, OSKAAR, SALAMI):
-            owner = next(c for c in learner.__mro__ if "_run_one" in vars(c))
-            if owner not in self.saved:
-                self.saved[owner] = vars(owner)["_run_one"]
-                setattr(owner, "_run_one", self._timed(self.saved[owner]))
+        for owner, name in _step_owners():
+            self.saved[owner, name] = vars(owner)[name]
+            setattr(owner, name, self._timed(self.saved[owner, name]))
         return self
 
     def _timed(self, f):
-        def run_one(est, X, T):
+        def step(*args):
             self.depth += 1
             c = time.process_time()
             try:
-                return f(est, X, T)
+                return f(*args)
             finally:
                 self.depth -= 1
                 if self.depth == 0:
                     self.total += time.process_time() - c
-        return run_one
+        return step
 
     def __exit__(self, *exc):
-        for owner, f in self.saved.items():
-            setattr(owner, "_run_one", f)
+        for (owner, name), f in self.saved.items():
+            setattr(owner, name, f)
 
 
 def case(name, make, X, Y, Xt, repeat, dicts=False):
@@ -185,16 +203,17 @@ def _blas_threads():
     return ",".join(str(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas")
 
 
-def main(quick=False, runs=1):
-    OUT.mkdir(exist_ok=True)
-    n, repeat = (500, 1) if quick else (2000, 5)
-    head = (f"# learn_one vs partial_fit\n\n`learn_one` row by row against one `partial_fit` over the same rows, best of "
+def _head(repeat, runs):
+    "The results' header: what is measured, how, on which machine."
+    return (f"# learn_one vs partial_fit\n\n`learn_one` row by row against one `partial_fit` over the same rows, best of "
             f"{repeat} run(s) each in CPU time of the process (`time.process_time`: on a shared machine wall times count "
             f"the other jobs' slices), the two interleaved, per row; rows as arrays and, in river's convention, as dicts "
             f"(x: feature -> value; y: output -> value, label vectors as arrays). 'of which the step': the time inside the "
-            f"learner's one-row step `_run_one` (the work itself, timed in a third pass); 'fixed cost a call': a learn_one "
+            f"learner's one-row work (the work itself, timed in a third pass): `_run_one`, or on ONORMA's lean route "
+            f"`_lean_step` (the step's numbers, computed from the committed state); 'fixed cost a call': a learn_one "
             f"call's glue (the row and target checks, the parameter check, the undo point, the BLAS limit where it "
-            f"applies) timed apart: the learner at its final state learning its last 500 rows with the step replaced "
+            f"applies; on the lean route its error-state switch and its commit) timed apart: the learner at its final "
+            f"state (a copy, with room for the rows on the lean route) learning its last 500 rows with the work replaced "
             f"by nothing, best of 5 (on a loaded machine the difference of two long passes, learn_one minus the steps, "
             f"is mostly noise: 11 to 58 us for the same exact OSKAAR code within an hour). ONORMA: paper 000's synthetic data (x in the unit ball of R^20, "
             f"d = 10), lam = 0.01, eta_t = 1/sqrt(t). OSKAAR / SALAMI: 5 inputs, 4 binary labels (Hamming decoder); the "
@@ -202,6 +221,13 @@ def main(quick=False, runs=1):
             f"max |f_learn_one - f_partial_fit| / max(1, max |f|) on held-out inputs (the feature estimates g(x) for "
             f"OSKAAR / SALAMI). Machine: {os.cpu_count()} cores shared with other jobs (the whole "
             f"benchmark is run {runs} time(s), each table with the load average at its end).\n\n")
+
+
+def main(quick=False, runs=1, out=OUT):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    n, repeat = (500, 1) if quick else (2000, 5)
+    head = _head(repeat, runs)
     parts, allrows = [head], []
     for run in range(1, runs + 1):
         rows, load = run_all(quick, repeat, n, run)
@@ -210,10 +236,11 @@ def main(quick=False, runs=1):
                      + rows_to_markdown([{k: v for k, v in r.items() if k not in ("run", "load (1 min) at the end")}
                                          for r in rows]) + "\n\n")
         print(parts[-1], flush=True)
-    (OUT / "learn_one.md").write_text("".join(parts).rstrip("\n") + "\n")
-    (OUT / "learn_one.csv").write_text(rows_to_csv(allrows))
+    (out / "learn_one.md").write_text("".join(parts).rstrip("\n") + "\n")
+    (out / "learn_one.csv").write_text(rows_to_csv(allrows))
 
 
 if __name__ == "__main__":
     runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 1
-    sys.exit(main(quick="--quick" in sys.argv, runs=runs))
+    out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else OUT
+    sys.exit(main(quick="--quick" in sys.argv, runs=runs, out=out))

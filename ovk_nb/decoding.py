@@ -737,7 +737,7 @@ def encode(self: Hamming, Y, reg, step=0):
     q = reg.get("q", Y.shape[1])
     if Y.shape[1] != q:
         raise ValueError(f"Y must have {q} labels per row (as before), got {Y.shape[1]}")
-    return codes, {"q": q}
+    return codes, (reg if "q" in reg else {"q": q})    # nothing new: the same registry (OSKAAR keys a cache on it)
 
 @patch
 def features(self: Hamming, codes, reg):

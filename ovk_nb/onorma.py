@@ -5,6 +5,7 @@
 # %% ../nbs/2_algorithms/01_onorma.ipynb #b29ef96a
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -15,9 +16,10 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from .kernels import OVKernel, resolve_kernel
+from .kernels import RBF, OVKernel, resolve_kernel
 from .linalg import KernelParts, group_columns
-from .streaming import _SERIAL_GEMV, KernelStream, StreamLearner, gram_rows
+from .streaming import (_SERIAL_GEMV, KernelStream, StreamLearner, _BlasLimit, _fast_values, _loud, _quiet,
+                              _sqeuclidean, _window_start1, gram_rows)
 from .validation import Options, check_fitted, check_input
 
 # %% auto #0
@@ -435,6 +437,95 @@ def _undo_point(self: ONORMA, n):
     d = self.__dict__
     e, X, C = d["n_seen_"] - d["_base"], d["_X"], d["_C"]
     return [(a, e, a[e].copy()) for a in (X, C) if e < len(a)]
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #5f0402b8
+@patch
+def _lean_plan(self: ONORMA) -> tuple:
+    """What the lean step reads, fixed while the hyper-parameters are (kept with their key `_pkey`): (key, -gamma, T^T,
+    quadrature weights, invsqrt?, the squared distances' C function) for the squared loss on one Gaussian kernel times one output matrix, no per-step
+    records and a named schedule; (key, None) otherwise (the general route)."""
+    P = self._parts
+    k = P.scalars[0] if len(P.scalars) == 1 and len(P.sidx) == 1 else None
+    ok = (self.loss == "squared" and not P.gen and type(k) is RBF and k.gamma > 0 and not self._records()
+          and isinstance(self.schedule, str))
+    self._lean = ((self._pkey, -k.gamma, P.TT[0], P.w, self.schedule == "invsqrt", _sqeuclidean()) if ok else
+                  (self._pkey, None))
+    return self._lean
+
+
+@patch
+def _lean_step(self: ONORMA, x1, y, plan, g: int, lo0: int, eta: float, dec: float):
+    """The numbers of one step (`_step1`'s arithmetic, the window's Gram row apart from K(x_t, x_t) = 1) from the committed
+    state, nothing written: (b_t, ||r_t||^2, the increment of ||f||^2 or None with truncation)."""
+    _, ng, TT, w = plan[:4]
+    d = self.__dict__
+    a, r, D = lo0 - d["_base"], g - d["_base"], d["_D"]
+    rhs = y / D
+    if r > a:
+        E = plan[5](x1, d["_X"][a:r])
+        E *= ng
+        rhs -= (np.exp(E, out=E)[0] @ d["_C"][a:r]) @ TT
+    b = rhs / (dec / eta)
+    Dk = D * dec
+    c = Dk / eta                                # r_t = f_{t-1}(x_t) - y_t = -alpha_{t,t} / eta_t = -c b_t
+    err = c * c * float(b @ (b if w is None else b * w))     # ||r_t||^2 without forming r_t (one product, not three)
+    if d["_trunc"] is not None:
+        return b, err, None
+    A = b * Dk                                  # alpha_{t,t}, and eq. (6)'s increment with K(x_t, x_t) = 1
+    wa = A if w is None else A * w
+    q = (A @ TT) @ wa + 2 * dec * ((y - c * b) @ wa)
+    return b, err, q
+
+# %% ../nbs/2_algorithms/01_onorma.ipynb #9155e035
+@patch
+def _learn_lean(self: ONORMA, x1, y) -> bool:
+    """`learn_one`'s step on the lean route (the decision above): False, nothing changed, where it does not apply or the
+    step would need the general route (full buffers, D to renormalise, a step size refused, a non-finite error)."""
+    d = self.__dict__
+    plan = d.get("_lean")
+    if plan is None or plan[0] is not d["_pkey"]:
+        plan = self._lean_plan()
+    X, C = d["_X"], d["_C"]
+    g, lo0 = d["n_seen_"], d["_lo"]
+    if plan[1] is None or g - d["_base"] >= len(X):
+        return False
+    if type(y) is dict:                         # river's target: the outputs by name
+        y = _fast_values(y, d.get("output_names_"))
+        if y is None or len(y) != C.shape[1]:
+            return False
+    elif type(y) is not np.ndarray or y.dtype != np.float64 or y.shape != (C.shape[1],):
+        y = KernelStream._fast_target(self, x1, y)
+        if y is None:
+            return False
+        y = y[0]
+    lam, t = d["_lam"], g + 1
+    eta = d["_eta"] / math.sqrt(t) if plan[4] else d["_eta"]
+    if not (eta * lam < 1 and 0 < eta < math.inf):
+        return False
+    dec = 1.0 - eta * lam
+    Dk = d["_D"] * dec
+    quiet = _quiet()                            # np.errstate(over="ignore", invalid="ignore"), cheaper
+    try:
+        if (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV or self._threads is None:
+            b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+        else:
+            with _BlasLimit(self._threads, numpy_only=True):     # its products are numpy's (cdist: no BLAS)
+                b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+    finally:
+        _loud(quiet)
+    s = d["_err_sum"] + err
+    if not (math.isfinite(s) and Dk >= 1e-50 and (q is None or math.isfinite(q))):
+        return False
+    r = g - d["_base"]
+    X[r], C[r] = x1[0], b                       # commit: nothing below can fail
+    if q is not None:
+        d["_risk_sum"] += 0.5 * err + 0.5 * lam * d["_gamma"]
+        d["_gamma"] = dec ** 2 * d["_gamma"] + q
+    tr = d["_trunc"]
+    d["_lo"] = 0 if tr is None else t - min(t, tr) if type(tr) is int else _window_start1(tr, t)
+    d["n_seen_"], d["_D"], d["_err_sum"] = t, float(Dk), s
+    d["cumulative_error_"] = s / t
+    return True
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #899bc7c0
 @patch

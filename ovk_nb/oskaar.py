@@ -350,6 +350,15 @@ def _targets(self: OSKAAR, X, Y):
         raise ValueError(f"X and Y must have the same number of samples, got {len(X)} and {len(Y)}")
     return self.decoder_.encode(Y, self._reg, step=self.n_seen_)
 
+
+@patch
+def _fast_target(self: OSKAAR, x1, y):
+    """`learn_one`'s labels: an integer (or boolean) label row for a decoder other than the 0-1 one is encoded at once,
+    since `_labels` and `finite_labels` return it as it is (integers are finite); anything else through `_targets`."""
+    if type(y) is np.ndarray and y.dtype.kind in "biu" and not isinstance(self.decoder_, ZeroOne):
+        return self.decoder_.encode(y[None], self._reg, step=self.n_seen_)
+    return StreamLearner._fast_target(self, x1, y)
+
 @patch
 def _labels(self: OSKAAR, Y, name: str = "Y", warn: bool = True):
     """Labels as the decoder reads them, checked as scikit-learn checks a classifier's y: None refused, an array-like
@@ -628,7 +637,17 @@ def _one_row_may_thread(self: OSKAAR) -> bool:
         return False
     if type(dec).stats is not Decoder.stats or not n:     # a decoder's own statistics; the first round: W is 1 x 1
         return bool(n)
-    return (n + 1) * dec.features(self._codes[:1], self._reg).shape[1] >= _SERIAL_GEMV
+    return (n + 1) * self._feature_width() >= _SERIAL_GEMV
+
+
+@patch
+def _feature_width(self: OSKAAR) -> int:
+    """The width of the label features phi (read on one stored code), kept with the registry it was read on: a decoder
+    returns the same registry when nothing is new (the thread decision reads it at every round)."""
+    fw = self.__dict__.get("_fwidth")
+    if fw is None or fw[0] is not self._reg:
+        fw = self._fwidth = (self._reg, self.decoder_.features(self._codes[:1], self._reg).shape[1])
+    return fw[1]
 
 
 @patch

@@ -10,11 +10,11 @@ import numbers
 import numpy as np
 from fastcore.basics import patch
 
-from .decoding import Decoder
-from .kernels import ScalarKernel
+from .decoding import Decoder, ZeroOne
+from .kernels import RBF, ScalarKernel
 from .linalg import NystromFeatures
-from .oskaar import OSKAAR, KAARFactor, primal_block, primal_estimates
-from .streaming import _gram_row, step_record
+from .oskaar import _SERIAL_DOT, _SERIAL_GEMM, OSKAAR, KAARFactor, primal_block, primal_estimates
+from .streaming import _SERIAL_GEMV, _gram_row, step_record
 from .validation import Interval, InstanceOf, check_fitted
 from .weights import exp_weights
 
@@ -284,11 +284,6 @@ def _run_one(self: SALAMI, X, T):
 
 
 @patch
-def _one_row_may_thread(self: SALAMI) -> bool:
-    "A SALAMI round borders every live expert (products of several sizes): the BLAS thread limit stays (the core's rule)."
-    return True
-
-@patch
 def _exact_factors(self: SALAMI) -> list:
     "The experts' live `KAARFactor`s (`OSKAAR._free_rows` saves the rows a pass may border in place)."
     return [f for f in self._factors if isinstance(f, KAARFactor)]
@@ -302,6 +297,24 @@ def _use_params(self: SALAMI, first):
                          "learner keeps t budgeted experts at round t (memory O(t m^2), unbounded); give lifetime=L (the "
                          "covering schedule: at most 1 + ceil(L/2) (log2 t + 1) live experts, e.g. lifetime=4), or "
                          "budget=None for the paper's exact schedule")
+
+# %% ../nbs/2_algorithms/07_salami.ipynb #f365137c
+@patch
+def _one_row_may_thread(self: SALAMI) -> bool:
+    """A SALAMI round is one OSKAAR round per live expert, each on at most the stored points: it may thread where the
+    largest may (`OSKAAR._one_row_may_thread`'s sizes with n the stored points, and every budgeted expert's primal state
+    at most m x m), and with another kernel's own Gram row or a decoder's own statistics (issue 30: the limit's C calls
+    cost about 3 us a round)."""
+    n, m, dec = self._n_in, self.budget, self.decoder_
+    if type(self.kernel_) is not RBF or n >= _SERIAL_DOT or (m is not None and m ** 3 > _SERIAL_GEMM):
+        return True
+    ids = type(dec).stats is ZeroOne.stats                # label ids: the exact experts' statistics are one bincount
+    if not ids and type(dec).stats is not Decoder.stats:  # a decoder's own statistics
+        return True
+    if not n:                                             # the first round: W is 1 x 1
+        return False
+    w = self._feature_width()
+    return (not ids and (n + 1) * w >= _SERIAL_GEMV) or (m is not None and m * max(m, w) >= _SERIAL_GEMV)
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #f9faee50
 @patch

@@ -11,6 +11,7 @@ import operator
 import threading
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 from fastcore.basics import patch
@@ -425,8 +426,9 @@ def _renormalise(self: KernelStream):
 
 @patch
 def __getstate__(self: KernelStream):
-    "Pickle only the live part of the buffers."
+    "Pickle only the live part of the buffers (and no cache: ONORMA's lean-step plan `_lean` is rebuilt when needed)."
     state = self.__dict__.copy()
+    state.pop("_lean", None)
     if "_X" in state:
         state["_X"], state["_C"] = (v.copy() for v in self._live())
         self._records_state(state)
@@ -541,6 +543,45 @@ def _gram_row(kernel, x, Y):
         E *= -kernel.gamma                                  # (-E) gamma, the bits of `KernelParts.grams`
         return np.exp(E, out=E)                             # exp(-inf) = 0: no warning either
     return gram_rows([kernel], x, Y)[0]
+
+# %% ../nbs/1_shared/03_streaming.ipynb #19c6d56a
+def _errstate_calls():
+    "(set, reset) of numpy's error state as `np.errstate` sets it (its context variable), checked once; None if absent."
+    try:
+        from numpy._core._multiarray_umath import _make_extobj
+        from numpy._core._ufunc_config import _extobj_contextvar as var
+        before = np.geterr()
+        tok = var.set(_make_extobj(over="ignore", invalid="ignore"))
+        try:
+            ok = np.geterr() == {**before, "over": "ignore", "invalid": "ignore"}
+        finally:
+            var.reset(tok)
+        return (lambda: var.set(_make_extobj(over="ignore", invalid="ignore")), var.reset) if ok else None
+    except Exception:                                       # another numpy: np.errstate itself
+        return None
+
+
+_ERRSTATE = []
+
+
+def _quiet():
+    """Enter `np.errstate(over="ignore", invalid="ignore")` (the decision above); returns the token that `_loud` takes."""
+    if not _ERRSTATE:
+        _ERRSTATE.append(_errstate_calls())
+    calls = _ERRSTATE[0]
+    if calls is not None:
+        return calls[0]()
+    e = np.errstate(over="ignore", invalid="ignore")
+    e.__enter__()
+    return e
+
+
+def _loud(token):
+    "Put back the error state that `_quiet` changed."
+    if isinstance(token, np.errstate):
+        token.__exit__(None, None, None)
+    else:
+        _ERRSTATE[0][1](token)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #3deb53d5
 def _window_start1(truncation, k: int) -> int:
@@ -753,17 +794,24 @@ def _openblas_calls(lib):
         return None
 
 
+def _numpys(lib) -> bool:
+    "Whether a threadpoolctl controller's library is the one numpy's wheel ships (numpy.libs, or numpy/.dylibs on macOS)."
+    parent = Path(getattr(lib, "filepath", "") or "").parent
+    return parent.name == "numpy.libs" or (parent.name == ".dylibs" and parent.parent.name == "numpy")
+
+
 class _BlasLimit:
     """`blas_threads(limit)` for one pass, set and put back by the BLAS libraries' own calls: a few us where a
     threadpoolctl context costs about 50 us, which a one-row `learn_one` would pay at every call. In the main thread
     OpenBLAS is called directly (its C functions, found once); elsewhere through threadpoolctl's controllers, whose rule
     (one thread controls a process-wide OpenBLAS pool) then applies. The main thread's (get, set) pairs are built once
-    (`_main`): a one-row step pays two C calls per library, not the list building."""
-    _libs = _calls = _main = None
+    (`_main`): a one-row step pays two C calls per library, not the list building. `numpy_only`: a step whose BLAS calls
+    are all numpy's (ONORMA's lean step) limits numpy's library alone (`_main_np`; all of them where it is not told apart)."""
+    _libs = _calls = _main = _main_np = None
     _main_id = threading.main_thread().ident
 
-    def __init__(self, limit):
-        self.limit = limit
+    def __init__(self, limit, numpy_only=False):
+        self.limit, self.numpy_only = limit, numpy_only
 
     def __enter__(self):
         if self.limit is None:
@@ -774,9 +822,10 @@ class _BlasLimit:
             _BlasLimit._calls = [_openblas_calls(lib) for lib in libs]
             _BlasLimit._main = [(c[0], c[1]) if c is not None else (lib.get_num_threads, lib.set_num_threads)
                                 for lib, c in zip(libs, _BlasLimit._calls)]
+            _BlasLimit._main_np = [op for op, lib in zip(_BlasLimit._main, libs) if _numpys(lib)] or _BlasLimit._main
             _BlasLimit._libs = libs
         if threading.get_ident() == _BlasLimit._main_id:
-            self.ops = _BlasLimit._main
+            self.ops = _BlasLimit._main_np if self.numpy_only else _BlasLimit._main
         else:
             self.ops = [(lib.get_num_threads, lib.set_num_threads) for lib in _BlasLimit._libs]
         self.old = [get() for get, _ in self.ops]
@@ -954,17 +1003,25 @@ def _one_row(self: StreamLearner, x):
     return check_matrix(x, "x", ndim=1)[None]
 
 # %% ../nbs/1_shared/03_streaming.ipynb #809397e6
-_NAME_TUPLES = {}           # id(names) -> (names, tuple of them): a dict's keys in a fixed order, built once per array
+_NAME_TUPLES = {}           # id(names) -> (names, tuple of them, getter): a dict's keys in a fixed order, built once
 
 
-def _name_tuple(names) -> tuple:
-    "The stored names (`feature_names_in_`, `output_names_`) as a tuple, cached: iterating an object array costs more."
+def _name_getter(names):
+    """The stored names (`feature_names_in_`, `output_names_`) as (names, a tuple of them, a getter v -> the tuple of v's
+    values in that order: `operator.itemgetter`, one C call), cached: iterating an object array costs more."""
     hit = _NAME_TUPLES.get(id(names))
     if hit is None or hit[0] is not names:             # (the array is kept in the cache, so its id is not reused)
         if len(_NAME_TUPLES) > 1024:
             _NAME_TUPLES.clear()
-        hit = _NAME_TUPLES[id(names)] = (names, tuple(names.tolist() if isinstance(names, np.ndarray) else names))
-    return hit[1]
+        t = tuple(names.tolist() if isinstance(names, np.ndarray) else names)
+        get = operator.itemgetter(*t) if len(t) > 1 else (lambda v, t=t: tuple(v[k] for k in t))
+        hit = _NAME_TUPLES[id(names)] = (names, t, get)
+    return hit
+
+
+def _name_tuple(names) -> tuple:
+    "The stored names as a tuple (`_name_getter`)."
+    return _name_getter(names)[1]
 
 
 def _fast_values(v, names):
@@ -974,7 +1031,7 @@ def _fast_values(v, names):
     if names is None or len(v) != len(names):
         return None
     try:
-        vals = [v[k] for k in _name_tuple(names)]
+        vals = _name_getter(names)[2](v)
         if not math.isfinite(sum(vals)):
             return None
     except (KeyError, TypeError):
@@ -995,16 +1052,16 @@ def _fast_array(a, size):
         if a.dtype.kind not in _NUMERIC:
             return None
         a = np.ascontiguousarray(a, dtype=float)
-    return a if math.isfinite(a.sum()) else None      # one reduction: NaN / inf (or an overflowing sum) -> full path
+    return a if math.isfinite(a @ a) else None        # one dot product: NaN / inf (or an overflowing one) -> full path
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #ed5ece33
 @patch
 def _fast_row(self: StreamLearner, x):
     """One example as a (1, p) float array by the cheap checks of a fitted learner (a dict in the stored key order, or a
     numeric 1-D array of p finite values); None when they do not apply, and the full checks then run (and say why)."""
     if isinstance(x, np.ndarray):                     # first: the common case, and cheaper than the Mapping ABC check
         row = _fast_array(x, self.n_features_in_)
-    elif isinstance(x, Mapping):
+    elif type(x) is dict or isinstance(x, Mapping):   # (a plain dict, river's row, before the ABC check)
         row = _fast_values(x, self.__dict__.get("feature_names_in_"))
     else:
         return None
@@ -1062,6 +1119,8 @@ def learn_one(self: StreamLearner, x, y, **setup) -> None:
     """
     d = self.__dict__
     x1 = None if setup or "n_seen_" not in d or not self._params_unchanged() else self._fast_row(x)
+    if x1 is not None and self._learn_lean(x1, y):   # a learner's own one-row step, computed then committed: done
+        return
     t1 = None if x1 is None else self._fast_target(x1, y)
     saved = dict(d)
     try:
@@ -1075,6 +1134,14 @@ def learn_one(self: StreamLearner, x, y, **setup) -> None:
         d.clear()
         d.update(saved)
         raise
+
+
+@patch
+def _learn_lean(self: StreamLearner, x1, y) -> bool:
+    """A learner's lean one-row step for `learn_one` (the row x1 checked by `_fast_row`, y as given): everything computed
+    first, nothing written until nothing can fail, so that no undo point is needed; True when the step is done, False
+    (nothing changed) to take the general route. The base has none: False."""
+    return False
 
 # %% ../nbs/1_shared/03_streaming.ipynb #92d8be72
 @patch

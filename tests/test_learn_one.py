@@ -213,7 +213,8 @@ def test_oskaar_rounds_skip_the_blas_limit_only_below_openblas_serial_sizes():
     Gaussian kernel (its row by cdist; two dtrsv, never threaded) while the KAAR weights times the label features stay
     below `_SERIAL_GEMV` entries (label ids: a bincount), a primal round while R L_h stays at most `_SERIAL_GEMM`
     multiply-adds and its row products below `_SERIAL_GEMV`. The switch to the primal state, another kernel's own Gram row
-    and wide label features are limited as before; SALAMI always is."""
+    and wide label features are limited as before. SALAMI's round (one OSKAAR round per live expert) by the same sizes,
+    with n the stored points and every budgeted expert's primal state at most m x m (issue 30: it was always limited)."""
     from ovk_nb.decoding import ZeroOne
     from ovk_nb.kernels import Linear
     from ovk_nb.oskaar import _SERIAL_GEMM
@@ -238,7 +239,11 @@ def test_oskaar_rounds_skip_the_blas_limit_only_below_openblas_serial_sizes():
     assert exact._one_row_may_thread()
     assert OSKAAR(Linear(), lam=0.3, decoder=Hamming()).partial_fit(X, Y)._one_row_may_thread()    # its own Gram row
     assert not OSKAAR(RBF(0.5), decoder=ZeroOne()).partial_fit(X, Y[:, 0])._one_row_may_thread()  # one bincount
-    assert MAKERS["salami-budget"]().partial_fit(X, Y)._one_row_may_thread()
+    sal = MAKERS["salami-budget"]().partial_fit(X, Y)
+    assert not sal._one_row_may_thread()                            # at most 81 stored points x 6 features, 10 x 10 primal states
+    sal._n_in = _SERIAL_GEMV // 6                                   # as many stored points as the exact OSKAAR above
+    assert sal._one_row_may_thread()
+    assert SALAMI(Linear(), lam=0.3, decoder=Hamming()).partial_fit(X, Y)._one_row_may_thread()    # its own Gram row
 
 
 def test_a_failing_primal_round_leaves_budgeted_oskaar_as_it_was():
@@ -344,3 +349,39 @@ def test_a_failing_exact_round_leaves_the_learner_byte_for_byte_as_it_was(make, 
     for x, y in zip(X[n_before:], Y[n_before:]):
         est.learn_one(x, y); twin.learn_one(x, y)
     np.testing.assert_array_equal(est._feature_estimates(X), twin._feature_estimates(X))
+
+
+@pytest.mark.parametrize("truncation", [None, 20])
+def test_onorma_lean_route_commits_only_a_finished_step(monkeypatch, truncation):
+    """issue 30: ONORMA's squared-loss `learn_one` on one Gaussian kernel times T takes the lean route (computed, then
+    committed: no `_run_one`, no undo point) except where the general route is needed (full buffers), and gives
+    partial_fit's model and running error to 1e-12, rows as arrays, dicts or numbers; a refused row (a NaN or infinite
+    target, an infinite input) is refused by name on the general route, and leaves every buffer byte for byte."""
+    from test_oskaar import state_bytes
+    from ovk_nb.streaming import KernelStream
+    X, Y, _ = data("onorma", 150)
+    make = lambda: ONORMA(gaussian_times_J(3, 1.0), lam=0.01, truncation=truncation)
+    ref = make().partial_fit(X, Y)
+    est = make()
+    est.learn_one(X[0], Y[0])
+    calls, run_one = [], KernelStream._run_one
+    monkeypatch.setattr(KernelStream, "_run_one", lambda self, A, T: (calls.append(len(A)), run_one(self, A, T))[1])
+    for i in range(1, len(X)):
+        est.learn_one(X[i], Y[i])
+    assert 0 < len(calls) <= 4                                   # only when the buffers fill (64, 128 rows, ...)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-12, atol=1e-12)
+    assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12)
+    if truncation is None:
+        assert est.rkhs_norm2_ == pytest.approx(ref.rkhs_norm2_, rel=1e-12)
+        assert est.cumulative_risk_ == pytest.approx(ref.cumulative_risk_, rel=1e-12)
+    before = state_bytes(vars(est))
+    for x, y in [(X[0], np.array([np.nan, 0.0, 0.0])), (X[0], np.array([np.inf, 0.0, 0.0])),
+                 (np.array([np.inf, 0, 0, 0]), Y[0])]:
+        with pytest.raises(ValueError, match="NaN|infinity|finite"):
+            est.learn_one(x, y)
+        assert state_bytes(vars(est)) == before
+    one = ONORMA(gaussian_times_J(1, 1.0), lam=0.01, truncation=truncation)     # one output: numbers as targets
+    one1 = ONORMA(gaussian_times_J(1, 1.0), lam=0.01, truncation=truncation).partial_fit(X, Y[:, 0])
+    for x, y in zip(X, Y[:, 0]):
+        one.learn_one(x, float(y))
+    np.testing.assert_allclose(one.predict(X), one1.predict(X), rtol=1e-12, atol=1e-12)
