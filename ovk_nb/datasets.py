@@ -54,7 +54,7 @@ def paper000_features(X) -> np.ndarray:
     x1, x2, x3, x4, x5 = (X[:, i] for i in range(5))
     return np.column_stack([x1 ** 2, x4 ** 2, x1 * x2, x3 * x5, x2, x4, np.ones(len(X))])
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #678763a7
 def make_paper000_synthetic(n_samples: int = 5000, n_tasks: int = 10, n_features: int = 20,
                             noise: float = 0.0, random_state=None, return_X_y: bool = False):
     """Paper 000's synthetic multi-task data: Y = phi(X) W^T (+ noise), X uniform on [0, 1].
@@ -538,7 +538,7 @@ def load_digits16(return_X_y: bool = False):
     images = d["images"].astype(float) / 127.5 - 1.0
     return _bunch(return_X_y, *digit_halves(images), images=images, labels=d["labels"].astype(int))
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #be75d685
 def load_digits8(n: int = 1000, return_X_y: bool = False):
     """scikit-learn's 8 x 8 digits (the first n) in [-1, 1]: predict the bottom half of an image from its top half.
 
@@ -569,7 +569,7 @@ def load_digits8(n: int = 1000, return_X_y: bool = False):
     images = b.images[:n] / 8.0 - 1.0
     return _bunch(return_X_y, *digit_halves(images), images=images, labels=b.target[:n].astype(int))
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #be46065d
 def digit_halves(images):
     """Split images into their top and bottom halves, both flattened.
 
@@ -596,7 +596,7 @@ def digit_halves(images):
     h = images.shape[1] // 2
     return images[:, :h].reshape(len(images), -1), images[:, h:].reshape(len(images), -1)
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #5e56a91d
 def load_letters(return_X_y: bool = False):
     """Taskar et al.'s OCR words: sequences of 16 x 8 letter images -> the letters.
 

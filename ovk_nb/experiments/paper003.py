@@ -373,7 +373,7 @@ def exp_mvml_fig2(run: Run):
     _fig2_claims(run, mv, krr, best_mv, best_lev, methods, full3, n_te, levels, views, n_tr, _fig2_time_tol(X, y, views, tr, levels[0]))
     return {"rows": rows, "krr": krr, "best level": best_lev}
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #b6dfcba1
 def _fig2_time_tol(X, y, views, tr, level):
     "The tolerance of a fit-time ordering: 2 stds of log10 seconds over 3 repeats of MVML's fit at the smallest level (floor 0.05)."
     from ovk_nb.kernels import RBF
@@ -385,7 +385,7 @@ def _fig2_time_tol(X, y, views, tr, level):
         ts.append(time.perf_counter() - t)
     return spread_tol(np.log10(ts), "log10 s", "3 repeats of MVML's fit at the smallest level (log10 seconds)", floor=0.05)
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #93951e15
 def _fig2_claims(run, mv, krr, best_mv, best_lev, methods, full3, n_te, levels, views, n_tr, ttol):
     """Fig. 2's claims on the arm stand-in (`ARM`), each an ordering of nMSE ratios beyond `ratio_tol` over the `n_te`
     test samples, against the trivial predictor (the mean: nMSE 1), and the fit-time ordering beyond `ttol`. The R^2
@@ -489,7 +489,7 @@ def _t1_features(X, y, views, tr, level, draw):
     "The block-Nystrom features of the MVML fits at this level and draw (every variant draws the same landmarks and kernels)."
     return MVMLClassifier(views, metric="identity", n_components=level / 100, random_state=draw).fit(X[tr], y[tr]).features_
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #99c483d3
 def t1_fit_score(method, params, X, y, views, tr, te, level, draw, feats=None):
     """Fit `method` (one of T1_METHODS) with `params` (lam, eta) on rows tr at Nystrom `level` %, landmark draw `draw`;
     returns (test accuracy % on rows te, fit seconds, the MVML model or None). lpMKL and OKL: one-vs-all codes on the
@@ -516,7 +516,7 @@ def _ova(y, classes):
     "One-vs-all codes (n, c): +1 for the sample's class, -1 elsewhere."
     return np.where(y[:, None] == classes[None, :], 1.0, -1.0)
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #ecd2a2c1
 def t1_cv_level(levels, n_train: int, folds: int, min_landmarks: int = 5):
     """The level (%) of the cross-validation: the smallest whose fold-training part has at least `min_landmarks` landmarks
     per view, else the largest (at 6% of BasicMotions' 27 fold-training samples a fold has one landmark, and every method
@@ -538,7 +538,7 @@ def cv_select(method, grid, X, y, views, tr, level, seed=0):
             scores[i] += t1_fit_score(method, p, X, y, views, tr[a], tr[b], level, 0, feats)[0] / grid["folds"]
     return combos[int(np.argmax(scores))], float(scores.max())
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #4ef87581
 def table1_rows(X, y, views, tr, te, levels, draws, params, progress=iter, sparse_levels=None):
     """Accuracy (%) mean +- std over landmark draws for the MVML variants, lpMKL, OKL (with the `params` of each, from
     cv_select), the SVM baselines and MLKR (`mlkr_accuracy`, rank MLKR_RANK), one row per level."""
