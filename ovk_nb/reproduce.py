@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .experiments import paper000, paper001, paper002, paper003, paper004  # noqa: F401  (importing them registers their experiments, in this order)
-from .experiments.core import (DATA_SOURCES, NOT_ATTEMPTED, REGISTRY, TALLY_KINDS, VERDICT_KINDS, Experiment, Run,
+from .experiments.core import (DATA_KINDS, NOT_ATTEMPTED, REGISTRY, TALLY_KINDS, VERDICT_KINDS, Experiment, Run,
                                      _fmt, code_hash, evidence_link, rows_to_csv, rows_to_markdown, verdict_kind,
                                      verdict_problems)
 
@@ -173,7 +173,7 @@ def _paper_cell(c) -> str:
     if c["paper"] is not None and c["paper"] != "":
         return _fmt(c["paper"])
     if c.get("data_kind") == "stand-in":
-        d = DATA_SOURCES.get(c.get("data") or "")
+        d = DATA_KINDS.get(c.get("data") or "")
         return "not comparable: stand-in data (" + (d.label[len("stand-in: "):] if d else str(c.get("data"))) + ")"
     if c["incomparable"]:
         return "not comparable: " + c["incomparable"]

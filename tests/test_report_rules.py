@@ -1,12 +1,14 @@
 """The verdict rules (issue 32: a verdict is computed from structured evidence by `judge`, never typed) over constructed
 bypasses, the pinned quick summary, the report's paper lists, and the committed full-size results against today's code."""
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from ovk_nb.experiments.core import (NOT_ATTEMPTED, Data, Evidence, Order, Run, Tol, binomial_tol, code_hash,
+from ovk_nb.datasets import DataKind, data_kind, declares, load_letters, load_mfeat
+from ovk_nb.experiments.core import (NOT_ATTEMPTED, Evidence, Order, Run, Tol, binomial_tol, code_hash,
                                      evidence_columns, judge, spread_tol, verdict_kind, verdict_problems)
 from ovk_nb.reproduce import load_experiments
 
@@ -14,8 +16,8 @@ ROOT = Path(__file__).parent.parent
 PINNED = ROOT / "tests" / "pins" / "quick_summary.csv"
 FULL = ROOT / "bench" / "results" / "full_report"
 
-REAL = Data("rules-test: the paper's data", "paper")
-TOY = Data("rules-test: a re-created toy", "stand-in", replaces="the paper's toy (its shear, angle and noise are not printed)")
+REAL = load_letters.data_kind            # the paper's data (paper 004's words), as its loader declares them
+TOY = load_mfeat.data_kind               # a stand-in (for paper 003's Flower17 and uWaveGesture)
 TOL = Tol(1.5, "points", "2 x the binomial std at n = 300 tests")
 
 
@@ -55,6 +57,30 @@ def test_bypass_3_a_stand_in_passing_as_the_papers_data():
         judge(1.0, Evidence(TOY, TOL, paper=1.0, no_trivial="separability"), "full")
     with pytest.raises(TypeError):
         Evidence("the paper's data", TOL, paper=1.0, no_trivial="x")          # a kind typed by the row
+
+
+def test_bypass_3b_a_data_kind_typed_by_the_experiment():
+    """Issue 32, 1: the data kind is declared by the data loader, never by the row or the experiment. A `DataKind` typed
+    anywhere else (or a stand-in's declaration promoted) is refused by `Evidence`, a generator outside ovk_nb.datasets
+    cannot declare the paper's data, a use of a loader's data elsewhere is a stand-in, and the paper's data of one paper
+    are not another paper's."""
+    typed = DataKind("rules-test: a kind typed by the experiment", "paper")
+    with pytest.raises(ValueError, match="declared by no loader"):
+        Evidence(typed, TOL, paper=97.0, trivial=10.0)
+    with pytest.raises(ValueError, match="declared by no loader"):
+        Evidence(dataclasses.replace(TOY, kind="paper", replaces=""), TOL, paper=97.0, trivial=10.0)
+    gen = lambda: None
+    gen.__module__ = "ovk_nb.experiments.paper003"
+    with pytest.raises(ValueError, match="only a loader of"):
+        declares("rules-test: a generator's paper data", "paper")(gen)
+    assert load_mfeat().data_kind == load_mfeat.data_kind == data_kind(load_mfeat) == TOY
+    assert REAL.stand_in("rules-test: the words at another size", "a test of the rules").kind == "stand-in"
+    line = _line(97.0, Evidence(REAL, TOL, paper=97.0, trivial=10.0), paper_id="001")
+    assert any("not paper 001's" in p for p in verdict_problems(line))
+    assert not verdict_problems({**line, "paper_id": "004"})
+    load_experiments()
+    with pytest.raises(ValueError, match="not of paper 000"):
+        Run(name="onorma_theorem1").claim("q", 97.0, Evidence(REAL, TOL, paper=97.0, trivial=10.0))
 
 
 def test_bypass_4_any_tolerance_text():

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ovk_nb.experiments.core import (DATA_SOURCES, Evidence, Order, Tol, binomial_tol, code_hash, evidence_columns, judge,
+from ovk_nb.experiments.core import (Evidence, Order, Tol, binomial_tol, code_hash, evidence_columns, judge,
                                      ratio_tol, rows_to_csv, rows_to_markdown, verdict_kind, verdict_problems)
 from ovk_nb.experiments import paper000 as p000, paper001 as p001, paper003 as p003, paper004 as p004
 from ovk_nb.reproduce import PAPER_SOURCES, PAPERS, load_experiments, tally, versions
