@@ -113,6 +113,16 @@ def _register(d: DataKind) -> DataKind:
 def is_declared(d) -> bool:
     """True if `d` is a `DataKind` a loader declared (`declares`) or derived from one (`DataKind.stand_in`).
 
+    Parameters
+    ----------
+    d : object
+        What a claim says its data are.
+
+    Returns
+    -------
+    bool
+        Whether the registry holds exactly this declaration.
+
     Examples
     --------
     >>> is_declared(load_letters.data_kind), is_declared(DataKind("mine", "paper"))
@@ -128,8 +138,14 @@ def declares(name: str, kind: str, replaces: str = "", papers=(), loader=None):
 
     Parameters
     ----------
-    name, kind, replaces, papers
-        The `DataKind`'s fields.
+    name : str
+        The data's name (`DataKind.name`).
+    kind : str
+        "paper" or "stand-in".
+    replaces : str, default=''
+        For a stand-in: which data of which paper it stands for, and why.
+    papers : tuple of str, default=()
+        The papers concerned.
     loader : callable or None, default=None
         A loader defined elsewhere, declared without decorating it.
 
@@ -142,6 +158,14 @@ def declares(name: str, kind: str, replaces: str = "", papers=(), loader=None):
     ------
     ValueError
         If a loader outside this module declares the paper's data, or the name is declared differently.
+
+    Examples
+    --------
+    >>> @declares("doc-example: a simulated set", "stand-in", replaces="no data of a paper: an example")
+    ... def load_example(return_X_y=False):
+    ...     return _bunch(return_X_y, np.zeros((2, 1)), np.zeros(2))
+    >>> load_example().data_kind.kind, load_example.data_kind.name
+    ('stand-in', 'doc-example: a simulated set')
     """
     def deco(func):
         mod = getattr(func, "__module__", "")
