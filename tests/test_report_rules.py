@@ -70,6 +70,10 @@ def test_bypass_3b_a_data_kind_typed_by_the_experiment():
         Evidence(typed, TOL, paper=97.0, trivial=10.0)
     with pytest.raises(ValueError, match="declared by no loader"):
         Evidence(dataclasses.replace(TOY, kind="paper", replaces=""), TOL, paper=97.0, trivial=10.0)
+    ev = Evidence(REAL, TOL, paper=97.0, trivial=10.0)
+    object.__setattr__(ev, "data", typed)                      # a frozen Evidence patched after its check
+    with pytest.raises(ValueError, match="declared by no loader"):
+        judge(97.0, ev, "full")
     gen = lambda: None
     gen.__module__ = "ovk_nb.experiments.paper003"
     with pytest.raises(ValueError, match="only a loader of"):

@@ -260,6 +260,8 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
     A claim with neither a number nor an ordering, or a positive verdict without a tolerance, is refused (ValueError)."""
     if size not in ("full", "quick"):
         raise ValueError(f"size is 'full' or 'quick'; got {size!r}")
+    if not is_declared(ev.data):                           # (`Evidence` refuses it too; this holds if one is patched)
+        raise ValueError(f"the data {ev.data.name!r} are declared by no loader: a claim cannot type its data kind")
     if ev.paper is not None and ev.data.kind != "paper":
         raise ValueError("on stand-in data the paper's number is not comparable: give it in the note, not as `paper`")
     if ev.paper is None and not ev.orders and not ev.ties and not ev.differs:
