@@ -311,7 +311,7 @@ def stale_rows(recorded, names):
             if m != module and text(then, m) != text(here, m):
                 changed.append(m.replace("ovk_nb.", ""))
         out.append({"experiment": name, "folder": rec["folder"], "run started from": rec["commit"], "hash at the run": rec["hash"],
-                    "hash today": code_hash(name, module), "changed since the run": ", ".join(changed)})
+                    "hash when this page was built": code_hash(name, module), "changed since the run": ", ".join(changed)})
     return out
 
 
