@@ -5,23 +5,215 @@
 # %% ../nbs/1_shared/07_datasets.ipynb #abc32bb4
 from __future__ import annotations
 
+import functools
 import importlib
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
+from sklearn import datasets as _sk_datasets
 from sklearn.utils import Bunch
 
 # %% auto #0
-__all__ = ['PAPER000_VARIANCES', 'paper000_features', 'make_paper000_synthetic', 'optional_import', 'data_file', 'load_linnerud',
-           'load_solar_flare', 'load_yeast', 'load_elecdemand_curves', 'load_gait', 'make_finger_movement',
-           'finger_window', 'load_mfeat', 'load_basicmotions', 'load_digits16', 'load_digits8', 'digit_halves',
-           'load_letters']
+__all__ = ['DATA_KINDS', 'PAPER000_VARIANCES', 'DataKind', 'is_declared', 'declares', 'data_kind', 'paper000_features',
+           'make_paper000_synthetic', 'optional_import', 'data_file', 'load_linnerud', 'load_solar_flare', 'load_yeast',
+           'load_elecdemand_curves', 'load_gait', 'make_finger_movement', 'finger_window', 'load_mfeat',
+           'load_basicmotions', 'load_digits16', 'load_digits8', 'digit_halves', 'load_letters']
 
 # %% ../nbs/1_shared/07_datasets.ipynb #b8340423
 def _bunch(return_X_y: bool, data, target, **extras):
     "The one return convention: (data, target) with return_X_y, else Bunch(data=, target=, **extras)."
     return (data, target) if return_X_y else Bunch(data=data, target=target, **extras)
+
+# %% ../nbs/1_shared/07_datasets.ipynb #b2ff92ca
+@dataclass(frozen=True)
+class DataKind:
+    """What a loader's data are to the papers: the paper's data or a stand-in, declared by the loader (`declares`).
+
+    Parameters
+    ----------
+    name : str
+        The data's name (unique among the declarations).
+    kind : str
+        "paper" (the data set the paper used, or the paper's own generator) or "stand-in" (other data in its place).
+    replaces : str, default=''
+        For a stand-in: which data of which paper it stands for, and why (required); empty for the paper's data.
+    papers : tuple of str, default=()
+        The papers concerned (their numbers, e.g. ('004',)): whose data these are, or whose data they replace.
+    loader : str, default=''
+        The name of the loader that declares it (set by `declares`).
+    derived_from : str, default=''
+        For a stand-in derived by `stand_in`: the name of the loader's declaration it derives from.
+
+    See Also
+    --------
+    declares, data_kind
+
+    Examples
+    --------
+    >>> d = DataKind("toy", "stand-in", replaces="the paper's toy (its parameters are not printed)")
+    >>> d.label, is_declared(d)
+    ("stand-in: toy for the paper's toy (its parameters are not printed)", False)
+    """
+    name: str
+    kind: str
+    replaces: str = ""
+    papers: tuple = ()
+    loader: str = ""
+    derived_from: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ("paper", "stand-in"):
+            raise ValueError(f"a data kind is 'paper' or 'stand-in'; got {self.kind!r}")
+        if not str(self.name).strip():
+            raise ValueError("a data declaration names its data (`name`)")
+        if (self.kind == "stand-in") != bool(str(self.replaces).strip()):
+            raise ValueError("a stand-in says which data of the paper it replaces and why (`replaces`); the paper's data do not")
+        if not isinstance(self.papers, tuple):
+            raise TypeError(f"`papers` is a tuple of paper numbers; got {self.papers!r}")
+
+    @property
+    def label(self) -> str:
+        "'the paper's data: name' or 'stand-in: name for what it replaces'."
+        return f"the paper's data: {self.name}" if self.kind == "paper" else f"stand-in: {self.name} for {self.replaces}"
+
+    def stand_in(self, name: str, replaces: str) -> "DataKind":
+        """This loader's data used in place of other data of a paper (another data set's size or role): a stand-in
+        derived from this declaration and registered beside it. It can weaken a loader's kind, never strengthen it.
+
+        Parameters
+        ----------
+        name : str
+            The name of the use.
+        replaces : str
+            The paper's data it stands for, and why.
+
+        Returns
+        -------
+        DataKind
+            kind "stand-in", same loader and papers, `derived_from` this declaration.
+        """
+        if not is_declared(self):
+            raise ValueError(f"{self.name!r} is declared by no loader: only a loader's declaration yields a stand-in")
+        return _register(DataKind(name, "stand-in", replaces, self.papers, self.loader, derived_from=self.name))
+
+# %% ../nbs/1_shared/07_datasets.ipynb #89eccac9
+DATA_KINDS: dict[str, DataKind] = {}
+_LOADERS: dict = {}
+
+
+def _register(d: DataKind) -> DataKind:
+    old = DATA_KINDS.setdefault(d.name, d)
+    if old != d:
+        raise ValueError(f"data {d.name!r} are declared twice, differently: {old} and {d}")
+    return d
+
+
+def is_declared(d) -> bool:
+    """True if `d` is a `DataKind` a loader declared (`declares`) or derived from one (`DataKind.stand_in`).
+
+    Parameters
+    ----------
+    d : object
+        What a claim says its data are.
+
+    Returns
+    -------
+    bool
+        Whether the registry holds exactly this declaration.
+
+    Examples
+    --------
+    >>> is_declared(load_letters.data_kind), is_declared(DataKind("mine", "paper"))
+    (True, False)
+    """
+    return isinstance(d, DataKind) and DATA_KINDS.get(d.name) == d
+
+# %% ../nbs/1_shared/07_datasets.ipynb #fceee9d2
+def declares(name: str, kind: str, replaces: str = "", papers=(), loader=None):
+    """Declare what a loader's data are (`DataKind`): a decorator on the loader, or, with `loader`, for a loader defined
+    elsewhere (scikit-learn's). A decorated loader gets the attribute ``data_kind``, and the `Bunch` it returns the field
+    ``data_kind``.
+
+    Parameters
+    ----------
+    name : str
+        The data's name (`DataKind.name`).
+    kind : str
+        "paper" or "stand-in".
+    replaces : str, default=''
+        For a stand-in: which data of which paper it stands for, and why.
+    papers : tuple of str, default=()
+        The papers concerned.
+    loader : callable or None, default=None
+        A loader defined elsewhere, declared without decorating it.
+
+    Returns
+    -------
+    callable
+        The decorator (with `loader`: the `DataKind`).
+
+    Raises
+    ------
+    ValueError
+        If a loader outside this module declares the paper's data, or the name is declared differently.
+
+    Examples
+    --------
+    >>> @declares("doc-example: a simulated set", "stand-in", replaces="no data of a paper: an example")
+    ... def load_example(return_X_y=False):
+    ...     return _bunch(return_X_y, np.zeros((2, 1)), np.zeros(2))
+    >>> load_example().data_kind.kind, load_example.data_kind.name
+    ('stand-in', 'doc-example: a simulated set')
+    """
+    def deco(func):
+        mod = getattr(func, "__module__", "")
+        if kind == "paper" and mod not in (__name__, "__main__"):
+            raise ValueError(f"only a loader of {__name__} declares the paper's data; {mod}.{func.__name__} can "
+                             "declare a stand-in")
+        d = _register(DataKind(name, kind, replaces, tuple(papers), func.__name__ if loader is None else f"{mod}.{func.__name__}"))
+        if loader is not None:
+            _LOADERS[func] = d
+            return d
+
+        @functools.wraps(func)
+        def declared_loader(*args, **kwargs):
+            out = func(*args, **kwargs)
+            if isinstance(out, Bunch):
+                out.data_kind = d
+            return out
+        declared_loader.data_kind = d
+        return declared_loader
+    return deco if loader is None else deco(loader)
+
+# %% ../nbs/1_shared/07_datasets.ipynb #ed0106b8
+def data_kind(loader) -> DataKind:
+    """The `DataKind` a loader declared.
+
+    Parameters
+    ----------
+    loader : callable
+        A loader of this module (or of an experiment) decorated by `declares`, or one declared with ``declares(loader=)``.
+
+    Returns
+    -------
+    DataKind
+
+    Raises
+    ------
+    ValueError
+        If the loader declares no data kind.
+
+    Examples
+    --------
+    >>> data_kind(load_letters).kind, data_kind(load_mfeat).kind
+    ('paper', 'stand-in')
+    """
+    d = getattr(loader, "data_kind", None) or _LOADERS.get(loader)
+    if d is None:
+        raise ValueError(f"{getattr(loader, '__name__', loader)!r} declares no data kind (`declares`)")
+    return d
 
 # %% ../nbs/1_shared/07_datasets.ipynb #1f712332
 PAPER000_VARIANCES = np.array([0.5, 0.25, 0.1, 0.05, 0.15, 0.1, 0.15])
@@ -54,7 +246,8 @@ def paper000_features(X) -> np.ndarray:
     x1, x2, x3, x4, x5 = (X[:, i] for i in range(5))
     return np.column_stack([x1 ** 2, x4 ** 2, x1 * x2, x3 * x5, x2, x4, np.ones(len(X))])
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #678763a7
+@declares("paper 000 synthetic (make_paper000_synthetic: the generator of section 5)", "paper", papers=("000",))
 def make_paper000_synthetic(n_samples: int = 5000, n_tasks: int = 10, n_features: int = 20,
                             noise: float = 0.0, random_state=None, return_X_y: bool = False):
     """Paper 000's synthetic multi-task data: Y = phi(X) W^T (+ noise), X uniform on [0, 1].
@@ -167,6 +360,8 @@ def data_file(name: str) -> Path:
     return p
 
 # %% ../nbs/1_shared/07_datasets.ipynb #a1c068be
+@declares("Linnerud (scikit-learn)", "stand-in",
+          replaces="no data set of the papers: a small real multi-output set for examples and tests")
 def load_linnerud(return_X_y: bool = False):
     """Linnerud (scikit-learn): 3 exercises -> 3 physiological measurements of 20 people.
 
@@ -191,6 +386,9 @@ def load_linnerud(return_X_y: bool = False):
                   feature_names=list(b.feature_names), target_names=list(b.target_names))
 
 # %% ../nbs/1_shared/07_datasets.ipynb #a75996fc
+@declares("SolarFlare (UCI, 1066 x d=3)", "stand-in", papers=("000",),
+          replaces="the CPU performance data of paper 000's Figs. 1-2 (8192 x 18, d = 4; not offline): real multi-output "
+                   "regression data shipped offline")
 def load_solar_flare(return_X_y: bool = False):
     """River's SolarFlare data set: the numbers of C-, M- and X-class flares in 24 h.
 
@@ -227,7 +425,14 @@ def load_solar_flare(return_X_y: bool = False):
     Y = np.array([list(r[1].values()) for r in rows], float)
     return _bunch(return_X_y, X, Y, feature_names=names, target_names=list(rows[0][1]))
 
+# %% ../nbs/1_shared/07_datasets.ipynb #aea80222
+for _name in ("wine", "iris", "digits"):
+    declares(f"{_name} (scikit-learn)", "stand-in", replaces="Dermatology of paper 000's Fig. 2 (UCI, not offline): a small "
+             "multi-class set shipped with scikit-learn", papers=("000",), loader=getattr(_sk_datasets, f"load_{_name}"))
+
 # %% ../nbs/1_shared/07_datasets.ipynb #63cac8f9
+@declares("Yeast (river)", "stand-in", papers=("002",),
+          replaces="no data set of paper 002 (it runs no experiment): the multi-label stream of its own checks")
 def load_yeast(return_X_y: bool = False):
     """River's Yeast multi-label data: 103 features, 14 labels.
 
@@ -256,6 +461,8 @@ def load_yeast(return_X_y: bool = False):
     return _bunch(return_X_y, X, Y, feature_names=features, target_names=labels)
 
 # %% ../nbs/1_shared/07_datasets.ipynb #8a33c946
+@declares("elecdemand curves (fpp2)", "stand-in", papers=("001",),
+          replaces="the BCI finger amplitude of paper 001's Table 2 (not offline): real curves of another task")
 def load_elecdemand_curves(return_X_y: bool = False):
     """Daily temperature and electricity-demand curves from fpp2's ``elecdemand``.
 
@@ -287,6 +494,8 @@ def load_elecdemand_curves(return_X_y: bool = False):
     return _bunch(return_X_y, temp, dem, t=(np.arange(48) + 0.5) / 48, workday=wd)
 
 # %% ../nbs/1_shared/07_datasets.ipynb #3d258a7a
+@declares("gait curves (R fda)", "stand-in", papers=("001",),
+          replaces="the BCI finger amplitude of paper 001's Table 2 (not offline): real curves of another task")
 def load_gait(return_X_y: bool = False):
     """Gait cycles of 39 boys (R fda's ``gait``): hip angle curves -> knee angle curves.
 
@@ -342,6 +551,9 @@ def _band_power_channels(rng, amp, lag, n_channels, noise):
     return chans
 
 # %% ../nbs/1_shared/07_datasets.ipynb #9d6b3348
+@declares("simulated finger movement (make_finger_movement)", "stand-in", papers=("001",),
+          replaces="the BCI Competition IV finger-movement data of paper 001's Tables 1-2 (not offline): a "
+                   "simulation of its structure (a lagged brain signal, flexion bumps)")
 def make_finger_movement(n_segments: int = 487, m: int = 200, n_channels: int = 5, lag: int | None = None,
                          max_lag: int | None = None, noise: float = 0.3, random_state=None, return_X_y: bool = False):
     """A simulated finger-movement task mirroring paper 001's BCI data: band-power channels -> flexion amplitude curves.
@@ -449,6 +661,9 @@ def _column_views(sizes):
     return [list(range(e - s, e)) for s, e in zip(sizes, ends)]
 
 
+@declares("UCI multiple features (load_mfeat)", "stand-in", papers=("003",),
+          replaces="Flower17 and uWaveGesture of paper 003's Table 1, Flower17 of its Fig. 3 (not offline): a "
+                   "multi-view classification set")
 def load_mfeat(return_X_y: bool = False):
     """UCI Multiple Features: handwritten digits described by 6 views.
 
@@ -480,6 +695,8 @@ def load_mfeat(return_X_y: bool = False):
     return _bunch(return_X_y, np.hstack(blocks), y, views=_column_views([b.shape[1] for b in blocks]), view_names=names)
 
 
+@declares("BasicMotions (UEA, load_basicmotions)", "stand-in", papers=("003",),
+          replaces="uWaveGesture of paper 003's Table 1 (not offline): accelerometer and gyroscope views of the same archive")
 def load_basicmotions(return_X_y: bool = False):
     """UEA BasicMotions: accelerometer and gyroscope series of 4 activities, two views.
 
@@ -512,6 +729,8 @@ def load_basicmotions(return_X_y: bool = False):
                   channels=[channels[i] for i in acc + gyr])
 
 # %% ../nbs/1_shared/07_datasets.ipynb #8880acbf
+@declares("MNIST-based 16x16 digits (load_digits16)", "stand-in", papers=("004",),
+          replaces="USPS of paper 004's Table 2 (not offline): MNIST digits resampled to USPS's 16 x 16")
 def load_digits16(return_X_y: bool = False):
     """16 x 16 USPS-like digits: predict the bottom half of an image from its top half.
 
@@ -538,7 +757,10 @@ def load_digits16(return_X_y: bool = False):
     images = d["images"].astype(float) / 127.5 - 1.0
     return _bunch(return_X_y, *digit_halves(images), images=images, labels=d["labels"].astype(int))
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #be75d685
+@declares("scikit-learn 8x8 digits (load_digits8)", "stand-in", papers=("002", "004"),
+          replaces="USPS of paper 004's Table 2 (not offline) at a quarter of its resolution; the ranking stream of "
+                   "paper 002's own checks (it runs no experiment)")
 def load_digits8(n: int = 1000, return_X_y: bool = False):
     """scikit-learn's 8 x 8 digits (the first n) in [-1, 1]: predict the bottom half of an image from its top half.
 
@@ -569,7 +791,7 @@ def load_digits8(n: int = 1000, return_X_y: bool = False):
     images = b.images[:n] / 8.0 - 1.0
     return _bunch(return_X_y, *digit_halves(images), images=images, labels=b.target[:n].astype(int))
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #be46065d
 def digit_halves(images):
     """Split images into their top and bottom halves, both flattened.
 
@@ -596,7 +818,8 @@ def digit_halves(images):
     h = images.shape[1] // 2
     return images[:, :h].reshape(len(images), -1), images[:, h:].reshape(len(images), -1)
 
-
+# %% ../nbs/1_shared/07_datasets.ipynb #5e56a91d
+@declares("Taskar et al.'s handwritten words (load_letters)", "paper", papers=("004",))
 def load_letters(return_X_y: bool = False):
     """Taskar et al.'s OCR words: sequences of 16 x 8 letter images -> the letters.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .experiments import paper000, paper001, paper002, paper003, paper004  # noqa: F401  (importing them registers their experiments, in this order)
-from .experiments.core import (DATA_SOURCES, NOT_ATTEMPTED, REGISTRY, TALLY_KINDS, VERDICT_KINDS, Experiment, Run,
+from .experiments.core import (DATA_KINDS, NOT_ATTEMPTED, REGISTRY, TALLY_KINDS, VERDICT_KINDS, Experiment, Run,
                                      _fmt, code_hash, evidence_link, rows_to_csv, rows_to_markdown, verdict_kind,
                                      verdict_problems)
 
@@ -155,7 +155,7 @@ def rule_violations(summ) -> list[str]:
     "The summary lines that break a verdict rule (`verdict_problems`), as 'experiment: quantity: problem'."
     return [f"{c['experiment']}: {c['quantity']}: {p}" for c in summ for p in verdict_problems(c)]
 
-
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #7f7c4b1b
 def tally(summ) -> list[dict]:
     "Per paper: how many lines of each verdict kind (`TALLY_KINDS`), and how many are not judged."
     out = []
@@ -173,7 +173,7 @@ def _paper_cell(c) -> str:
     if c["paper"] is not None and c["paper"] != "":
         return _fmt(c["paper"])
     if c.get("data_kind") == "stand-in":
-        d = DATA_SOURCES.get(c.get("data") or "")
+        d = DATA_KINDS.get(c.get("data") or "")
         return "not comparable: stand-in data (" + (d.label[len("stand-in: "):] if d else str(c.get("data"))) + ")"
     if c["incomparable"]:
         return "not comparable: " + c["incomparable"]
@@ -185,7 +185,7 @@ def _tol_cell(c) -> str:
     t = c.get("tol")
     return "" if t in (None, "") else f"{_fmt(float(t))} {c.get('tol_unit', '')} ({c.get('tol_from', '')})"
 
-
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #cced50a0
 def console_summary(runs) -> str:
     "What `ovk-nb reproduce` prints at the end: the tally per paper, then the claims that have a paper number beside ours."
     summ = summary_rows(runs)
@@ -207,7 +207,7 @@ def short_title(title) -> str:
     "An experiment's title under its paper's heading: \"(paper 000)\" dropped, \"(paper 000, Fig. 2)\" made \"(Fig. 2)\"."
     return re.sub(r"\(paper \d+, ", "(", re.sub(r"\s*\(paper \d+\)", "", str(title))).strip()
 
-
+# %% ../nbs/3_reproduction/06_reproduce.ipynb #8c915c87
 def _png_width(path) -> int:
     "The width in pixels of a PNG file, read from its header; 0 if there is no such PNG."
     try:

@@ -46,3 +46,24 @@ def test_one_return_convention():
         np.testing.assert_array_equal(b.data, X)
         np.testing.assert_array_equal(b.target, Y)
         assert len(X) == len(Y)
+
+
+def test_every_loader_declares_its_data_kind():
+    """Issue 32, 1: each loader declares what its data are (the paper's data, or a stand-in saying what it stands for):
+    on the Bunch it returns (`data_kind`, the scikit-learn way) and on itself (for return_X_y=True callers)."""
+    from sklearn.datasets import load_iris
+
+    from ovk_nb.datasets import DATA_KINDS, data_kind, is_declared, load_solar_flare, load_yeast
+    for f in (lambda **k: make_paper000_synthetic(20, 3, random_state=0, **k), load_linnerud, load_gait, load_digits16,
+              lambda **k: load_digits8(50, **k), lambda **k: make_finger_movement(10, m=20, random_state=0, **k),
+              load_mfeat, load_basicmotions, load_letters):
+        d = f().data_kind
+        assert is_declared(d) and d.kind in ("paper", "stand-in") and (d.kind == "paper") != bool(d.replaces)
+    for f in (make_paper000_synthetic, load_linnerud, load_solar_flare, load_yeast, load_elecdemand_curves, load_gait,
+              make_finger_movement, load_mfeat, load_basicmotions, load_digits16, load_digits8, load_letters, load_iris):
+        assert data_kind(f) is DATA_KINDS[data_kind(f).name]
+    assert {d.loader for d in DATA_KINDS.values() if d.kind == "paper"} == {"make_paper000_synthetic", "load_letters"}
+    with pytest.raises(ValueError, match="declares no data kind"):
+        data_kind(digit_halves)
+    X, Y = load_mfeat(return_X_y=True)                       # the pair is unchanged: the kind is on the loader
+    assert X.shape == (2000, 649) and load_mfeat.data_kind.papers == ("003",)

@@ -1,12 +1,15 @@
 """The verdict rules (issue 32: a verdict is computed from structured evidence by `judge`, never typed) over constructed
 bypasses, the pinned quick summary, the report's paper lists, and the committed full-size results against today's code."""
 import csv
+import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import pytest
 
-from ovk_nb.experiments.core import (NOT_ATTEMPTED, Data, Evidence, Order, Run, Tol, binomial_tol, code_hash,
+from ovk_nb.datasets import DataKind, data_kind, declares, load_letters, load_mfeat
+from ovk_nb.experiments.core import (NOT_ATTEMPTED, Evidence, Order, Run, Tol, binomial_tol, code_hash,
                                      evidence_columns, judge, spread_tol, verdict_kind, verdict_problems)
 from ovk_nb.reproduce import load_experiments
 
@@ -14,8 +17,8 @@ ROOT = Path(__file__).parent.parent
 PINNED = ROOT / "tests" / "pins" / "quick_summary.csv"
 FULL = ROOT / "bench" / "results" / "full_report"
 
-REAL = Data("rules-test: the paper's data", "paper")
-TOY = Data("rules-test: a re-created toy", "stand-in", replaces="the paper's toy (its shear, angle and noise are not printed)")
+REAL = load_letters.data_kind            # the paper's data (paper 004's words), as its loader declares them
+TOY = load_mfeat.data_kind               # a stand-in (for paper 003's Flower17 and uWaveGesture)
 TOL = Tol(1.5, "points", "2 x the binomial std at n = 300 tests")
 
 
@@ -55,6 +58,34 @@ def test_bypass_3_a_stand_in_passing_as_the_papers_data():
         judge(1.0, Evidence(TOY, TOL, paper=1.0, no_trivial="separability"), "full")
     with pytest.raises(TypeError):
         Evidence("the paper's data", TOL, paper=1.0, no_trivial="x")          # a kind typed by the row
+
+
+def test_bypass_3b_a_data_kind_typed_by_the_experiment():
+    """Issue 32, 1: the data kind is declared by the data loader, never by the row or the experiment. A `DataKind` typed
+    anywhere else (or a stand-in's declaration promoted) is refused by `Evidence`, a generator outside ovk_nb.datasets
+    cannot declare the paper's data, a use of a loader's data elsewhere is a stand-in, and the paper's data of one paper
+    are not another paper's."""
+    typed = DataKind("rules-test: a kind typed by the experiment", "paper")
+    with pytest.raises(ValueError, match="declared by no loader"):
+        Evidence(typed, TOL, paper=97.0, trivial=10.0)
+    with pytest.raises(ValueError, match="declared by no loader"):
+        Evidence(dataclasses.replace(TOY, kind="paper", replaces=""), TOL, paper=97.0, trivial=10.0)
+    ev = Evidence(REAL, TOL, paper=97.0, trivial=10.0)
+    object.__setattr__(ev, "data", typed)                      # a frozen Evidence patched after its check
+    with pytest.raises(ValueError, match="declared by no loader"):
+        judge(97.0, ev, "full")
+    gen = lambda: None
+    gen.__module__ = "ovk_nb.experiments.paper003"
+    with pytest.raises(ValueError, match="only a loader of"):
+        declares("rules-test: a generator's paper data", "paper")(gen)
+    assert load_mfeat().data_kind == load_mfeat.data_kind == data_kind(load_mfeat) == TOY
+    assert REAL.stand_in("rules-test: the words at another size", "a test of the rules").kind == "stand-in"
+    line = _line(97.0, Evidence(REAL, TOL, paper=97.0, trivial=10.0), paper_id="001")
+    assert any("not paper 001's" in p for p in verdict_problems(line))
+    assert not verdict_problems({**line, "paper_id": "004"})
+    load_experiments()
+    with pytest.raises(ValueError, match="not of paper 000"):
+        Run(name="onorma_theorem1").claim("q", 97.0, Evidence(REAL, TOL, paper=97.0, trivial=10.0))
 
 
 def test_bypass_4_any_tolerance_text():
@@ -167,6 +198,12 @@ def test_full_size_results_carry_the_code_they_came_from():
                                    f"listed but unchanged: {sorted(set(stale) - changed)}")
     readme = (FULL / "README.md").read_text()
     assert all(f"`{k}`" in readme for k in stale), "the README lists every stale result"
+    page = (FULL / "index.md").read_text()
+    unnamed = [k for k in stale if f"| {k} | {recorded[k]['folder']} | {recorded[k]['commit']} |" not in page]
+    assert not unnamed, f"the index does not name these stale results: {unnamed}"
+    if stale:                                                  # reported by name, without failing CI on a pending rerun
+        warnings.warn(f"{len(stale)} of {len(recorded)} full-size results are stale (their code changed since their run; "
+                      f"rerun them): {', '.join(sorted(stale))}", UserWarning)
 
 
 def test_the_committed_full_size_summary_obeys_the_rules():
@@ -189,6 +226,11 @@ def test_the_full_size_index_has_every_paper_and_the_whole_tally():
     for paper in ("000", "001", "002", "003", "004"):
         assert f"## Paper {paper}:" in page
     assert (FULL / "index.html").read_text().count('<table class="tally">') == 1
+    from ovk_nb.reproduce import provenance
+    fields = list(provenance(quick=True)) + ["code_hashes.json", "uncommitted.diff"]
+    assert {"commit", "python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas"} <= set(fields)
+    unstated = [k for k in fields if f"\n| {k} | " not in page]       # what a new run records, field by field
+    assert not unstated, f"the index does not state these fields a new run records: {unstated}"
 
 
 def test_issue_32_rows_get_the_verdict_their_evidence_supports():

@@ -18,9 +18,9 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['REGISTRY', 'NOT_ATTEMPTED', 'VERDICT_KINDS', 'TALLY_KINDS', 'LEARNS_LITTLE', 'DATA_SOURCES', 'EVIDENCE_COLUMNS',
-           'Experiment', 'experiment', 'in_test', 'not_attempted', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind',
-           'Data', 'Tol', 'binomial_tol', 'ratio_tol', 'spread_tol', 'Order', 'Evidence', 'judge', 'evidence_columns',
+__all__ = ['REGISTRY', 'NOT_ATTEMPTED', 'VERDICT_KINDS', 'TALLY_KINDS', 'LEARNS_LITTLE', 'EVIDENCE_COLUMNS', 'Experiment',
+           'experiment', 'in_test', 'not_attempted', 'rows_to_markdown', 'rows_to_csv', 'verdict_kind', 'Tol',
+           'binomial_tol', 'ratio_tol', 'spread_tol', 'Order', 'Evidence', 'judge', 'evidence_columns',
            'evidence_from_row', 'verdict_problems', 'section_anchor', 'evidence_link', 'tidy_figure', 'Run',
            'single_threaded', 'experiment_hashes', 'ovk_imports', 'code_hash']
 
@@ -120,47 +120,9 @@ def verdict_kind(verdict: str | None) -> str:
 LEARNS_LITTLE = 0.9    # a learner whose error is above this fraction of the trivial predictor's has learnt almost nothing
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #49d5de34
-DATA_SOURCES: dict[str, "Data"] = {}
-
-
-@dataclass(frozen=True)
-class Data:
-    """What a data loader declares about the data it returns: `kind` is "paper" (the paper's data, or data of the
-    paper's own generator with the paper's parameters) or "stand-in" (`replaces` says which data of the paper it stands
-    for and why). Declared once, next to the loader; a claim names the `Data` its run used, never a kind of its own.
-
-    Parameters
-    ----------
-    name : str
-        The data's name (unique: a second declaration of the same name must agree).
-    kind : str
-        "paper" or "stand-in".
-    replaces : str
-        For a stand-in: the paper's data it replaces, and why (required); empty for the paper's data.
-
-    Examples
-    --------
-    >>> Data("toy", "stand-in", replaces="the paper's toy (its parameters are not printed)").label
-    "stand-in: toy for the paper's toy (its parameters are not printed)"
-    """
-    name: str
-    kind: str
-    replaces: str = ""
-
-    def __post_init__(self):
-        if self.kind not in ("paper", "stand-in"):
-            raise ValueError(f"a data kind is 'paper' or 'stand-in'; got {self.kind!r}")
-        if not self.name.strip():
-            raise ValueError("a data declaration names its data (`name`)")
-        if (self.kind == "stand-in") != bool(self.replaces.strip()):
-            raise ValueError("a stand-in says which data of the paper it replaces (`replaces`), the paper's data do not")
-        old = DATA_SOURCES.setdefault(self.name, self)
-        if old != self:
-            raise ValueError(f"data {self.name!r} is declared twice, differently: {old} and {self}")
-
-    @property
-    def label(self) -> str:
-        return f"the paper's data: {self.name}" if self.kind == "paper" else f"stand-in: {self.name} for {self.replaces}"
+# The data a claim ran on are the `DataKind` its loader declares (`ovk_nb.datasets.declares`): read from the loader
+# (`loader.data_kind`, or the `data_kind` field of the Bunch it returns), never typed by an experiment or a row.
+from ..datasets import DATA_KINDS, DataKind, is_declared
 
 # %% ../../nbs/3_reproduction/00_core.ipynb #e106f122
 _TOL_SOURCES = r"binomial|fold|seed|draw|repeat|spread|std|round-?off|eps|resolution|tests?\b"
@@ -244,14 +206,14 @@ class Order:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What a claim of a paper is judged from (`judge`): the data its run used (`Data`, declared by the loader), the
+    """What a claim of a paper is judged from (`judge`): the data its run used (the `DataKind` its loader declares), the
     tolerance (`Tol`), the paper's number (`paper`, comparable only on the paper's data at full size) and/or every
     pairwise ordering the paper states (`orders`), the pairs it says are close (`ties`: (name, ours, name, ours[, the
     closeness the paper states]), within the tolerance; a tolerance wider than the stated closeness confirms nothing), and the trivial predictor's score (`trivial`, set against
     `learner`, by default ours) or why none applies (`no_trivial`: a bound, a time, a sparsity pattern). `differs`: the
     experiment's own reason that the claim fails; it can only weaken a verdict. `missing`: what the evidence lacks (a
     result stored before these rules, without its trivial predictor): then no verdict is positive ('not judged')."""
-    data: Data
+    data: DataKind
     tol: Tol | None = None
     paper: float | None = None
     orders: tuple = ()
@@ -264,8 +226,11 @@ class Evidence:
     missing: str = ""
 
     def __post_init__(self):
-        if not isinstance(self.data, Data):
-            raise TypeError("`data` is the `Data` its loader declares, not a text")
+        if not isinstance(self.data, DataKind):
+            raise TypeError("`data` is the `DataKind` its loader declares (`loader.data_kind`), not a text")
+        if not is_declared(self.data):
+            raise ValueError(f"the data {self.data.name!r} are declared by no loader: a claim reads its data kind from the "
+                             "loader (`loader.data_kind`, `ovk_nb.datasets.declares`), it cannot type one")
         if self.tol is not None and not isinstance(self.tol, Tol):
             raise TypeError("`tol` is a `Tol` (a number, its unit and its derivation), not a text")
         if not all(isinstance(o, Order) for o in self.orders):
@@ -295,6 +260,8 @@ def judge(ours: float, ev: Evidence, size: str) -> str:
     A claim with neither a number nor an ordering, or a positive verdict without a tolerance, is refused (ValueError)."""
     if size not in ("full", "quick"):
         raise ValueError(f"size is 'full' or 'quick'; got {size!r}")
+    if not is_declared(ev.data):                           # (`Evidence` refuses it too; this holds if one is patched)
+        raise ValueError(f"the data {ev.data.name!r} are declared by no loader: a claim cannot type its data kind")
     if ev.paper is not None and ev.data.kind != "paper":
         raise ValueError("on stand-in data the paper's number is not comparable: give it in the note, not as `paper`")
     if ev.paper is None and not ev.orders and not ev.ties and not ev.differs:
@@ -379,12 +346,12 @@ def _num(v):
 
 def evidence_from_row(row: dict) -> Evidence:
     """The `Evidence` stored in a summary line's columns (`evidence_columns`); the data must be declared by a loader
-    (`DATA_SOURCES`) with the kind the line states (ValueError otherwise)."""
+    (`DATA_KINDS`) with the kind the line states (ValueError otherwise)."""
     import json
     name, kind = row.get("data") or "", row.get("data_kind") or ""
-    data = DATA_SOURCES.get(name)
+    data = DATA_KINDS.get(name)
     if data is None:
-        raise ValueError(f"the data {name!r} are declared by no loader (`Data`): a line cannot name its own data kind")
+        raise ValueError(f"the data {name!r} are declared by no loader (`declares`): a line cannot name its own data kind")
     if data.kind != kind:
         raise ValueError(f"the line says {name!r} is {kind!r}, its loader declares {data.kind!r}")
     tol = None if _num(row.get("tol")) is None else Tol(_num(row["tol"]), row.get("tol_unit") or "", row.get("tol_from") or "")
@@ -447,7 +414,12 @@ def verdict_problems(row: dict) -> list[str]:
                 break
     if claim_of == "paper":
         try:
-            want = judge(ours, evidence_from_row(row), row.get("size") or "")
+            ev = evidence_from_row(row)
+            pid = str(row.get("paper_id") or "")
+            if ev.data.kind == "paper" and pid and pid not in ev.data.papers:
+                probs.append(f"the data {ev.data.name!r} are not paper {pid}'s: its loader declares them paper(s) "
+                             f"{', '.join(ev.data.papers)}'s")
+            want = judge(ours, ev, row.get("size") or "")
             if want != verdict:
                 probs.append(f"the verdict is not the one its evidence gives: {verdict[:70]!r} against {want[:90]!r}")
         except (ValueError, TypeError) as e:
@@ -604,6 +576,10 @@ def claim(self: Run, what: str, ours: float, evidence: Evidence, note: str = "",
     verdict. `note` says what the paper claims and what ours means; it cannot change the verdict."""
     if not isinstance(evidence, Evidence):
         raise TypeError("a claim of the paper is judged from an `Evidence`")
+    exp, d = REGISTRY.get(self.name), evidence.data
+    if d.kind == "paper" and exp is not None and exp.paper and exp.paper not in d.papers:
+        raise ValueError(f"{d.name!r} are the data of paper(s) {', '.join(d.papers)}, not of paper {exp.paper}: on this "
+                         "paper's claims they stand in (`data_kind.stand_in`)")
     verdict = judge(ours, evidence, self.size)
     line = {"experiment": self.name, "quantity": what, "ours": float(ours), "paper": evidence.paper, "note": note,
             "verdict": verdict, "incomparable": "", "section": section or "", **evidence_columns(evidence, self.size)}
@@ -619,7 +595,7 @@ def _keep(self: Run, line: dict):
     self.comparisons.append(line)
     if self.show and line["verdict"]:
         p = line["paper"]
-        theirs = f"paper {_fmt(p)}" if p is not None else (f"data: {DATA_SOURCES[line['data']].label}" if line.get("data")
+        theirs = f"paper {_fmt(p)}" if p is not None else (f"data: {DATA_KINDS[line['data']].label}" if line.get("data")
                                                            else "no paper number")
         _display_markdown(f"*{line['quantity']}*: ours {_fmt(line['ours'])}, {theirs} -- **{line['verdict']}**")
 

@@ -9,8 +9,10 @@ import time
 
 import numpy as np
 
-from ..datasets import load_solar_flare, make_paper000_synthetic
-from .core import (LEARNS_LITTLE, Data, Evidence, Order, Run, Tol, binomial_tol, experiment, not_attempted,
+from sklearn import datasets as sk_datasets
+
+from ..datasets import DataKind, data_kind, load_solar_flare, make_paper000_synthetic
+from .core import (LEARNS_LITTLE, Evidence, Order, Run, Tol, binomial_tol, experiment, not_attempted,
                                      ratio_tol, single_threaded)
 
 # the results of the paper that no experiment here runs: each is a "not reproducible" line of the report
@@ -40,21 +42,21 @@ __all__ = ['SYNTHETIC', 'SOLAR_FOR_CPU', 'SOLAR_FOR_DERMATOLOGY', 'CPU_SIZE', 'C
            'half_split', 'batch_ridge_cv', 'paper000_setups']
 
 # %% ../../nbs/3_reproduction/01_paper000.ipynb #0e0e6c85
-# what each data set of this notebook is, declared once beside its loader (`make_paper000_synthetic`, `load_solar_flare`,
-# scikit-learn's): a claim names the `Data` its run used, never a kind of its own
-SYNTHETIC = Data("paper 000 synthetic (make_paper000_synthetic: the generator of section 5)", "paper")
-SOLAR_FOR_CPU = Data("SolarFlare (UCI, 1066 x d=3)", "stand-in",
-                     replaces="the CPU performance data of Figs. 1-2 (not offline)")
-SOLAR_FOR_DERMATOLOGY = Data("SolarFlare (UCI, 1066 x d=3) at Dermatology's size", "stand-in",
-                             replaces="the Dermatology column of Table 1 (not offline; about its size)")
-CPU_SIZE = Data("paper 000 synthetic at the CPU data's size (8192 x d=4)", "stand-in",
-                replaces="the CPU performance column of Table 1 (not offline; its size)")
-CLASSIFICATION = {name: Data(f"{name} (scikit-learn)", "stand-in", replaces="Dermatology of Fig. 2 (not offline)")
-                  for name in ("wine", "iris", "digits")}
+# what each data set of this notebook is, read from its loader's declaration (`ovk_nb.datasets.declares`): the paper's
+# generator is the paper's data, SolarFlare and scikit-learn's sets are stand-ins; where Table 1 uses a loader's data at
+# another data set's size, the use is a stand-in derived from the loader's declaration (`DataKind.stand_in`: it can
+# weaken the loader's kind, never strengthen it). A claim never types a kind of its own.
+SYNTHETIC = make_paper000_synthetic.data_kind
+SOLAR_FOR_CPU = load_solar_flare.data_kind
+SOLAR_FOR_DERMATOLOGY = SOLAR_FOR_CPU.stand_in("SolarFlare (UCI, 1066 x d=3) at Dermatology's size",
+                                               "the Dermatology column of Table 1 (not offline; about its size)")
+CPU_SIZE = SYNTHETIC.stand_in("paper 000 synthetic at the CPU data's size (8192 x d=4)",
+                              "the CPU performance column of Table 1 (not offline; its size)")
+CLASSIFICATION = {name: data_kind(getattr(sk_datasets, f"load_{name}")) for name in ("wine", "iris", "digits")}
 
 
-def setup_data(name: str, table1: bool = False) -> Data:
-    "The `Data` of a setup of `paper000_setups` / Table 1 by its name."
+def setup_data(name: str, table1: bool = False) -> DataKind:
+    "The `DataKind` of a setup of `paper000_setups` / Table 1 by its name."
     if name.startswith("synthetic-"):
         return SYNTHETIC
     if name == "solar":
@@ -279,7 +281,7 @@ def onorma_classification(run):
         best = min(r, key=lambda x: x["ONORMA test error"])
         b = min(x["batch test error"] for x in r)
         run.claim(f"{name}: ONORMA test misclassification (best mu)", best["ONORMA test error"],
-                  Evidence(CLASSIFICATION[name], binomial_tol(1 - b, best["n test"]),
+                  Evidence(data_kind(sets[name]), binomial_tol(1 - b, best["n test"]),
                            ties=(("ONORMA (best mu)", 100 * best["ONORMA test error"], "batch (best mu)", 100 * b),),
                            trivial=best["trivial (majority) test error"], higher_is_better=False),
                   note=f"batch {b:.3f}; the paper's claim (Fig. 2, Dermatology, not offline): one ONORMA pass classifies "

@@ -8,17 +8,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..datasets import finger_window, load_elecdemand_curves, load_gait, make_finger_movement
-from .core import (Data, Evidence, Order, Run, binomial_tol, experiment, not_attempted, ratio_tol,
+from .core import (Evidence, Order, Run, binomial_tol, experiment, not_attempted, ratio_tol,
                                      single_threaded)
 
-# what each data set of this notebook is, declared once beside its loader (`make_finger_movement`, `load_elecdemand_curves`,
-# `load_gait`): a claim names the `Data` its run used, never a kind of its own
-FINGER = Data("simulated finger movement (make_finger_movement)", "stand-in",
-              replaces="the BCI Competition IV finger-movement data of Tables 1-2 (not offline)")
-REAL_CURVES = {"elecdemand": Data("elecdemand curves (fpp2)", "stand-in",
-                                  replaces="the BCI finger amplitude of Table 2 (not offline; another task)"),
-               "gait": Data("gait curves (R fda)", "stand-in",
-                            replaces="the BCI finger amplitude of Table 2 (not offline; another task)")}
+# what each data set of this notebook is, read from its loader's declaration (`ovk_nb.datasets.declares`): all three
+# stand in for the BCI data; a claim never types a kind of its own
+FINGER = make_finger_movement.data_kind
+REAL_CURVES = {"elecdemand": load_elecdemand_curves.data_kind, "gait": load_gait.data_kind}
 TRIVIAL = "trivial: the training mean curve"
 
 not_attempted("001", "Table 1: RSSE and LCR of the five methods on the BCI Competition IV finger-movement state",

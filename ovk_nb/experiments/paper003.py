@@ -9,19 +9,15 @@ import time
 
 import numpy as np
 
-from ..datasets import load_basicmotions, load_mfeat
-from .core import (Data, Evidence, Order, Run, Tol, binomial_tol, experiment, judge, not_attempted,
+from ..datasets import declares, load_basicmotions, load_mfeat
+from .core import (Evidence, Order, Run, Tol, binomial_tol, experiment, judge, not_attempted,
                                      ratio_tol, single_threaded, spread_tol)
 
 ARM_STANDIN = "a simulated 7-joint arm inverse-dynamics task for SARCOS (not offline)"
-# what each data set of this notebook is, declared once beside its loader (`make_sheared_views`, `make_arm_dynamics`,
-# `load_mfeat`, `load_basicmotions`): a claim names the `Data` its run used, never a kind of its own
-TOY = Data("two-view sheared toy (make_sheared_views)", "stand-in",
-           replaces="the toy of Fig. 1 (re-created: its shear, angle and noise are not printed, ours are guesses)")
-ARM = Data("simulated 7-joint arm (make_arm_dynamics)", "stand-in", replaces="SARCOS of Fig. 2 (not offline)")
-MFEAT = Data("UCI multiple features (load_mfeat)", "stand-in",
-             replaces="Flower17 and uWaveGesture of Table 1, Flower17 of Fig. 3 (not offline)")
-BASICMOTIONS = Data("BasicMotions (UEA, load_basicmotions)", "stand-in", replaces="uWaveGesture of Table 1 (not offline)")
+# what each data set of this notebook is, read from its loader's declaration (`ovk_nb.datasets.declares`; the toy's and
+# the arm's generators below declare theirs): all four are stand-ins; a claim never types a kind of its own
+MFEAT = load_mfeat.data_kind
+BASICMOTIONS = load_basicmotions.data_kind
 not_attempted("003", "Table 1: accuracies on Flower17 (6/12/24% Nystrom)", "Flower17 (7 precomputed chi2 kernels) is not offline here",
               "the Flower17 data set and its 7 view kernels (Nilsback and Zisserman); UCI mfeat stands in (mvml_table1)")
 not_attempted("003", "Table 1: accuracies on uWaveGesture (6/12/24% Nystrom)", "uWaveGesture is not offline here",
@@ -36,7 +32,7 @@ from ..mvml import MVMLClassifier, stack_views
 from ..weights import lr_norm_weights
 
 # %% auto #0
-__all__ = ['ARM_STANDIN', 'TOY', 'ARM', 'MFEAT', 'BASICMOTIONS', 'FIG1_METHODS', 'ARM7', 'FIG2_METRICS', 'KRR_ALPHAS',
+__all__ = ['ARM_STANDIN', 'MFEAT', 'BASICMOTIONS', 'TOY', 'FIG1_METHODS', 'ARM7', 'ARM', 'FIG2_METRICS', 'KRR_ALPHAS',
            'SPARSE_MAX_RANK', 'PAPER_TABLE1', 'MVML_VARIANTS', 'SVM_C_GRID', 'T1_GRIDS', 'T1_METHODS', 'MLKR_RANK',
            'MLKR_MAX_ITER', 'SINGLE_VIEW', 'FIG3_ETAS', 'lpmkl_fit', 'okl_l_step', 'okl_fit', 'make_sheared_views',
            'view_embeddings', 'pooled_separability', 'okl_view_embeddings', 'planar_rnea', 'arm_energy',
@@ -128,6 +124,8 @@ def okl_fit(Z, Y, lam: float, max_iter: int = 1000, tol: float = 1e-6):
     return {"L": L, "C": C, "coef": Z.T @ (C @ L), "objective": np.array(hist), "n_iter": it, "projected": projected}
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #876e2aec
+@declares("two-view sheared toy (make_sheared_views)", "stand-in", papers=("003",),
+          replaces="the toy of Fig. 1 (re-created: its shear, angle and noise are not printed, ours are guesses)")
 def make_sheared_views(n: int = 200, shear: float = 1.5, angle: float = np.pi / 3, noise: float = 0.1, random_state=0):
     """The two-view toy of Fig. 1: view 1 two Gaussian classes in R^2 (labels -1, +1), view 2 = R(angle) S(shear) view 1
     (a shear mapping then a rotation). Returns (X, views, y) with X = [view 1 | view 2]."""
@@ -138,6 +136,9 @@ def make_sheared_views(n: int = 200, shear: float = 1.5, angle: float = np.pi / 
     R = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     X, views = stack_views([X1, X1 @ (R @ S).T])
     return X, views, y
+
+
+TOY = make_sheared_views.data_kind          # what the toy is: the generator's declaration
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #20d84c19
 def view_embeddings(model, X):
@@ -278,6 +279,8 @@ def arm_energy(q, dq, length, mass, gravity: float = 9.81):
     return E
 
 
+@declares("simulated 7-joint arm (make_arm_dynamics)", "stand-in", papers=("003",),
+          replaces="SARCOS of Fig. 2 (not offline): a simulated arm of SARCOS's 7 joints and 21 inputs")
 def make_arm_dynamics(n: int, noise: float = 0.05, arm=ARM7, random_state=0):
     """The SARCOS stand-in: n independent states of the 7-joint arm, X = [q | dq | ddq] (three views of 7), Y (n, 7) the
     joint torques with friction and noise. Returns (X, views, Y)."""
@@ -290,6 +293,9 @@ def make_arm_dynamics(n: int, noise: float = 0.05, arm=ARM7, random_state=0):
     tau = tau + noise * tau.std(0) * rng.normal(size=tau.shape)
     X, views = stack_views([q, dq, ddq])
     return X, views, tau
+
+
+ARM = make_arm_dynamics.data_kind           # what the arm is: the generator's declaration
 
 # %% ../../nbs/3_reproduction/04_paper003.ipynb #2df6d355
 FIG2_METRICS = {"MVML": "learned", "MVML-sparse": "sparse", "MVML_Cov": "cov", "MVML_I": "identity"}
@@ -373,7 +379,7 @@ def exp_mvml_fig2(run: Run):
     _fig2_claims(run, mv, krr, best_mv, best_lev, methods, full3, n_te, levels, views, n_tr, _fig2_time_tol(X, y, views, tr, levels[0]))
     return {"rows": rows, "krr": krr, "best level": best_lev}
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #b6dfcba1
 def _fig2_time_tol(X, y, views, tr, level):
     "The tolerance of a fit-time ordering: 2 stds of log10 seconds over 3 repeats of MVML's fit at the smallest level (floor 0.05)."
     from ovk_nb.kernels import RBF
@@ -385,7 +391,7 @@ def _fig2_time_tol(X, y, views, tr, level):
         ts.append(time.perf_counter() - t)
     return spread_tol(np.log10(ts), "log10 s", "3 repeats of MVML's fit at the smallest level (log10 seconds)", floor=0.05)
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #93951e15
 def _fig2_claims(run, mv, krr, best_mv, best_lev, methods, full3, n_te, levels, views, n_tr, ttol):
     """Fig. 2's claims on the arm stand-in (`ARM`), each an ordering of nMSE ratios beyond `ratio_tol` over the `n_te`
     test samples, against the trivial predictor (the mean: nMSE 1), and the fit-time ordering beyond `ttol`. The R^2
@@ -489,7 +495,7 @@ def _t1_features(X, y, views, tr, level, draw):
     "The block-Nystrom features of the MVML fits at this level and draw (every variant draws the same landmarks and kernels)."
     return MVMLClassifier(views, metric="identity", n_components=level / 100, random_state=draw).fit(X[tr], y[tr]).features_
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #99c483d3
 def t1_fit_score(method, params, X, y, views, tr, te, level, draw, feats=None):
     """Fit `method` (one of T1_METHODS) with `params` (lam, eta) on rows tr at Nystrom `level` %, landmark draw `draw`;
     returns (test accuracy % on rows te, fit seconds, the MVML model or None). lpMKL and OKL: one-vs-all codes on the
@@ -516,7 +522,7 @@ def _ova(y, classes):
     "One-vs-all codes (n, c): +1 for the sample's class, -1 elsewhere."
     return np.where(y[:, None] == classes[None, :], 1.0, -1.0)
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #ecd2a2c1
 def t1_cv_level(levels, n_train: int, folds: int, min_landmarks: int = 5):
     """The level (%) of the cross-validation: the smallest whose fold-training part has at least `min_landmarks` landmarks
     per view, else the largest (at 6% of BasicMotions' 27 fold-training samples a fold has one landmark, and every method
@@ -538,7 +544,7 @@ def cv_select(method, grid, X, y, views, tr, level, seed=0):
             scores[i] += t1_fit_score(method, p, X, y, views, tr[a], tr[b], level, 0, feats)[0] / grid["folds"]
     return combos[int(np.argmax(scores))], float(scores.max())
 
-
+# %% ../../nbs/3_reproduction/04_paper003.ipynb #4ef87581
 def table1_rows(X, y, views, tr, te, levels, draws, params, progress=iter, sparse_levels=None):
     """Accuracy (%) mean +- std over landmark draws for the MVML variants, lpMKL, OKL (with the `params` of each, from
     cv_select), the SVM baselines and MLKR (`mlkr_accuracy`, rank MLKR_RANK), one row per level."""
@@ -678,7 +684,7 @@ def exp_mvml_table1(run: Run):
         out[name] = [r for r, _ in res]
         run.table(f"table1_{name.split()[-1].lower()}", out[name], f"Table 1 on {name}: test accuracy % (mean ± std over "
                   f"{draws} landmark draws), lam and eta cross-validated, {len(trd)} training / {len(ted)} test")
-        decl = MFEAT if name == "UCI mfeat" else BASICMOTIONS
+        decl = {"UCI mfeat": mf, "BasicMotions": bm}[name].data_kind            # read from the loader's Bunch
         vals, counts = np.unique(yd[trd], return_counts=True)
         majority = 100 * float(np.mean(yd[ted] == vals[np.argmax(counts)]))        # the trivial predictor: the majority class
         for (row, means) in res:

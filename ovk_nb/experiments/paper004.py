@@ -9,13 +9,13 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from ..datasets import digit_halves, load_digits16, load_digits8, load_letters
-from .core import Data, Evidence, Order, Run, Tol, experiment, not_attempted
+from .core import Evidence, Order, Run, Tol, experiment, not_attempted
 
 DIGITS_STANDIN = "MNIST-based 16x16 digits for USPS (not offline)"
-# what each data set of this notebook is, declared once beside its loader (`load_digits16`, `load_letters`): a claim names
-# the `Data` its run used, never a kind of its own
-DIGITS16 = Data("MNIST-based 16x16 digits (load_digits16)", "stand-in", replaces="USPS of Table 2 (not offline)")
-LETTERS = Data("Taskar et al.'s handwritten words (load_letters)", "paper")
+# what each data set of this notebook is, read from its loader's declaration (`ovk_nb.datasets.declares`): the 16 x 16
+# digits stand in for USPS, the words are the paper's data; a claim never types a kind of its own
+DIGITS16 = load_digits16.data_kind
+LETTERS = load_letters.data_kind
 not_attempted("004", "Table 2: RBF loss of the four KDE methods on USPS", "the USPS digits are not offline here",
               "USPS (7291 + 2007 16x16 digits); MNIST-based 16x16 digits stand in (kde_digits)")
 from ..kde import OPERATORS, CortesKDE, OVKDE, WestonKDE, one_hot_positions

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ovk_nb.experiments.core import (DATA_SOURCES, Evidence, Order, Tol, binomial_tol, code_hash, evidence_columns, judge,
+from ovk_nb.experiments.core import (Evidence, Order, Tol, _module_path, binomial_tol, code_hash, evidence_columns,
+                                     experiment_hashes, judge, ovk_imports,
                                      ratio_tol, rows_to_csv, rows_to_markdown, verdict_kind, verdict_problems)
 from ovk_nb.experiments import paper000 as p000, paper001 as p001, paper003 as p003, paper004 as p004
-from ovk_nb.reproduce import PAPER_SOURCES, PAPERS, load_experiments, tally, versions
+from ovk_nb.reproduce import PAPER_SOURCES, PAPERS, load_experiments, provenance, tally, versions
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent.parent
@@ -273,14 +274,70 @@ def hashes():
     out = {}
     for folder, commit in FOLDERS.items():
         done = {p.name for p in (HERE / folder).iterdir() if p.is_dir()}
-        def source_of(p, c=commit):
-            r = subprocess.run(["git", "show", f"{c}:{p}"], cwd=ROOT, capture_output=True, text=True)
-            if r.returncode:
-                raise OSError(p)
-            return r.stdout
         for name in sorted(done & set(reg)):
-            out[name] = {"hash": code_hash(name, reg[name].module, source_of), "commit": commit, "folder": folder}
+            out[name] = {"hash": code_hash(name, reg[name].module, _git_source(commit)), "commit": commit, "folder": folder}
     return out
+
+
+def _git_source(commit):
+    "`source_of(path)` for `code_hash` and `ovk_imports`: the file's text at `commit` (OSError if it is not there)."
+    def source_of(p):
+        r = subprocess.run(["git", "show", f"{commit}:{p}"], cwd=ROOT, capture_output=True, text=True)
+        if r.returncode:
+            raise OSError(p)
+        return r.stdout
+    return source_of
+
+
+def stale_rows(recorded, names):
+    """Each stale experiment by name: its folder, the commit its run started from, its hash then and today, and what
+    changed since: its own function (and what it reaches in its module) and each ovk_nb module it imports whose code
+    (unparsed by `ast`: comments do not count) differs, or that one side does not import."""
+    import ast
+    reg = load_experiments()
+    here = lambda p: (ROOT / p).read_text()
+    out = []
+    for name in names:
+        rec, module = recorded[name], reg[name].module
+        then = _git_source(rec["commit"])
+        text = lambda src, m: ast.unparse(ast.parse(src(_module_path(m, src)))) if _module_path(m, src) else None
+        changed = []
+        try:
+            if experiment_hashes(then(_module_path(module, then))).get(name) != experiment_hashes(here(_module_path(module, here)))[name]:
+                changed.append(f"{name} itself")
+        except (OSError, TypeError):
+            changed.append(f"{name} itself (its module is not at {rec['commit']})")
+        for m in sorted(set(ovk_imports(module, then)) | set(ovk_imports(module))):
+            if m != module and text(then, m) != text(here, m):
+                changed.append(m.replace("ovk_nb.", ""))
+        out.append({"experiment": name, "folder": rec["folder"], "run started from": rec["commit"], "hash at the run": rec["hash"],
+                    "hash when this page was built": code_hash(name, module), "changed since the run": ", ".join(changed)})
+    return out
+
+
+# what a new run writes beside its results (`ovk_nb.reproduce.provenance`, `write_report`), field by field
+RUN_FIELDS = {"package": "the ovk_nb version", "commit": "the one commit of the tree it ran from (12 hex digits); from a tree "
+              "with uncommitted changes in ovk_nb/, ' + uncommitted.diff (sha256 ...)' and that diff beside the report "
+              "(untracked modules there are refused)", "date": "when it started", "seed": "the seed of every experiment",
+              "sizes": "quick or full", "machine": "architecture, cores, system",
+              "python": "Python's version", "numpy": "numpy's version", "scipy": "scipy's version",
+              "scikit-learn": "scikit-learn's version", "threadpoolctl": "threadpoolctl's version",
+              "blas": "the BLAS threadpoolctl finds: its API, version, threading layer and threads"}
+
+
+def run_field_rows():
+    """The provenance fields a new run records (the keys of `provenance()`, so a field added there shows here), and
+    whether each of these folders' runs recorded it; then the files written beside the results."""
+    keys = list(provenance(quick=True))
+    had = {f: set(_read(HERE / f / "provenance.csv")[0]) for f in FOLDERS}
+    rows = [{"field": k, "a new run records": RUN_FIELDS.get(k, "(see `ovk_nb.reproduce.provenance`)"),
+             "recorded by these runs": ", ".join(f for f in FOLDERS if k in had[f]) or "none"} for k in keys]
+    rows += [{"field": "code_hashes.json", "a new run records": "`code_hash` of every experiment it ran: the experiment's "
+              "function and every ovk_nb module its module imports (the staleness check compares it with today's)",
+              "recorded by these runs": "none (recorded afterwards here, at each run's start commit)"},
+             {"field": "uncommitted.diff", "a new run records": "the diff of ovk_nb/ against the commit, when the tree "
+              "was not clean", "recorded by these runs": "none (each page says '+ uncommitted changes' only)"}]
+    return rows
 
 
 def stale(recorded):
@@ -310,8 +367,9 @@ def _claim_cells(r):
             "as recorded": r["verdict as recorded"]}
 
 
-def index(summ, prov, stale_list):
-    "index.md and index.html: provenance, what was not rerun, the whole tally, every paper's lines."
+def index(summ, prov, stale_list, stale_table=(), fields=()):
+    """index.md and index.html: provenance, what a new run records, the stale results by name, what was not rerun, the
+    whole tally, every paper's lines."""
     from ovk_nb.reproduce import _STYLE, _html_table
     t = tally(summ)
     head = ["# ovk_nb full-size reproduction report (one index)", "",
@@ -320,17 +378,28 @@ def index(summ, prov, stale_list):
             "by `ovk_nb.experiments.core.judge`) from the numbers the runs stored. Where a run did not store the evidence "
             "(a tolerance from the data, the trivial predictor's score) the line reads *not judged* and says what is missing.",
             "", f"**Stale**: {len(stale_list)} of {len(json.loads((HERE / 'code_hashes.json').read_text()))} experiments "
-            "(their code, or an ovk_nb module they import, changed since their run: `stale.json`). **Provenance**: the runs "
+            "(their code, or an ovk_nb module they import, changed since their run: `stale.json`; each is named, with what "
+            "changed, under *Stale results*). **Provenance**: the runs "
             "started from different commits and had uncommitted changes in ovk_nb/ that were not recorded (see the table): "
             "this page is not one commit's result; a rerun with `ovk-nb reproduce` records one commit (its diff beside it "
             "if the tree is dirty) and the versions below.", "",
             "Versions of the machine that built this page (not of the runs): "
             + "; ".join(f"{k} {v}" for k, v in versions().items()), ""]
-    md = head + ["## Provenance per folder", "", rows_to_markdown(prov), "", "## Verdicts per paper (all folders)", "",
-                 rows_to_markdown(t), ""]
+    rec = ("What a new full-size run (`ovk-nb reproduce --out DIR`) records in its provenance.csv and on its page, field "
+           "by field, and which of the runs below recorded it:")
+    st_intro = (f"{len(stale_list)} experiments whose `code_hash` today differs from the one recorded at their run's start "
+                "commit (`code_hashes.json`), by name, with what changed since (their own function, or the ovk_nb modules "
+                "they import). `tests/test_report_rules.py` fails when this list and today's hashes disagree, and warns "
+                "with every name while it is not empty. A rerun of these empties it.")
+    md = head + ["## Provenance per folder", "", rows_to_markdown(prov), "", "## What a new run records", "", rec, "",
+                 rows_to_markdown(list(fields)), "", "## Stale results, by name", "", st_intro, "",
+                 rows_to_markdown(list(stale_table)) if stale_table else "None.", "",
+                 "## Verdicts per paper (all folders)", "", rows_to_markdown(t), ""]
     html = ["<h1>ovk_nb full-size reproduction report (one index)</h1>"] + [f"<p>{x}</p>" for x in head[2:] if x] + \
-           ["<h2>Provenance per folder</h2>", _html_table(prov), '<h2 id="tally">Verdicts per paper (all folders)</h2>',
-            _html_table(t).replace("<table>", '<table class="tally">', 1)]
+           ["<h2>Provenance per folder</h2>", _html_table(prov), "<h2>What a new run records</h2>", f"<p>{rec}</p>",
+            _html_table(list(fields)), '<h2 id="stale">Stale results, by name</h2>', f"<p>{st_intro}</p>",
+            _html_table(list(stale_table)) if stale_table else "<p>None.</p>",
+            '<h2 id="tally">Verdicts per paper (all folders)</h2>', _html_table(t).replace("<table>", '<table class="tally">', 1)]
     for paper in sorted({r["paper_id"] for r in summ}):
         st, au = PAPER_SOURCES.get(paper, ("", ""))
         cells = [_claim_cells(r) for r in summ if r["paper_id"] == paper]
@@ -353,7 +422,7 @@ def main(record_hashes=False):
     if bad:
         raise SystemExit("lines break the rules:\n" + "\n".join(bad))
     (HERE / "summary.csv").write_text(rows_to_csv(summ))
-    index(summ, provenance_rows(), st)
+    index(summ, provenance_rows(), st, stale_rows(recorded, st), run_field_rows())
     print(len(summ), "lines;", {k: sum(r["kind"] == k for r in summ) for k in dict.fromkeys(r["kind"] for r in summ)},
           f"; stale {len(st)} of {len(recorded)}")
 
