@@ -22,6 +22,7 @@ from .metrics import functional_r2
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context, validate_estimator_params)
 from .weights import lr_norm_weights
+from .ridge import FALLBACK_LAM, loo_lam
 
 # %% auto #0
 __all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'DEFAULT_BANDWIDTHS', 'GS_WINDOW', 'GS_MAX_SWEEPS',
@@ -472,6 +473,21 @@ def _start_solver(est, groups, Ts):
     est._T_eig = eigh_psd(Ts[0]) if est.solver_ == "eig" else None
     _fresh_preconditioner(est)
 
+# %% ../nbs/2_algorithms/03_movkl.ipynb #ad1e4da2
+def _start_weights(M, r):
+    "Algorithm 1's starting weights d^(0): 1/M each (1 for r = inf)."
+    return np.ones(M) if np.isinf(r) else np.full(M, 1.0 / M)
+
+
+def _auto_lam(est, Grams, groups, Ts, Ys):
+    """lam='auto': the leave-one-out lam (`ovk_nb.ridge.loo_lam`) of the ridge on the starting kernel
+    sum_k d0_k G_k (x) T, one operator group (case 1); `ovk_nb.ridge.FALLBACK_LAM` with several."""
+    if len(groups) != 1:
+        return FALLBACK_LAM
+    a, U = eigh_psd(sum(w * G for w, G in zip(_start_weights(len(Grams), est.r), Grams)))
+    e, Q = est._T_eig if est._T_eig is not None else eigh_psd(Ts[0])
+    return loo_lam(EigenFactor(a, U, e, Q, Q.T, U.T @ Ys @ Q))
+
 # %% ../nbs/2_algorithms/03_movkl.ipynb #a08b580d
 GS_MAX_SWEEPS = 5000     # Gauss-Seidel sweeps per alpha-step at most, PCG's cap (see the decision above)
 
@@ -481,20 +497,20 @@ def _alpha_step(est, As, Ts, Ys, Z0):
     decision above): the eigh of 'eig' and of PCG's preconditioner under the caller's limit (the fit's rule), PCG's
     iterations and Gauss-Seidel's per-curve solves on one thread."""
     if est.solver_ == "eig":
-        return solve_eig(As[0], Ts[0], Ys, est.lam, est._T_eig), {"iterations": 1}
+        return solve_eig(As[0], Ts[0], Ys, est.lam_, est._T_eig), {"iterations": 1}
     if est.solver_ == "pcg":
         P = est._precond
         if P is None or est._pcg_last > max(8, 2 * est._pcg_fresh):
-            P = est._precond = KronPreconditioner(As, Ts, est.lam)
+            P = est._precond = KronPreconditioner(As, Ts, est.lam_)
             est._pcg_fresh = None
         with _one_thread(len(Ys)):                       # many n x n x m products (see the decision above)
-            Z, info = solve_pcg(As, Ts, Ys, est.lam, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
+            Z, info = solve_pcg(As, Ts, Ys, est.lam_, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
         est._pcg_last = info["iterations"]
         if est._pcg_fresh is None:
             est._pcg_fresh = info["iterations"]
         return Z, info
     with _one_thread(len(Ys)):                           # m x m blocks, one curve at a time
-        return solve_gauss_seidel(As, Ts, Ys, est.lam, tol=1e-10, max_sweeps=GS_MAX_SWEEPS, Z0=Z0)
+        return solve_gauss_seidel(As, Ts, Ys, est.lam_, tol=1e-10, max_sweeps=GS_MAX_SWEEPS, Z0=Z0)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
 def _norms_and_fit(Grams, groups, Ts, d, Z):
@@ -521,7 +537,9 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
     """Alternate (i) the alpha-step and (iii) eq. (15); records the histories on `est`. Returns (d, Z, q).
     `d0`, `Z0`: a warm start (the leave-one-curve-out refits start at the full fit); default: uniform d, Z = 0."""
     M = len(Grams)
-    d = (np.ones(M) if np.isinf(est.r) else np.full(M, 1.0 / M)) if d0 is None else np.array(d0, dtype=float)
+    if not isinstance(est.lam, str):            # a number; 'auto' was resolved to lam_ by fit (_auto_lam)
+        est.lam_ = float(est.lam)
+    d = _start_weights(M, est.r) if d0 is None else np.array(d0, dtype=float)
     Z = np.zeros_like(Ys) if Z0 is None else np.array(Z0, dtype=float)
     est.objective_, est.weights_history_, est.solver_iterations_ = [], [], []
     est._capped = False
@@ -531,7 +549,7 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
         Z, info = _alpha_step(est, As, Ts, Ys, Z_old)
         est.solver_iterations_.append(info["iterations"])
         q, Yhat = _norms_and_fit(Grams, groups, Ts, d, Z)
-        est.objective_.append(float(np.sum((Ys - Yhat) ** 2) + est.lam * np.dot(d, q)))
+        est.objective_.append(float(np.sum((Ys - Yhat) ** 2) + est.lam_ * np.dot(d, q)))
         est.weights_history_.append(d.copy())
         if not info.get("converged", True):      # Gauss-Seidel stopped short of its residual: stop here, d is Z's
             warnings.warn(f"MovKL's Gauss-Seidel alpha-step stopped at relative residual {info['residual']:.2g} > 1e-10 "
@@ -565,8 +583,9 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         (`RBF()`) are set from the training data at fit. None is a small dictionary of bandwidths: RBF(c * gamma) for
         c in (0.1, 1, 10), gamma = 1 / sum_j Var(X[:, j]), each with the identity operator on Y's column grid
         (`default_kernels`).
-    lam : float, default=1.0
-        Ridge parameter (> 0).
+    lam : float or 'auto', default='auto'
+        Ridge parameter (> 0). 'auto': the closed-form leave-one-out choice among `ovk_nb.ridge.DEFAULT_LAMS` for the
+        ridge on the starting kernel (one operator; 1.0 with several), see the notebook. The value used is `lam_`.
     r : float, default=2.0
         The l_r norm of the weights, in [1, inf]: r = 1 gives sparse weights, inf equal weights.
     solver : {'auto', 'eig', 'pcg', 'gauss_seidel'}, default='auto'
@@ -583,6 +602,8 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     ----------
     kernels_ : list
         The kernels fitted with (the default dictionary when `kernels` is None), data-driven arguments resolved.
+    lam_ : float
+        The ridge parameter fitted with (the leave-one-out choice under lam='auto').
     weights_ : ndarray of shape (n_kernels,)
         The learned weights d.
     norms_ : ndarray of shape (n_kernels,)
@@ -627,9 +648,9 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     >>> len(est.kernels_), est.solver_, est.score(X[40:], Y[40:]) > 0.5
     (3, 'eig', True)
     """
-    _parameter_constraints = {**_MOVKL_CONSTRAINTS, "center_y": _CENTER_Y}
+    _parameter_constraints = {**_MOVKL_CONSTRAINTS, "center_y": _CENTER_Y, "lam": [_POSITIVE, Options(("auto",))]}
 
-    def __init__(self, kernels=None, lam: float = 1.0, r: float = 2.0, solver: str = "auto",
+    def __init__(self, kernels=None, lam="auto", r: float = 2.0, solver: str = "auto",
                  tol: float = 1e-6, max_iter: int = 100, center_y="auto"):
         self.kernels, self.lam, self.r, self.solver, self.tol, self.max_iter = kernels, lam, r, solver, tol, max_iter
         self.center_y = center_y
@@ -688,7 +709,10 @@ def fit(self: MovKL, X, Y):
     _start_solver(self, groups, Ts)
     y_mean = _y_mean(self.center_y, self.kernels is None, Y)
     with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
-        d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
+        Grams, Ys = _kernel_grams(pairs, w, X, X), (Y - y_mean) * s
+        if isinstance(self.lam, str):                                   # 'auto': the decision above
+            self.lam_ = _auto_lam(self, Grams, groups, Ts, Ys)
+        d, Z, q = _algorithm1(self, Grams, groups, Ts, Ys)
     self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
     self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
     self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
