@@ -679,7 +679,7 @@ def knn_laplacian(X, n_neighbors: int = 10):
     from sklearn.neighbors import kneighbors_graph
     k = min(int(n_neighbors), len(X) - 1)
     if k < 1:
-        raise ValueError(f"lam_manifold > 0 needs at least 2 rows for a neighbour graph, got {len(X)}")
+        raise ValueError(f"lam_manifold > 0 needs at least 2 samples for a neighbour graph, got n_samples = {len(X)}")
     W = kneighbors_graph(X, k, mode="connectivity", include_self=False)
     W = W.maximum(W.T)
     return csgraph.laplacian(W.astype(float))
