@@ -28,7 +28,7 @@ from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
-from .backend import (check_xp_data, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
+from .backend import (check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
                             xp_of, xp_ridge_fit, xp_ridge_predict)
 from .kernels import scalar_gram
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
@@ -739,7 +739,11 @@ def _semisupervised_dense(kernel, X, Y, lam, lam_m, n_neighbors):
     A = K * M.reshape(-1, 1)
     A += lam_m * (knn_laplacian(X, n_neighbors) @ K.reshape(n, d * n * d)).reshape(n * d, n * d)
     A[np.diag_indices_from(A)] += lam
-    return np.linalg.solve(A, np.where(M, Y, 0.0).ravel()).reshape(n, d)
+    anorm = float(np.abs(A).sum(axis=0).max())            # LU (as np.linalg.solve) and LAPACK's gecon estimate from it
+    lu, piv = sla.lu_factor(A, overwrite_a=True, check_finite=False)
+    rcond, _ = sla.get_lapack_funcs("gecon", (lu,))(lu, anorm, norm="1")
+    check_condition(1.0 / rcond if rcond > 0 else np.inf, lam, "dense")
+    return sla.lu_solve((lu, piv), np.where(M, Y, 0.0).ravel(), check_finite=False).reshape(n, d)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #204454a2
 def _fit_masked(est, X, Y):
@@ -762,6 +766,8 @@ def _fit_masked(est, X, Y):
     dense = est.solver == "dense" or (est.solver == "auto" and n * d <= 2000)
     parts = KernelParts(kernel)
     est.n_iter_ = 1
+    if lam_m == 0 and parts.separable:     # the masked system: the Rayleigh bound on the observed entries (ovk_nb.backend)
+        check_condition(cond_lower_bound(parts, X, lam, observed=~np.isnan(Y)), lam, "dense" if dense else "cg")
     if dense:
         est.coef_ = (masked_solve_dense(kernel, X, Yc, lam) if lam_m == 0 else
                      _semisupervised_dense(kernel, X, Yc, lam, lam_m, est.n_neighbors))

@@ -719,3 +719,17 @@ def test_gp_nystrom_float32_follows_x(name):
     assert rel(F, Fr) <= 4 * EPS32 * cond and rel(S, Sr) <= 4 * EPS32 * cond
     best = ref.log_marginal_likelihood_value_
     assert ref.log_marginal_likelihood(opt._theta) >= best - EPS32 * cond * (abs(best) + Y.size)
+
+
+# issue 29.6: the array-API exact solvers warn as NumPy's do (duplicated rows, lam = 1e-12), and stay silent at lam = 0.1
+@pytest.mark.parametrize("lib", list(LIBS))
+@pytest.mark.parametrize("solver", ["dense", "eigen", "cholesky"])
+def test_ill_conditioned_system_warns_on_array_api(lib, solver):
+    from ovk_nb.linalg import IllConditionedWarning
+    X = np.random.default_rng(0).normal(size=(15, 2))
+    Xd, a = np.vstack([X, X]), LIBS[lib]
+    with pytest.warns(IllConditionedWarning, match=r"lam=1e-12, estimated condition number"):
+        OVKRidge(lam=1e-12, solver=solver).fit(a(Xd), a(np.sin(Xd)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        OVKRidge(lam=0.1, solver=solver).fit(a(X), a(np.sin(X)))
