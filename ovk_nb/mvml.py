@@ -19,13 +19,15 @@ from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
                                 dask_block_nystrom_predict, dask_rows, is_dask_array,
                                 check_dask_X)
 from .linalg import BlockNystrom, _chunks, blas_threads, eigh_psd
+from .ridge import DEFAULT_LAMS
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0
-__all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'MultiViewKernel', 'Metric', 'group_norms',
-           'objective', 'g_step', 'w_step', 'a_step', 'prox_step', 'MVMLState', 'alternate', 'LowRankMetric',
-           'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank', 'mvml_dense_reference', 'full_g_reference',
-           'stack_views', 'check_views', 'mean_distance_gamma', 'MVML', 'MVMLClassifier']
+__all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'FALLBACK_LAM_MVML', 'MultiViewKernel',
+           'Metric', 'group_norms', 'objective', 'g_step', 'w_step', 'a_step', 'prox_step', 'MVMLState', 'alternate',
+           'LowRankMetric', 'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank', 'mvml_dense_reference',
+           'full_g_reference', 'stack_views', 'check_views', 'mean_distance_gamma', 'loo_lam_features', 'MVML',
+           'MVMLClassifier']
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #a1aca1b3
 def _embed(Z, offs):
@@ -785,6 +787,55 @@ def _unscale(st: MVMLState, s: float) -> MVMLState:
                          f"and the kernels, or {_RESCALE}")
     return st
 
+# %% ../nbs/2_algorithms/05_mvml.ipynb #47869dec
+FALLBACK_LAM_MVML = 0.1          # lam='auto' on a Dask X: the fixed default it replaced
+
+
+def loo_lam_features(Z, y, M, w, offs, lams=DEFAULT_LAMS) -> float:
+    """The lam of `lams` with the smallest closed-form leave-one-out mean squared error of the g-step (15) at metric M
+    and view weights w (see the decision above).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_samples, r)
+        The block Nystrom features of the training rows.
+    y : ndarray of shape (n_samples,)
+        The target (in b's units).
+    M : Metric or LowRankMetric
+        The metric (its eigen-form a, Q).
+    w : array-like of shape (n_views,)
+        The view weights.
+    offs : ndarray
+        The views' offsets in the r features.
+    lams : sequence of float, default=DEFAULT_LAMS
+        The candidates, > 0.
+
+    Returns
+    -------
+    float
+        The chosen lam (the largest candidate if every one fits some row exactly, H_ii = 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.normal(size=(50, 4)); y = Z @ [1.0, 0, 0, 0] + 0.1 * rng.normal(size=50)
+    >>> loo_lam_features(Z, y, Metric(np.ones(4), np.eye(4)), [1.0], np.array([0, 4])) < 1.0   # little noise
+    True
+    """
+    Phi = Z @ (np.repeat(np.asarray(w, float), np.diff(offs))[:, None] * (M.Q * np.sqrt(M.a)))
+    U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
+    sig, c, U2 = sv ** 2, U.T @ y, U ** 2
+    lams = np.asarray(lams, float)
+    errs = np.full(len(lams), np.inf)
+    for i, lam in enumerate(lams):
+        f = sig / (sig + lam)
+        h = U2 @ f
+        if (h < 1 - 1e-12).all():
+            errs[i] = float(np.mean(((y - U @ (f * c)) / (1 - h)) ** 2))
+    return float(lams[int(np.argmin(errs))]) if np.isfinite(errs).any() else float(lams.max())
+
+
 # %% ../nbs/2_algorithms/05_mvml.ipynb #75d67c4b
 def _solve_columns(self, X, Y, yy, scales):
     """One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState (in Y's units). Column t
@@ -802,7 +853,9 @@ def _solve_columns(self, X, Y, yy, scales):
     omega = {"learned": "frobenius", "sparse": "group"}.get(self.metric, "none")
     learn = self.metric in ("learned", "sparse") and self.a_steps > 0
     mu, v = self._mu(), len(offs) - 1
-    w0, out = np.full(v, 1.0 / v), []
+    w0, out, self._fit_lams = np.full(v, 1.0 / v), [], []
+    auto = isinstance(self.lam, str) and not is_dask_array(X)       # lam='auto': the rows of Z and y, on NumPy
+    Z, Yn = (self.features_(X), np.asarray(Y, float).reshape(len(X), -1)) if auto else (None, None)
     with blas_threads(_threads(r)):                  # eigh of the lifted problem (k <= r) and its block products
         if self.metric == "learned" and learn:       # the fast path: one lifted problem for every target
             M0 = _initial_lowrank(G, offs, self.rcond)
@@ -811,7 +864,10 @@ def _solve_columns(self, X, Y, yy, scales):
             M0 = _initial_metric(self.metric, G, offs, self.rcond)
     with blas_threads(1):                            # the alternation: many small products and solves (see the decision)
         for t in range(B.shape[1]):
-            P, mu_t = _scaled_problem(G, B[:, t], yy[t], scales[t], offs, self.lam, self.eta, mu, omega)
+            lam = (float(self.lam) if not isinstance(self.lam, str) else FALLBACK_LAM_MVML if Z is None  # 'auto': above
+                   else loo_lam_features(Z, Yn[:, t] / scales[t], M0, w0, offs))
+            self._fit_lams.append(lam)
+            P, mu_t = _scaled_problem(G, B[:, t], yy[t], scales[t], offs, lam, self.eta, mu, omega)
             st = (alternate_lowrank(P, M0, L, bool(self.learn_w), mu_t, int(self.a_steps), int(self.max_iter),
                                     float(self.tol)) if isinstance(M0, LowRankMetric) else
                   alternate(P, M0, w0, learn, bool(self.learn_w), mu_t, int(self.a_steps), int(self.max_iter),
@@ -914,8 +970,10 @@ _PARAMS_DOC = """
         on each view's columns at fit. None: per view, ``RBF`` with gamma = 1 / (2 sigma^2), sigma the mean distance between
         <= 500 drawn samples of the view (the paper's rule, section 4.2; see the notebook's decision). The fitted kernels
         are ``kernels_``.
-    lam : float > 0, default=0.1
-        Ridge penalty on g (lambda in eq. 13).
+    lam : float > 0 or 'auto', default='auto' (MVML) or 0.1 (MVMLClassifier)
+        Ridge penalty on g (lambda in eq. 13). 'auto' (regression): per target, the lam of `ovk_nb.ridge.DEFAULT_LAMS`
+        with the smallest closed-form leave-one-out error of the first g-step (`loo_lam_features`; 0.1 for a
+        Dask X); the value used is `lam_`.
     eta : float >= 0, default=1.0
         Penalty on the metric (eta Omega(A)): Frobenius norm for 'learned', group norm for 'sparse'. It is in the units of
         ``||y||^2`` (the data term), so rescaling y by c acts as eta / c^2.
@@ -950,6 +1008,9 @@ _REF_DOC = """    References
 """
 
 _ATTRS_DOC = """
+    lam_ : float or ndarray of shape (n_outputs,)
+        The ridge penalty fitted with, per target (the GCV choice under lam='auto'; a float for a 1-D y or the classifier's
+        binary problem, else one per column).
     views_ : list of ndarray
         The column indices of each view in the (stacked) X.
     view_names_ : list or None
@@ -1019,9 +1080,10 @@ class MVML(MultiOutputMixin, RegressorMixin, _MVMLBase):
     >>> MVML(views=[[0, 1], [2, 3, 4]]).fit(X, y).score(X, y) > 0.9
     True
     """
-    _parameter_constraints = {**_MVMLBase._parameter_constraints, "normalize_y": ["boolean"]}
+    _parameter_constraints = {**_MVMLBase._parameter_constraints, "normalize_y": ["boolean"],
+                              "lam": [_POS, Options(("auto",))]}
 
-    def __init__(self, views=None, kernel=None, lam=0.1, eta=1.0, metric="learned", learn_w=False, n_components="auto",
+    def __init__(self, views=None, kernel=None, lam="auto", eta=1.0, metric="learned", learn_w=False, n_components="auto",
                  mu=None, a_steps=1, max_iter=10, tol=1e-6, random_state=None, rcond=1e-12, normalize_y=True):
         super().__init__(views, kernel, lam, eta, metric, learn_w, n_components, mu, a_steps, max_iter, tol, random_state,
                          rcond)
@@ -1069,6 +1131,7 @@ def fit(self: MVML, X, y):
     self.g_, self.w_ = (sts[0].g, sts[0].w) if y1d else (np.column_stack([s.g for s in sts]),
                                                          np.column_stack([s.w for s in sts]))
     self.n_iter_ = max(s.n_iter for s in sts)
+    self.lam_ = self._fit_lams[0] if y1d else np.array(self._fit_lams)
     coef = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts]) * sd
     self.coef_, self.intercept_ = (coef[:, 0], float(mean[0])) if y1d else (coef, mean)
     self.sparsity_ = one([_pattern(s.M, offs) for s in sts])
@@ -1221,6 +1284,7 @@ def fit(self: MVMLClassifier, X, y):
     self.w_ = np.column_stack([s.w for s in sts])
     self.coef_ = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts])
     self.objective_, self.n_iter_ = [s.objective for s in sts], max(s.n_iter for s in sts)
+    self.lam_ = self._fit_lams[0] if len(self._fit_lams) == 1 else np.array(self._fit_lams)
     self.sparsity_ = [_pattern(s.M, offs) for s in sts]
     self.n_features_in_ = X.shape[1]
     self.view_names_ = names
