@@ -571,12 +571,8 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
     est.n_iter_ = it
     return d, Z, q
 
-# %% ../nbs/2_algorithms/03_movkl.ipynb #8e0a659b
-class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1): learns
-    the weights d of K = sum_k d_k G_k T_k together with the ridge coefficients.
-
-    Parameters
+# %% ../nbs/2_algorithms/03_movkl.ipynb #14706307
+_MOVKL_PARAMS_DOC = """    Parameters
     ----------
     kernels : list or None, default=None
         Separable kernels or (ScalarKernel, OutputOperator or matrix) pairs, all on one output grid; data-driven arguments
@@ -598,7 +594,9 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Subtract the training mean curve before fitting and add it back when predicting (as `OVKRidge(center_y=True)`).
         'auto' centres the default model (`kernels` None) and fits the paper's literal model when kernels are given.
 
-    Attributes
+"""
+
+_MOVKL_ATTRS_DOC = """    Attributes
     ----------
     kernels_ : list
         The kernels fitted with (the default dictionary when `kernels` is None), data-driven arguments resolved.
@@ -627,7 +625,14 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_features_in_ : int
         Number of input features.
 
-    See Also
+"""
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #8e0a659b
+class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    __doc__ = """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1): learns
+    the weights d of K = sum_k d_k G_k T_k together with the ridge coefficients.
+
+""" + _MOVKL_PARAMS_DOC + """""" + _MOVKL_ATTRS_DOC + """    See Also
     --------
     ovk_nb.movkl.FunctionalKRR : The same model with one fixed kernel.
     ovk_nb.movkl.movkl_loco : Leave-one-curve-out errors, to choose `lam`.
@@ -780,7 +785,65 @@ def _loco_refit(est, Grams, groups, Ts, Ys, d, Z, i):
                for (_, members), Tg in zip(groups, Ts))
     return float(((Ys[i] - yhat) ** 2).sum()), est.n_iter_, capped
 
+# %% ../nbs/2_algorithms/03_movkl.ipynb #1ff60f65
+def _loco_problem(kernels, X, Y):
+    "movkl_loco's data as MovKL.fit checks it: (X, Y, w, pairs, groups, Ts); kernels None is the default dictionary."
+    X, Y, _ = _check_curves(X, Y)
+    kernels = _fit_kernels(kernels, X, Y)
+    pairs, w = kernel_pairs(kernels)
+    _check_curves(X, Y, pairs[0][1].shape[0])
+    groups = group_operators(pairs)
+    return X, Y, w, pairs, groups, [symmetric_operator(T, w) for T, _ in groups]
 
+
+def _loco_full_fits(est, lams, Grams, groups, Ts, Ys):
+    "The full fit (d, Z) of every lam: the warm starts of its refits."
+    full = []
+    for lam in lams:
+        est.set_params(lam=float(lam))
+        _fresh_preconditioner(est)
+        full.append(_algorithm1(est, Grams, groups, Ts, Ys)[:2])
+    return full
+
+
+class _LocoSums:
+    "Per lam: the held-out errors summed in curve order (`advance`), the refits' outer iterations and how many were capped."
+
+    def __init__(self, ests, full, lams, data, pool):
+        self.ests, self.full, self.lams, self.data, self.pool = ests, full, lams, data, pool
+        self.errs, self.done, self.iters, self.capped = np.zeros(len(lams)), np.zeros(len(lams), dtype=int), [], 0
+
+    def advance(self, a, stop, bound=np.inf):
+        "Sum lam a's held-out errors up to curve `stop` (exclusive), or until the sum exceeds `bound`."
+        ests, errs, done, jobs = self.ests, self.errs, self.done, len(self.ests)
+        for e in ests:
+            e.set_params(lam=float(self.lams[a]))
+        while done[a] < stop and errs[a] <= bound:
+            idx = range(done[a], min(stop, done[a] + jobs))
+            out = list(self.pool.map(lambda j: _loco_refit(ests[j - idx[0]], *self.data, *self.full[a], j), idx)
+                       if self.pool is not None else (_loco_refit(ests[0], *self.data, *self.full[a], j) for j in idx))
+            for e, it, cap in out:                    # in curve order, pruning checked after each curve
+                if errs[a] > bound:
+                    break
+                errs[a] += e; done[a] += 1; self.iters.append(it); self.capped += cap
+
+
+def _loco_schedule(sums, L, n, prune):
+    """Every lam summed over all n curves; with `prune`, screen every lam on the first n // 5 curves, then complete them
+    from the most promising on: a lam stops as soon as its partial sum exceeds the smallest complete sum."""
+    if not prune:
+        for a in range(L):
+            sums.advance(a, n)
+        return
+    for a in range(L):
+        sums.advance(a, max(1, n // 5))
+    best = np.inf
+    for a in sorted(range(L), key=lambda a: (sums.errs[a], a)):
+        sums.advance(a, n, best)
+        if sums.done[a] == n:
+            best = min(best, sums.errs[a])
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #eaae3055
 def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: float = 1e-4, max_iter: int = 20,
                prune: bool = False, n_jobs: int = 1):
     """Leave-one-curve-out RSSE of MovKL for each lam of `lams` (eq. 20, the operators' quadrature weights); each of the
@@ -839,56 +902,19 @@ def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: f
     est = MovKL(kernels, lam=float(lams[0]), r=r, solver=solver, tol=tol, max_iter=max_iter)
     for lam in lams:                                   # every lam checked before any work
         validate_estimator_params(est.set_params(lam=float(lam)))
-    X, Y, _ = _check_curves(X, Y)
-    kernels = _fit_kernels(kernels, X, Y)                  # None: the default dictionary, as MovKL's
-    pairs, w = kernel_pairs(kernels)
-    _check_curves(X, Y, pairs[0][1].shape[0])
-    groups = group_operators(pairs)
+    X, Y, w, pairs, groups, Ts = _loco_problem(kernels, X, Y)
     s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
-    Ts = [symmetric_operator(T, w) for T, _ in groups]
-    L = len(lams)
     with blas_threads(1):                          # n refits on n - 1 curves, each a few small products
         Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
         _start_solver(est, groups, Ts)
-        full = []
-        for lam in lams:                               # the full fits: the refits' warm starts
-            est.set_params(lam=float(lam))
-            _fresh_preconditioner(est)
-            full.append(_algorithm1(est, Grams, groups, Ts, Ys)[:2])
-        errs, done, iters, capped = np.zeros(L), np.zeros(L, dtype=int), [], 0
+        full = _loco_full_fits(est, lams, Grams, groups, Ts, Ys)   # the refits' warm starts
         jobs = max(1, int(n_jobs))
         ests = [est] + [MovKL(**est.get_params()) for _ in range(jobs - 1)]         # one estimator (state) per thread
         for e in ests[1:]:
             _start_solver(e, groups, Ts)
-
-        def advance(a, stop, bound=np.inf):
-            "Sum lam a's held-out errors up to curve `stop` (exclusive), or until the sum exceeds `bound`."
-            nonlocal capped
-            for e in ests:
-                e.set_params(lam=float(lams[a]))
-            while done[a] < stop and errs[a] <= bound:
-                idx = range(done[a], min(stop, done[a] + jobs))
-                out = list(pool.map(lambda j: _loco_refit(ests[j - idx[0]], Grams, groups, Ts, Ys, *full[a], j), idx)
-                           if pool is not None else (_loco_refit(est, Grams, groups, Ts, Ys, *full[a], j) for j in idx))
-                for e, it, cap in out:                    # in curve order, pruning checked after each curve
-                    if errs[a] > bound:
-                        break
-                    errs[a] += e; done[a] += 1; iters.append(it); capped += cap
-
         from concurrent.futures import ThreadPoolExecutor
         with warnings.catch_warnings(), ThreadPoolExecutor(jobs) if jobs > 1 else _nullcontext() as pool:
             warnings.simplefilter("ignore", ConvergenceWarning)          # counted in `refits_at_max_iter`
-            if not prune:
-                for a in range(L):
-                    advance(a, n)
-            else:
-                # screen every lam on the first n // 5 curves, then complete them from the most promising on: a lam
-                # stops as soon as its partial sum exceeds the smallest complete sum (it cannot be the argmin any more)
-                for a in range(L):
-                    advance(a, max(1, n // 5))
-                best = np.inf
-                for a in sorted(range(L), key=lambda a: (errs[a], a)):
-                    advance(a, n, best)
-                    if done[a] == n:
-                        best = min(best, errs[a])
-    return errs, {"refit_iterations": np.array(iters), "refits_at_max_iter": capped, "curves": done}
+            sums = _LocoSums(ests, full, lams, (Grams, groups, Ts, Ys), pool)
+            _loco_schedule(sums, len(lams), n, prune)
+    return sums.errs, {"refit_iterations": np.array(sums.iters), "refits_at_max_iter": sums.capped, "curves": sums.done}

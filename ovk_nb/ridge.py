@@ -257,14 +257,8 @@ def _apply_chunked(kernel, X, X_fit, C, chunk=None):
     out = [kernel.apply(X[sl], X_fit, C) for sl in _chunks(len(X), chunk)]
     return np.concatenate(out) if out else np.zeros((0, C.shape[1]))
 
-# %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
-class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """Kernel ridge regression with an operator-valued kernel.
-
-    Minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2, i.e. solves (K + lam I) vec(C) = vec(Y), and predicts
-    f(x) = sum_i K(x, x_i) c_i.
-
-    Parameters
+# %% ../nbs/2_algorithms/00_ridge.ipynb #9cdc466b
+_RIDGE_PARAMS_DOC = """    Parameters
     ----------
     kernel : OVKernel, ScalarKernel, str or None, default=None
         The operator-valued kernel (`Separable`, `SumKernel`, `BlockKernel`, ...). None is
@@ -311,7 +305,16 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_neighbors : int, default=10
         Neighbours per row of that graph.
 
-    Attributes
+"""
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
+class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    __doc__ = """Kernel ridge regression with an operator-valued kernel.
+
+    Minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2, i.e. solves (K + lam I) vec(C) = vec(Y), and predicts
+    f(x) = sum_i K(x, x_i) c_i.
+
+""" + _RIDGE_PARAMS_DOC + """    Attributes
     ----------
     kernel_ : OVKernel
         The kernel fitted with, data-driven arguments resolved (e.g. the number `gamma='scale'` gave).
