@@ -28,7 +28,7 @@ from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
-from .backend import (check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
+from .backend import (_host_dtype, check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
                             xp_of, xp_ridge_fit, xp_ridge_predict)
 from .kernels import scalar_gram
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
@@ -603,7 +603,7 @@ def _fit_xp(est, X, Y):
     auto = _auto_lam_applies(est, KernelParts(kernel))                   # lam='auto': as on NumPy
     solver = "eigen" if auto else _choose_solver(KernelParts(kernel), est.solver, n)   # the same choice and checks
     y_mean = xp.mean(Y, axis=0) if est.center_y else xp.zeros(d, dtype=Y.dtype, device=device_of(Y))
-    est.lam_ = (loo_lam(xp_eigen_factor(kernel, X, Y - y_mean), dtype=to_numpy(Y[:1]).dtype) if auto
+    est.lam_ = (loo_lam(xp_eigen_factor(kernel, X, Y - y_mean), dtype=_host_dtype(Y)) if auto
                 else _lam_value(est))       # the leave-one-out choice factors once more (eigh twice under lam='auto')
     model = xp_ridge_fit(kernel, X, Y - y_mean, est.lam_, solver, est.n_components, est.random_state, est.tol,
                          est.max_iter, est.preconditioner)
