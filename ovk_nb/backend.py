@@ -11,14 +11,14 @@ import numpy as np
 # (the kernels compute on such arrays themselves and cannot import this module): this module builds on them
 from .kernels import _compat, _on, is_array_api, scalar_gram, xp_of
 # every solver's equations are linalg's, written once for any namespace (its per-backend shim included): this module routes
-from .linalg import (EigenFactor, KernelParts, _rff_kind, cg_solve, check_condition, dense_solve, grouped_cholesky, landmark_rows,
+from .linalg import (COND_EPS_BOUND, EigenFactor, KernelParts, _rff_kind, cg_solve, check_condition, dense_solve, grouped_cholesky, landmark_rows,
                            nystrom_fit, rff_fit)
 from .validation import to_numpy      # the host copy, written once on floor 1 (validation uses it too)
 
 
 # %% auto #0
-__all__ = ['XP_SOLVERS', 'route_of', 'namespace', 'device_of', 'check_xp_data', 'xp_eigen_factor', 'xp_exact_model',
-           'cond_lower_bound', 'xp_ridge_fit', 'xp_ridge_predict']
+__all__ = ['XP_SOLVERS', 'DEFAULT_LAMS', 'FALLBACK_LAM', 'route_of', 'namespace', 'device_of', 'check_xp_data', 'xp_eigen_factor',
+           'xp_exact_model', 'cond_lower_bound', 'loo_lam', 'xp_ridge_fit', 'xp_ridge_predict']
 
 # %% ../nbs/1_shared/09_backend.ipynb #3eca5ac2
 def route_of(X) -> str:
@@ -325,6 +325,45 @@ def _xp_approx_fit(parts, kernel, X, Y, lam: float, solver: str, n_components: i
     rf = rff_fit(kernel, X, Y, lam, int(n_components), random_state)
     return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": None,
             "W": rf.W, "feats": rf.feats, "rff": rf, "n_iter": 1, "converged": True, "rank": None}
+
+# %% ../nbs/1_shared/09_backend.ipynb #91104943
+DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 3, 19))     # lam='auto' and OVKRidgeCV: 1e-6 to 1000, two per decade
+FALLBACK_LAM = 1.0               # lam='auto' where no eigen factor exists: KernelRidge's alpha
+
+
+def loo_lam(factor: EigenFactor, lams=DEFAULT_LAMS, dtype=np.float64) -> float:
+    """The lam of `lams` with the smallest closed-form leave-one-out mean squared error, among the lams whose system is
+    well conditioned (cond * eps <= `COND_EPS_BOUND`; the largest lam if none is).
+
+    Parameters
+    ----------
+    factor : EigenFactor
+        The eigen factor of the (centred) training problem.
+    lams : sequence of float, default=DEFAULT_LAMS
+        The candidates, > 0.
+    dtype : numpy dtype, default=float64
+        The precision of the solve (its eps).
+
+    Returns
+    -------
+    float
+        The chosen lam.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(30, 2))
+    >>> G = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))                 # a Gaussian Gram, T = 1
+    >>> loo_lam(EigenFactor.of(G, (np.ones(1), np.eye(1), np.eye(1)), np.sin(X[:, :1]))) in DEFAULT_LAMS
+    True
+    """
+    lams = np.asarray(lams, dtype=float)
+    eps = float(np.finfo(dtype).eps)
+    ok = [l for l in lams if factor.cond(l) * eps <= COND_EPS_BOUND]
+    if not ok:
+        return float(lams.max())
+    errs = [float(xp_of(r).mean(r ** 2)) for r in (factor.loo_residuals(l) for l in ok)]
+    return float(ok[int(np.argmin(errs))])
 
 # %% ../nbs/1_shared/09_backend.ipynb #3a75998e
 def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300, random_state=None, tol: float = 1e-10,

@@ -22,7 +22,7 @@ from .metrics import functional_r2
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context, validate_estimator_params)
 from .weights import lr_norm_weights
-from .ridge import FALLBACK_LAM, loo_lam
+from .backend import FALLBACK_LAM, loo_lam
 
 # %% auto #0
 __all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'DEFAULT_BANDWIDTHS', 'GS_WINDOW', 'GS_MAX_SWEEPS',

@@ -19,7 +19,7 @@ from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
                                 dask_block_nystrom_predict, dask_rows, is_dask_array,
                                 check_dask_X)
 from .linalg import BlockNystrom, _chunks, blas_threads, eigh_psd
-from .ridge import DEFAULT_LAMS
+from .backend import DEFAULT_LAMS
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0

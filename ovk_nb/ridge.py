@@ -28,6 +28,7 @@ from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
+from .backend import (DEFAULT_LAMS, FALLBACK_LAM, loo_lam)
 from .backend import (_host_dtype, check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
                             xp_of, xp_ridge_fit, xp_ridge_predict)
 from .kernels import scalar_gram
@@ -35,9 +36,8 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                fit_context)
 
 # %% auto #0
-__all__ = ['PRECONDITIONERS', 'SOLVERS', 'DEFAULT_LAMS', 'FALLBACK_LAM', 'BLAS_THREADS_MIN_N', 'CG_THREADS_MIN_N',
-           'DASK_RESOLVE_ROWS', 'ridge_dense_reference', 'loo_lam', 'OVKRidge', 'knn_laplacian',
-           'semisupervised_dense_reference', 'solver_agreement', 'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'CG_THREADS_MIN_N', 'DASK_RESOLVE_ROWS', 'ridge_dense_reference',
+           'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -149,10 +149,6 @@ def _choose_solver(parts: KernelParts, solver, n):
     return solver
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #8e67f79a
-DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 3, 19))     # lam='auto' and OVKRidgeCV: 1e-6 to 1000, two per decade
-FALLBACK_LAM = 1.0               # lam='auto' where no eigen factor exists: KernelRidge's alpha
-
-
 def _auto_lam_applies(est, parts):
     "lam='auto' is the leave-one-out choice: a single Separable part and a solver that may be 'eigen'."
     return isinstance(est.lam, str) and _one_part(parts) and est.solver in ("auto", "eigen")
@@ -161,40 +157,6 @@ def _auto_lam_applies(est, parts):
 def _lam_value(est):
     "The number lam stands for where no leave-one-out choice is made: the float given, or FALLBACK_LAM for 'auto'."
     return FALLBACK_LAM if isinstance(est.lam, str) else float(est.lam)
-
-
-def loo_lam(factor: EigenFactor, lams=DEFAULT_LAMS, dtype=np.float64) -> float:
-    """The lam of `lams` with the smallest closed-form leave-one-out mean squared error, among the lams whose system is
-    well conditioned (cond * eps <= `COND_EPS_BOUND`; the largest lam if none is).
-
-    Parameters
-    ----------
-    factor : EigenFactor
-        The eigen factor of the (centred) training problem.
-    lams : sequence of float, default=DEFAULT_LAMS
-        The candidates, > 0.
-    dtype : numpy dtype, default=float64
-        The precision of the solve (its eps).
-
-    Returns
-    -------
-    float
-        The chosen lam.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> X = np.random.default_rng(0).normal(size=(30, 2))
-    >>> loo_lam(_fitted_eigen(OVKRidge(lam=1.0, solver="eigen").fit(X, np.sin(X)))) in DEFAULT_LAMS
-    True
-    """
-    lams = np.asarray(lams, dtype=float)
-    eps = float(np.finfo(dtype).eps)
-    ok = [l for l in lams if factor.cond(l) * eps <= COND_EPS_BOUND]
-    if not ok:
-        return float(lams.max())
-    errs = [float(xp_of(r).mean(r ** 2)) for r in (factor.loo_residuals(l) for l in ok)]
-    return float(ok[int(np.argmin(errs))])
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ddec40f9
 BLAS_THREADS_MIN_N = 1000        # order of the factorised matrix (n; n d for 'dense'; rows for Nystrom) from which threads may pay
