@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, Regre
 
 from .kernels import KERNEL_NAMES, RBF, ColumnKernel, OVKernel, ScalarKernel, resolve_kernel, sq_distances
 # floor 1; dask itself is imported only for Dask data
-from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
+from .distributed import (as_row_blocks, tree_sum, dask_block_nystrom_normal_equations,
                                 dask_block_nystrom_predict, dask_rows, is_dask_array,
                                 check_dask_X)
 from .linalg import BlockNystrom, _chunks, blas_threads, eigh_psd
@@ -23,11 +23,10 @@ from .backend import DEFAULT_LAMS
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0
-__all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'FALLBACK_LAM_MVML', 'MultiViewKernel',
-           'Metric', 'group_norms', 'objective', 'g_step', 'w_step', 'a_step', 'prox_step', 'MVMLState', 'alternate',
-           'LowRankMetric', 'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank', 'mvml_dense_reference',
-           'full_g_reference', 'stack_views', 'check_views', 'mean_distance_gamma', 'loo_lam_features', 'MVML',
-           'MVMLClassifier']
+__all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'MultiViewKernel', 'Metric', 'group_norms',
+           'objective', 'g_step', 'w_step', 'a_step', 'prox_step', 'MVMLState', 'alternate', 'LowRankMetric',
+           'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank', 'mvml_dense_reference', 'full_g_reference',
+           'stack_views', 'check_views', 'mean_distance_gamma', 'loo_lams', 'MVML', 'MVMLClassifier']
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #a1aca1b3
 def _embed(Z, offs):
@@ -788,19 +787,33 @@ def _unscale(st: MVMLState, s: float) -> MVMLState:
     return st
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #47869dec
-FALLBACK_LAM_MVML = 0.1          # lam='auto' on a Dask X: the fixed default it replaced
+def _loo_terms(obj, x, y):
+    "One row block's sums of squared leave-one-out residuals of the g-step (15), (n_lams, t), and its row count."
+    features, W, sig, C, lams = obj
+    P = features(x) @ W                                  # (rows, k): the rows of Phi in the eigenbasis of Phi^T Phi
+    P2, out = P * P, np.empty((len(lams), C.shape[1]))
+    for i, lam in enumerate(lams):
+        dinv = 1.0 / (sig + lam)
+        h = P2 @ dinv                                    # H_ii
+        R = (y - P @ (C * dinv[:, None])) / (1 - h)[:, None]
+        out[i] = (R * R).sum(axis=0) if (h < 1 - 1e-12).all() else np.inf
+    return out, np.array([float(len(x))])
 
 
-def loo_lam_features(Z, y, M, w, offs, lams=DEFAULT_LAMS) -> float:
-    """The lam of `lams` with the smallest closed-form leave-one-out mean squared error of the g-step (15) at metric M
-    and view weights w (see the decision above).
+def loo_lams(features, X, Y, G, B, M, w, offs, lams=DEFAULT_LAMS) -> list:
+    """Per column of Y, the lam of `lams` with the smallest closed-form leave-one-out error of the g-step (15) at metric M
+    and view weights w (see the decision above); the sums run over row blocks on the Dask workers for a Dask X.
 
     Parameters
     ----------
-    Z : ndarray of shape (n_samples, r)
-        The block Nystrom features of the training rows.
-    y : ndarray of shape (n_samples,)
-        The target (in b's units).
+    features : BlockNystrom
+        The feature map Z(x).
+    X : ndarray or dask.array.Array of shape (n_samples, n_features)
+        The training inputs.
+    Y : ndarray or dask.array.Array of shape (n_samples, t)
+        The targets, in B's units.
+    G, B : ndarray of shape (r, r) and (r, t)
+        Z^T Z and Z^T Y.
     M : Metric or LowRankMetric
         The metric (its eigen-form a, Q).
     w : array-like of shape (n_views,)
@@ -812,28 +825,31 @@ def loo_lam_features(Z, y, M, w, offs, lams=DEFAULT_LAMS) -> float:
 
     Returns
     -------
-    float
-        The chosen lam (the largest candidate if every one fits some row exactly, H_ii = 1).
+    list of float
+        The chosen lam of each column (the largest candidate if every one fits some row exactly, H_ii = 1).
 
     Examples
     --------
     >>> import numpy as np
+    >>> from ovk_nb.kernels import Linear
     >>> rng = np.random.default_rng(0)
-    >>> Z = rng.normal(size=(50, 4)); y = Z @ [1.0, 0, 0, 0] + 0.1 * rng.normal(size=50)
-    >>> loo_lam_features(Z, y, Metric(np.ones(4), np.eye(4)), [1.0], np.array([0, 4])) < 1.0   # little noise
+    >>> X = rng.normal(size=(50, 4)); Y = np.c_[X[:, 0] + 0.01 * rng.normal(size=50), rng.normal(size=50)]
+    >>> f = BlockNystrom([Linear()], X[:10]); Z = f(X)
+    >>> lams = loo_lams(f, X, Y, Z.T @ Z, Z.T @ Y, Metric(np.ones(Z.shape[1]), np.eye(Z.shape[1])), [1.0], f.offsets)
+    >>> lams[0] < 1.0 < lams[1]                          # a clean signal, and noise
     True
     """
-    Phi = Z @ (np.repeat(np.asarray(w, float), np.diff(offs))[:, None] * (M.Q * np.sqrt(M.a)))
-    U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
-    sig, c, U2 = sv ** 2, U.T @ y, U ** 2
-    lams = np.asarray(lams, float)
-    errs = np.full(len(lams), np.inf)
-    for i, lam in enumerate(lams):
-        f = sig / (sig + lam)
-        h = U2 @ f
-        if (h < 1 - 1e-12).all():
-            errs[i] = float(np.mean(((y - U @ (f * c)) / (1 - h)) ** 2))
-    return float(lams[int(np.argmin(errs))]) if np.isfinite(errs).any() else float(lams.max())
+    DF = np.repeat(np.asarray(w, float), np.diff(offs))[:, None] * (M.Q * np.sqrt(M.a))
+    sig, V = np.linalg.eigh(DF.T @ G @ DF)
+    W, lams = DF @ V, np.asarray(lams, float)
+    obj = (features, W, np.clip(sig, 0.0, None), W.T @ B, lams)
+    if is_dask_array(X):
+        Xb, Yb = as_row_blocks(X, Y)
+        S, _ = tree_sum(_loo_terms, obj, Xb, Yb, ((len(lams), B.shape[1]), (1,)))
+    else:
+        S, _ = _loo_terms(obj, X, Y)
+    return [float(lams[int(np.argmin(S[:, t]))]) if np.isfinite(S[:, t]).any() else float(lams.max())
+            for t in range(S.shape[1])]
 
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #75d67c4b
@@ -854,18 +870,17 @@ def _solve_columns(self, X, Y, yy, scales):
     learn = self.metric in ("learned", "sparse") and self.a_steps > 0
     mu, v = self._mu(), len(offs) - 1
     w0, out, self._fit_lams = np.full(v, 1.0 / v), [], []
-    auto = isinstance(self.lam, str) and not is_dask_array(X)       # lam='auto': the rows of Z and y, on NumPy
-    Z, Yn = (self.features_(X), np.asarray(Y, float).reshape(len(X), -1)) if auto else (None, None)
     with blas_threads(_threads(r)):                  # eigh of the lifted problem (k <= r) and its block products
         if self.metric == "learned" and learn:       # the fast path: one lifted problem for every target
             M0 = _initial_lowrank(G, offs, self.rcond)
             L = _Lifted(G, M0, w0, offs)
         else:
             M0 = _initial_metric(self.metric, G, offs, self.rcond)
+        Ys = (Y if is_dask_array(Y) else np.asarray(Y, float).reshape(len(X), -1)) / scales[None, :]
+        auto = loo_lams(self.features_, X, Ys, G, B, M0, w0, offs) if isinstance(self.lam, str) else None  # above
     with blas_threads(1):                            # the alternation: many small products and solves (see the decision)
         for t in range(B.shape[1]):
-            lam = (float(self.lam) if not isinstance(self.lam, str) else FALLBACK_LAM_MVML if Z is None  # 'auto': above
-                   else loo_lam_features(Z, Yn[:, t] / scales[t], M0, w0, offs))
+            lam = float(self.lam) if auto is None else auto[t]
             self._fit_lams.append(lam)
             P, mu_t = _scaled_problem(G, B[:, t], yy[t], scales[t], offs, lam, self.eta, mu, omega)
             st = (alternate_lowrank(P, M0, L, bool(self.learn_w), mu_t, int(self.a_steps), int(self.max_iter),
@@ -972,8 +987,7 @@ _PARAMS_DOC = """
         are ``kernels_``.
     lam : float > 0 or 'auto', default='auto' (MVML) or 0.1 (MVMLClassifier)
         Ridge penalty on g (lambda in eq. 13). 'auto' (regression): per target, the lam of `ovk_nb.ridge.DEFAULT_LAMS`
-        with the smallest closed-form leave-one-out error of the first g-step (`loo_lam_features`; 0.1 for a
-        Dask X); the value used is `lam_`.
+        with the smallest closed-form leave-one-out error of the first g-step (`loo_lams`); the value used is `lam_`.
     eta : float >= 0, default=1.0
         Penalty on the metric (eta Omega(A)): Frobenius norm for 'learned', group norm for 'sparse'. It is in the units of
         ``||y||^2`` (the data term), so rescaling y by c acts as eta / c^2.
