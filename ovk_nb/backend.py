@@ -11,14 +11,14 @@ import numpy as np
 # (the kernels compute on such arrays themselves and cannot import this module): this module builds on them
 from .kernels import _compat, _on, is_array_api, scalar_gram, xp_of
 # every solver's equations are linalg's, written once for any namespace (its per-backend shim included): this module routes
-from .linalg import (EigenFactor, KernelParts, _rff_kind, cg_solve, dense_solve, grouped_cholesky, landmark_rows,
+from .linalg import (COND_EPS_BOUND, EigenFactor, KernelParts, _rff_kind, cg_solve, check_condition, dense_solve, grouped_cholesky, landmark_rows,
                            nystrom_fit, rff_fit)
 from .validation import to_numpy      # the host copy, written once on floor 1 (validation uses it too)
 
 
 # %% auto #0
-__all__ = ['XP_SOLVERS', 'route_of', 'namespace', 'device_of', 'check_xp_data', 'xp_eigen_factor', 'xp_exact_model',
-           'xp_ridge_fit', 'xp_ridge_predict']
+__all__ = ['XP_SOLVERS', 'DEFAULT_LAMS', 'FALLBACK_LAM', 'route_of', 'namespace', 'device_of', 'check_xp_data', 'xp_eigen_factor',
+           'xp_exact_model', 'cond_lower_bound', 'loo_lam', 'xp_ridge_fit', 'xp_ridge_predict']
 
 # %% ../nbs/1_shared/09_backend.ipynb #3eca5ac2
 def route_of(X) -> str:
@@ -261,6 +261,110 @@ def xp_exact_model(parts, C, solver, factor=None, info=None) -> dict:
     return {"solver": solver, "parts": parts, "coef": C, "smoothed": S, "factor": factor, "landmarks": None, "W": None,
             "feats": None, "n_iter": int(info["iterations"]), "converged": bool(info["converged"]), "rank": None}
 
+# %% ../nbs/1_shared/09_backend.ipynb #4d56eebd
+def cond_lower_bound(parts: KernelParts, X, lam: float, observed=None) -> float:
+    """A lower bound of cond(K + lam I) from Rayleigh quotients (see above), O(n^2 d) on the scalar Grams, any library.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel's separable parts (G_c, T_c).
+    X : array of shape (n, p)
+        The training inputs (NumPy or array-API).
+    lam : float
+        The regularisation, > 0.
+    observed : ndarray of bool of shape (n, d) or None, default=None
+        The entries in the system (the masked system of missing outputs); None: all.
+
+    Returns
+    -------
+    float
+        A number <= the 2-norm condition number of the (masked) system.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.random.default_rng(0).normal(size=(10, 2))
+    >>> cond_lower_bound(KernelParts(Separable(RBF(1.0), np.eye(2))), np.vstack([X, X]), 1e-12) > 1e11
+    True
+    """
+    grams = [to_numpy(G) for G in parts.grams(X, X)]
+    n, hi, lo = grams[0].shape[0], 0.0, np.inf
+    for l in range(parts.d):
+        D = sum(float(parts.T[c][l, l]) * grams[j] for c, j in enumerate(parts.sidx))
+        rows = np.arange(n) if observed is None else np.flatnonzero(observed[:, l])
+        if len(rows) == 0:
+            continue
+        Dl = D[np.ix_(rows, rows)]
+        diag = np.diag(Dl).copy()
+        hi = max(hi, float(diag.max()))
+        if len(rows) > 1:
+            Q = 0.5 * (diag[:, None] + diag[None, :] - 2 * Dl)
+            np.fill_diagonal(Q, np.inf)
+            lo = min(lo, float(max(Q.min(), 0.0)))
+    return (hi + lam) / (lo + lam) if np.isfinite(lo) else 1.0
+
+# %% ../nbs/1_shared/09_backend.ipynb #ea2ad55e
+def _host_dtype(A):
+    "The NumPy dtype of an array of any library (its eps sets the condition threshold)."
+    return to_numpy(A[:1, :1] if A.ndim == 2 else A[:1]).dtype
+
+
+def _xp_approx_fit(parts, kernel, X, Y, lam: float, solver: str, n_components: int, random_state) -> dict:
+    "`xp_ridge_fit` for the approximate solvers: 'nystrom' (landmarks drawn on the host) and 'rff' (Separable(RBF))."
+    xp = xp_of(X)
+    if solver == "nystrom":
+        L = xp.take(X, xp.asarray(landmark_rows(X.shape[0], n_components, random_state), device=device_of(X)), axis=0)
+        ny = nystrom_fit(parts, X, Y, lam, L)
+        return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": L,
+                "W": None, "feats": None, "nystrom": ny, "n_iter": 1, "converged": True,
+                "rank": [int(f.rank) for f in ny.feats]}
+    if _rff_kind(kernel) != "separable":
+        raise ValueError("solver='rff' on array-API data fits Separable(RBF) kernels; pass NumPy arrays for vector fields")
+    rf = rff_fit(kernel, X, Y, lam, int(n_components), random_state)
+    return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": None,
+            "W": rf.W, "feats": rf.feats, "rff": rf, "n_iter": 1, "converged": True, "rank": None}
+
+# %% ../nbs/1_shared/09_backend.ipynb #91104943
+DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 3, 19))     # lam='auto' and OVKRidgeCV: 1e-6 to 1000, two per decade
+FALLBACK_LAM = 1.0               # lam='auto' where no eigen factor exists: KernelRidge's alpha
+
+
+def loo_lam(factor: EigenFactor, lams=DEFAULT_LAMS, dtype=np.float64) -> float:
+    """The lam of `lams` with the smallest closed-form leave-one-out mean squared error, among the lams whose system is
+    well conditioned (cond * eps <= `COND_EPS_BOUND`; the largest lam if none is).
+
+    Parameters
+    ----------
+    factor : EigenFactor
+        The eigen factor of the (centred) training problem.
+    lams : sequence of float, default=DEFAULT_LAMS
+        The candidates, > 0.
+    dtype : numpy dtype, default=float64
+        The precision of the solve (its eps).
+
+    Returns
+    -------
+    float
+        The chosen lam.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(30, 2))
+    >>> G = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))                 # a Gaussian Gram, T = 1
+    >>> loo_lam(EigenFactor.of(G, (np.ones(1), np.eye(1), np.eye(1)), np.sin(X[:, :1]))) in DEFAULT_LAMS
+    True
+    """
+    lams = np.asarray(lams, dtype=float)
+    eps = float(np.finfo(dtype).eps)
+    ok = [l for l in lams if factor.cond(l) * eps <= COND_EPS_BOUND]
+    if not ok:
+        return float(lams.max())
+    errs = [float(xp_of(r).mean(r ** 2)) for r in (factor.loo_residuals(l) for l in ok)]
+    return float(ok[int(np.argmin(errs))])
+
 # %% ../nbs/1_shared/09_backend.ipynb #3a75998e
 def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300, random_state=None, tol: float = 1e-10,
                  max_iter=None, preconditioner="auto") -> dict:
@@ -314,30 +418,21 @@ def xp_ridge_fit(kernel, X, Y, lam: float, solver: str, n_components: int = 300,
     lam = float(lam)
     parts = _xp_parts(kernel)
     xp = xp_of(X)
-    if solver == "nystrom":
-        L = xp.take(X, xp.asarray(landmark_rows(X.shape[0], n_components, random_state), device=device_of(X)), axis=0)
-        ny = nystrom_fit(parts, X, Y, lam, L)
-        return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": L,
-                "W": None, "feats": None, "nystrom": ny, "n_iter": 1, "converged": True,
-                "rank": [int(f.rank) for f in ny.feats]}
-    if solver == "rff":
-        if _rff_kind(kernel) != "separable":
-            raise ValueError("solver='rff' on array-API data fits Separable(RBF) kernels; pass NumPy arrays for vector fields")
-        rf = rff_fit(kernel, X, Y, lam, int(n_components), random_state)
-        return {"solver": solver, "parts": parts, "coef": None, "smoothed": None, "factor": None, "landmarks": None,
-                "W": rf.W, "feats": rf.feats, "rff": rf, "n_iter": 1, "converged": True, "rank": None}
+    if solver in ("nystrom", "rff"):
+        return _xp_approx_fit(parts, kernel, X, Y, lam, solver, n_components, random_state)
     if solver == "eigen":
         if parts.nc != 1:
             raise ValueError(f"solver='eigen' needs a Separable kernel, got {type(kernel).__name__}; use 'cholesky', "
                              "'cg' or 'dense'")
         f = xp_eigen_factor(kernel, X, Y)
+        check_condition(f.cond(lam), lam, solver, _host_dtype(Y))        # exact, from the eigenvalues
         return xp_exact_model(parts, f.coef(lam), solver, factor=f)
-    if solver == "cholesky":
-        if parts.eig is None:
-            raise ValueError("solver='cholesky' needs output matrices T that commute; use 'cg' or 'dense'")
-        return xp_exact_model(parts, grouped_cholesky(parts, X, Y, lam), solver)
-    if solver == "dense":
-        return xp_exact_model(parts, dense_solve(kernel, X, Y, lam), solver)
+    if solver == "cholesky" and parts.eig is None:
+        raise ValueError("solver='cholesky' needs output matrices T that commute; use 'cg' or 'dense'")
+    if solver in ("cholesky", "dense"):                                  # the Rayleigh bound (above): no factor here
+        check_condition(cond_lower_bound(parts, X, lam), lam, solver, _host_dtype(Y))
+        C = grouped_cholesky(parts, X, Y, lam) if solver == "cholesky" else dense_solve(kernel, X, Y, lam)
+        return xp_exact_model(parts, C, solver)
     L = (xp.take(X, xp.asarray(landmark_rows(X.shape[0], n_components, random_state), device=device_of(X)), axis=0)
          if preconditioner == "nystrom" else None)
     C, info = cg_solve(parts, X, Y, lam, tol, max_iter, preconditioner, L)

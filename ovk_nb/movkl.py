@@ -22,6 +22,7 @@ from .metrics import functional_r2
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context, validate_estimator_params)
 from .weights import lr_norm_weights
+from .backend import FALLBACK_LAM, loo_lam
 
 # %% auto #0
 __all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'DEFAULT_BANDWIDTHS', 'GS_WINDOW', 'GS_MAX_SWEEPS',
@@ -472,6 +473,21 @@ def _start_solver(est, groups, Ts):
     est._T_eig = eigh_psd(Ts[0]) if est.solver_ == "eig" else None
     _fresh_preconditioner(est)
 
+# %% ../nbs/2_algorithms/03_movkl.ipynb #ad1e4da2
+def _start_weights(M, r):
+    "Algorithm 1's starting weights d^(0): 1/M each (1 for r = inf)."
+    return np.ones(M) if np.isinf(r) else np.full(M, 1.0 / M)
+
+
+def _auto_lam(est, Grams, groups, Ts, Ys):
+    """lam='auto': the leave-one-out lam (`ovk_nb.ridge.loo_lam`) of the ridge on the starting kernel
+    sum_k d0_k G_k (x) T, one operator group (case 1); `ovk_nb.ridge.FALLBACK_LAM` with several."""
+    if len(groups) != 1:
+        return FALLBACK_LAM
+    a, U = eigh_psd(sum(w * G for w, G in zip(_start_weights(len(Grams), est.r), Grams)))
+    e, Q = est._T_eig if est._T_eig is not None else eigh_psd(Ts[0])
+    return loo_lam(EigenFactor(a, U, e, Q, Q.T, U.T @ Ys @ Q))
+
 # %% ../nbs/2_algorithms/03_movkl.ipynb #a08b580d
 GS_MAX_SWEEPS = 5000     # Gauss-Seidel sweeps per alpha-step at most, PCG's cap (see the decision above)
 
@@ -481,20 +497,20 @@ def _alpha_step(est, As, Ts, Ys, Z0):
     decision above): the eigh of 'eig' and of PCG's preconditioner under the caller's limit (the fit's rule), PCG's
     iterations and Gauss-Seidel's per-curve solves on one thread."""
     if est.solver_ == "eig":
-        return solve_eig(As[0], Ts[0], Ys, est.lam, est._T_eig), {"iterations": 1}
+        return solve_eig(As[0], Ts[0], Ys, est.lam_, est._T_eig), {"iterations": 1}
     if est.solver_ == "pcg":
         P = est._precond
         if P is None or est._pcg_last > max(8, 2 * est._pcg_fresh):
-            P = est._precond = KronPreconditioner(As, Ts, est.lam)
+            P = est._precond = KronPreconditioner(As, Ts, est.lam_)
             est._pcg_fresh = None
         with _one_thread(len(Ys)):                       # many n x n x m products (see the decision above)
-            Z, info = solve_pcg(As, Ts, Ys, est.lam, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
+            Z, info = solve_pcg(As, Ts, Ys, est.lam_, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
         est._pcg_last = info["iterations"]
         if est._pcg_fresh is None:
             est._pcg_fresh = info["iterations"]
         return Z, info
     with _one_thread(len(Ys)):                           # m x m blocks, one curve at a time
-        return solve_gauss_seidel(As, Ts, Ys, est.lam, tol=1e-10, max_sweeps=GS_MAX_SWEEPS, Z0=Z0)
+        return solve_gauss_seidel(As, Ts, Ys, est.lam_, tol=1e-10, max_sweeps=GS_MAX_SWEEPS, Z0=Z0)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
 def _norms_and_fit(Grams, groups, Ts, d, Z):
@@ -521,7 +537,9 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
     """Alternate (i) the alpha-step and (iii) eq. (15); records the histories on `est`. Returns (d, Z, q).
     `d0`, `Z0`: a warm start (the leave-one-curve-out refits start at the full fit); default: uniform d, Z = 0."""
     M = len(Grams)
-    d = (np.ones(M) if np.isinf(est.r) else np.full(M, 1.0 / M)) if d0 is None else np.array(d0, dtype=float)
+    if not isinstance(est.lam, str):            # a number; 'auto' was resolved to lam_ by fit (_auto_lam)
+        est.lam_ = float(est.lam)
+    d = _start_weights(M, est.r) if d0 is None else np.array(d0, dtype=float)
     Z = np.zeros_like(Ys) if Z0 is None else np.array(Z0, dtype=float)
     est.objective_, est.weights_history_, est.solver_iterations_ = [], [], []
     est._capped = False
@@ -531,7 +549,7 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
         Z, info = _alpha_step(est, As, Ts, Ys, Z_old)
         est.solver_iterations_.append(info["iterations"])
         q, Yhat = _norms_and_fit(Grams, groups, Ts, d, Z)
-        est.objective_.append(float(np.sum((Ys - Yhat) ** 2) + est.lam * np.dot(d, q)))
+        est.objective_.append(float(np.sum((Ys - Yhat) ** 2) + est.lam_ * np.dot(d, q)))
         est.weights_history_.append(d.copy())
         if not info.get("converged", True):      # Gauss-Seidel stopped short of its residual: stop here, d is Z's
             warnings.warn(f"MovKL's Gauss-Seidel alpha-step stopped at relative residual {info['residual']:.2g} > 1e-10 "
@@ -553,20 +571,17 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
     est.n_iter_ = it
     return d, Z, q
 
-# %% ../nbs/2_algorithms/03_movkl.ipynb #8e0a659b
-class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1): learns
-    the weights d of K = sum_k d_k G_k T_k together with the ridge coefficients.
-
-    Parameters
+# %% ../nbs/2_algorithms/03_movkl.ipynb #14706307
+_MOVKL_PARAMS_DOC = """    Parameters
     ----------
     kernels : list or None, default=None
         Separable kernels or (ScalarKernel, OutputOperator or matrix) pairs, all on one output grid; data-driven arguments
         (`RBF()`) are set from the training data at fit. None is a small dictionary of bandwidths: RBF(c * gamma) for
         c in (0.1, 1, 10), gamma = 1 / sum_j Var(X[:, j]), each with the identity operator on Y's column grid
         (`default_kernels`).
-    lam : float, default=1.0
-        Ridge parameter (> 0).
+    lam : float or 'auto', default='auto'
+        Ridge parameter (> 0). 'auto': the closed-form leave-one-out choice among `ovk_nb.ridge.DEFAULT_LAMS` for the
+        ridge on the starting kernel (one operator; 1.0 with several), see the notebook. The value used is `lam_`.
     r : float, default=2.0
         The l_r norm of the weights, in [1, inf]: r = 1 gives sparse weights, inf equal weights.
     solver : {'auto', 'eig', 'pcg', 'gauss_seidel'}, default='auto'
@@ -579,10 +594,14 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Subtract the training mean curve before fitting and add it back when predicting (as `OVKRidge(center_y=True)`).
         'auto' centres the default model (`kernels` None) and fits the paper's literal model when kernels are given.
 
-    Attributes
+"""
+
+_MOVKL_ATTRS_DOC = """    Attributes
     ----------
     kernels_ : list
         The kernels fitted with (the default dictionary when `kernels` is None), data-driven arguments resolved.
+    lam_ : float
+        The ridge parameter fitted with (the leave-one-out choice under lam='auto').
     weights_ : ndarray of shape (n_kernels,)
         The learned weights d.
     norms_ : ndarray of shape (n_kernels,)
@@ -606,7 +625,14 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_features_in_ : int
         Number of input features.
 
-    See Also
+"""
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #8e0a659b
+class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    __doc__ = """l_r-norm multiple operator-valued kernel learning for functional response ridge regression (Algorithm 1): learns
+    the weights d of K = sum_k d_k G_k T_k together with the ridge coefficients.
+
+""" + _MOVKL_PARAMS_DOC + """""" + _MOVKL_ATTRS_DOC + """    See Also
     --------
     ovk_nb.movkl.FunctionalKRR : The same model with one fixed kernel.
     ovk_nb.movkl.movkl_loco : Leave-one-curve-out errors, to choose `lam`.
@@ -627,9 +653,9 @@ class MovKL(MultiOutputMixin, RegressorMixin, BaseEstimator):
     >>> len(est.kernels_), est.solver_, est.score(X[40:], Y[40:]) > 0.5
     (3, 'eig', True)
     """
-    _parameter_constraints = {**_MOVKL_CONSTRAINTS, "center_y": _CENTER_Y}
+    _parameter_constraints = {**_MOVKL_CONSTRAINTS, "center_y": _CENTER_Y, "lam": [_POSITIVE, Options(("auto",))]}
 
-    def __init__(self, kernels=None, lam: float = 1.0, r: float = 2.0, solver: str = "auto",
+    def __init__(self, kernels=None, lam="auto", r: float = 2.0, solver: str = "auto",
                  tol: float = 1e-6, max_iter: int = 100, center_y="auto"):
         self.kernels, self.lam, self.r, self.solver, self.tol, self.max_iter = kernels, lam, r, solver, tol, max_iter
         self.center_y = center_y
@@ -688,7 +714,10 @@ def fit(self: MovKL, X, Y):
     _start_solver(self, groups, Ts)
     y_mean = _y_mean(self.center_y, self.kernels is None, Y)
     with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
-        d, Z, q = _algorithm1(self, _kernel_grams(pairs, w, X, X), groups, Ts, (Y - y_mean) * s)
+        Grams, Ys = _kernel_grams(pairs, w, X, X), (Y - y_mean) * s
+        if isinstance(self.lam, str):                                   # 'auto': the decision above
+            self.lam_ = _auto_lam(self, Grams, groups, Ts, Ys)
+        d, Z, q = _algorithm1(self, Grams, groups, Ts, Ys)
     self.kernels_, self.weights_, self.norms_ = kernels, d, np.sqrt(np.clip(d ** 2 * q, 0, None))
     self.coef_, self.y_mean_, self.quadrature_weights_ = Z / s, y_mean, w
     self.X_fit_, self.pairs_, self.groups_ = X, pairs, [(T, list(mb)) for T, mb in groups]
@@ -756,7 +785,65 @@ def _loco_refit(est, Grams, groups, Ts, Ys, d, Z, i):
                for (_, members), Tg in zip(groups, Ts))
     return float(((Ys[i] - yhat) ** 2).sum()), est.n_iter_, capped
 
+# %% ../nbs/2_algorithms/03_movkl.ipynb #1ff60f65
+def _loco_problem(kernels, X, Y):
+    "movkl_loco's data as MovKL.fit checks it: (X, Y, w, pairs, groups, Ts); kernels None is the default dictionary."
+    X, Y, _ = _check_curves(X, Y)
+    kernels = _fit_kernels(kernels, X, Y)
+    pairs, w = kernel_pairs(kernels)
+    _check_curves(X, Y, pairs[0][1].shape[0])
+    groups = group_operators(pairs)
+    return X, Y, w, pairs, groups, [symmetric_operator(T, w) for T, _ in groups]
 
+
+def _loco_full_fits(est, lams, Grams, groups, Ts, Ys):
+    "The full fit (d, Z) of every lam: the warm starts of its refits."
+    full = []
+    for lam in lams:
+        est.set_params(lam=float(lam))
+        _fresh_preconditioner(est)
+        full.append(_algorithm1(est, Grams, groups, Ts, Ys)[:2])
+    return full
+
+
+class _LocoSums:
+    "Per lam: the held-out errors summed in curve order (`advance`), the refits' outer iterations and how many were capped."
+
+    def __init__(self, ests, full, lams, data, pool):
+        self.ests, self.full, self.lams, self.data, self.pool = ests, full, lams, data, pool
+        self.errs, self.done, self.iters, self.capped = np.zeros(len(lams)), np.zeros(len(lams), dtype=int), [], 0
+
+    def advance(self, a, stop, bound=np.inf):
+        "Sum lam a's held-out errors up to curve `stop` (exclusive), or until the sum exceeds `bound`."
+        ests, errs, done, jobs = self.ests, self.errs, self.done, len(self.ests)
+        for e in ests:
+            e.set_params(lam=float(self.lams[a]))
+        while done[a] < stop and errs[a] <= bound:
+            idx = range(done[a], min(stop, done[a] + jobs))
+            out = list(self.pool.map(lambda j: _loco_refit(ests[j - idx[0]], *self.data, *self.full[a], j), idx)
+                       if self.pool is not None else (_loco_refit(ests[0], *self.data, *self.full[a], j) for j in idx))
+            for e, it, cap in out:                    # in curve order, pruning checked after each curve
+                if errs[a] > bound:
+                    break
+                errs[a] += e; done[a] += 1; self.iters.append(it); self.capped += cap
+
+
+def _loco_schedule(sums, L, n, prune):
+    """Every lam summed over all n curves; with `prune`, screen every lam on the first n // 5 curves, then complete them
+    from the most promising on: a lam stops as soon as its partial sum exceeds the smallest complete sum."""
+    if not prune:
+        for a in range(L):
+            sums.advance(a, n)
+        return
+    for a in range(L):
+        sums.advance(a, max(1, n // 5))
+    best = np.inf
+    for a in sorted(range(L), key=lambda a: (sums.errs[a], a)):
+        sums.advance(a, n, best)
+        if sums.done[a] == n:
+            best = min(best, sums.errs[a])
+
+# %% ../nbs/2_algorithms/03_movkl.ipynb #eaae3055
 def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: float = 1e-4, max_iter: int = 20,
                prune: bool = False, n_jobs: int = 1):
     """Leave-one-curve-out RSSE of MovKL for each lam of `lams` (eq. 20, the operators' quadrature weights); each of the
@@ -815,56 +902,19 @@ def movkl_loco(kernels, X, Y, lams, r: float = 2.0, solver: str = "auto", tol: f
     est = MovKL(kernels, lam=float(lams[0]), r=r, solver=solver, tol=tol, max_iter=max_iter)
     for lam in lams:                                   # every lam checked before any work
         validate_estimator_params(est.set_params(lam=float(lam)))
-    X, Y, _ = _check_curves(X, Y)
-    kernels = _fit_kernels(kernels, X, Y)                  # None: the default dictionary, as MovKL's
-    pairs, w = kernel_pairs(kernels)
-    _check_curves(X, Y, pairs[0][1].shape[0])
-    groups = group_operators(pairs)
+    X, Y, w, pairs, groups, Ts = _loco_problem(kernels, X, Y)
     s = np.ones(Y.shape[1]) if w is None else np.sqrt(w)
-    Ts = [symmetric_operator(T, w) for T, _ in groups]
-    L = len(lams)
     with blas_threads(1):                          # n refits on n - 1 curves, each a few small products
         Grams, Ys, n = _kernel_grams(pairs, w, X, X), Y * s, len(X)
         _start_solver(est, groups, Ts)
-        full = []
-        for lam in lams:                               # the full fits: the refits' warm starts
-            est.set_params(lam=float(lam))
-            _fresh_preconditioner(est)
-            full.append(_algorithm1(est, Grams, groups, Ts, Ys)[:2])
-        errs, done, iters, capped = np.zeros(L), np.zeros(L, dtype=int), [], 0
+        full = _loco_full_fits(est, lams, Grams, groups, Ts, Ys)   # the refits' warm starts
         jobs = max(1, int(n_jobs))
         ests = [est] + [MovKL(**est.get_params()) for _ in range(jobs - 1)]         # one estimator (state) per thread
         for e in ests[1:]:
             _start_solver(e, groups, Ts)
-
-        def advance(a, stop, bound=np.inf):
-            "Sum lam a's held-out errors up to curve `stop` (exclusive), or until the sum exceeds `bound`."
-            nonlocal capped
-            for e in ests:
-                e.set_params(lam=float(lams[a]))
-            while done[a] < stop and errs[a] <= bound:
-                idx = range(done[a], min(stop, done[a] + jobs))
-                out = list(pool.map(lambda j: _loco_refit(ests[j - idx[0]], Grams, groups, Ts, Ys, *full[a], j), idx)
-                           if pool is not None else (_loco_refit(est, Grams, groups, Ts, Ys, *full[a], j) for j in idx))
-                for e, it, cap in out:                    # in curve order, pruning checked after each curve
-                    if errs[a] > bound:
-                        break
-                    errs[a] += e; done[a] += 1; iters.append(it); capped += cap
-
         from concurrent.futures import ThreadPoolExecutor
         with warnings.catch_warnings(), ThreadPoolExecutor(jobs) if jobs > 1 else _nullcontext() as pool:
             warnings.simplefilter("ignore", ConvergenceWarning)          # counted in `refits_at_max_iter`
-            if not prune:
-                for a in range(L):
-                    advance(a, n)
-            else:
-                # screen every lam on the first n // 5 curves, then complete them from the most promising on: a lam
-                # stops as soon as its partial sum exceeds the smallest complete sum (it cannot be the argmin any more)
-                for a in range(L):
-                    advance(a, max(1, n // 5))
-                best = np.inf
-                for a in sorted(range(L), key=lambda a: (errs[a], a)):
-                    advance(a, n, best)
-                    if done[a] == n:
-                        best = min(best, errs[a])
-    return errs, {"refit_iterations": np.array(iters), "refits_at_max_iter": capped, "curves": done}
+            sums = _LocoSums(ests, full, lams, (Grams, groups, Ts, Ys), pool)
+            _loco_schedule(sums, len(lams), n, prune)
+    return sums.errs, {"refit_iterations": np.array(sums.iters), "refits_at_max_iter": sums.capped, "curves": sums.done}

@@ -15,17 +15,18 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, Regre
 
 from .kernels import KERNEL_NAMES, RBF, ColumnKernel, OVKernel, ScalarKernel, resolve_kernel, sq_distances
 # floor 1; dask itself is imported only for Dask data
-from .distributed import (as_row_blocks, dask_block_nystrom_normal_equations,
+from .distributed import (as_row_blocks, tree_sum, dask_block_nystrom_normal_equations,
                                 dask_block_nystrom_predict, dask_rows, is_dask_array,
                                 check_dask_X)
 from .linalg import BlockNystrom, _chunks, blas_threads, eigh_psd
+from .backend import DEFAULT_LAMS
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0
 __all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'MultiViewKernel', 'Metric', 'group_norms',
            'objective', 'g_step', 'w_step', 'a_step', 'prox_step', 'MVMLState', 'alternate', 'LowRankMetric',
            'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank', 'mvml_dense_reference', 'full_g_reference',
-           'stack_views', 'check_views', 'mean_distance_gamma', 'MVML', 'MVMLClassifier']
+           'stack_views', 'check_views', 'mean_distance_gamma', 'loo_lams', 'MVML', 'MVMLClassifier']
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #a1aca1b3
 def _embed(Z, offs):
@@ -785,6 +786,72 @@ def _unscale(st: MVMLState, s: float) -> MVMLState:
                          f"and the kernels, or {_RESCALE}")
     return st
 
+# %% ../nbs/2_algorithms/05_mvml.ipynb #47869dec
+def _loo_terms(obj, x, y):
+    "One row block's sums of squared leave-one-out residuals of the g-step (15), (n_lams, t), and its row count."
+    features, W, sig, C, lams = obj
+    P = features(x) @ W                                  # (rows, k): the rows of Phi in the eigenbasis of Phi^T Phi
+    P2, out = P * P, np.empty((len(lams), C.shape[1]))
+    for i, lam in enumerate(lams):
+        dinv = 1.0 / (sig + lam)
+        h = P2 @ dinv                                    # H_ii
+        R = (y - P @ (C * dinv[:, None])) / (1 - h)[:, None]
+        out[i] = (R * R).sum(axis=0) if (h < 1 - 1e-12).all() else np.inf
+    return out, np.array([float(len(x))])
+
+
+def loo_lams(features, X, Y, G, B, M, w, offs, lams=DEFAULT_LAMS) -> list:
+    """Per column of Y, the lam of `lams` with the smallest closed-form leave-one-out error of the g-step (15) at metric M
+    and view weights w (see the decision above); the sums run over row blocks on the Dask workers for a Dask X.
+
+    Parameters
+    ----------
+    features : BlockNystrom
+        The feature map Z(x).
+    X : ndarray or dask.array.Array of shape (n_samples, n_features)
+        The training inputs.
+    Y : ndarray or dask.array.Array of shape (n_samples, t)
+        The targets, in B's units.
+    G, B : ndarray of shape (r, r) and (r, t)
+        Z^T Z and Z^T Y.
+    M : Metric or LowRankMetric
+        The metric (its eigen-form a, Q).
+    w : array-like of shape (n_views,)
+        The view weights.
+    offs : ndarray
+        The views' offsets in the r features.
+    lams : sequence of float, default=DEFAULT_LAMS
+        The candidates, > 0.
+
+    Returns
+    -------
+    list of float
+        The chosen lam of each column (the largest candidate if every one fits some row exactly, H_ii = 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import Linear
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(50, 4)); Y = np.c_[X[:, 0] + 0.01 * rng.normal(size=50), rng.normal(size=50)]
+    >>> f = BlockNystrom([Linear()], X[:10]); Z = f(X)
+    >>> lams = loo_lams(f, X, Y, Z.T @ Z, Z.T @ Y, Metric(np.ones(Z.shape[1]), np.eye(Z.shape[1])), [1.0], f.offsets)
+    >>> lams[0] < 1.0 < lams[1]                          # a clean signal, and noise
+    True
+    """
+    DF = np.repeat(np.asarray(w, float), np.diff(offs))[:, None] * (M.Q * np.sqrt(M.a))
+    sig, V = np.linalg.eigh(DF.T @ G @ DF)
+    W, lams = DF @ V, np.asarray(lams, float)
+    obj = (features, W, np.clip(sig, 0.0, None), W.T @ B, lams)
+    if is_dask_array(X):
+        Xb, Yb = as_row_blocks(X, Y)
+        S, _ = tree_sum(_loo_terms, obj, Xb, Yb, ((len(lams), B.shape[1]), (1,)))
+    else:
+        S, _ = _loo_terms(obj, X, Y)
+    return [float(lams[int(np.argmin(S[:, t]))]) if np.isfinite(S[:, t]).any() else float(lams.max())
+            for t in range(S.shape[1])]
+
+
 # %% ../nbs/2_algorithms/05_mvml.ipynb #75d67c4b
 def _solve_columns(self, X, Y, yy, scales):
     """One alternation (13)/(14) per column of Y, sharing G = Z^T Z; returns the list of MVMLState (in Y's units). Column t
@@ -802,16 +869,20 @@ def _solve_columns(self, X, Y, yy, scales):
     omega = {"learned": "frobenius", "sparse": "group"}.get(self.metric, "none")
     learn = self.metric in ("learned", "sparse") and self.a_steps > 0
     mu, v = self._mu(), len(offs) - 1
-    w0, out = np.full(v, 1.0 / v), []
+    w0, out, self._fit_lams = np.full(v, 1.0 / v), [], []
     with blas_threads(_threads(r)):                  # eigh of the lifted problem (k <= r) and its block products
         if self.metric == "learned" and learn:       # the fast path: one lifted problem for every target
             M0 = _initial_lowrank(G, offs, self.rcond)
             L = _Lifted(G, M0, w0, offs)
         else:
             M0 = _initial_metric(self.metric, G, offs, self.rcond)
+        Ys = (Y if is_dask_array(Y) else np.asarray(Y, float).reshape(len(X), -1)) / scales[None, :]
+        auto = loo_lams(self.features_, X, Ys, G, B, M0, w0, offs) if isinstance(self.lam, str) else None  # above
     with blas_threads(1):                            # the alternation: many small products and solves (see the decision)
         for t in range(B.shape[1]):
-            P, mu_t = _scaled_problem(G, B[:, t], yy[t], scales[t], offs, self.lam, self.eta, mu, omega)
+            lam = float(self.lam) if auto is None else auto[t]
+            self._fit_lams.append(lam)
+            P, mu_t = _scaled_problem(G, B[:, t], yy[t], scales[t], offs, lam, self.eta, mu, omega)
             st = (alternate_lowrank(P, M0, L, bool(self.learn_w), mu_t, int(self.a_steps), int(self.max_iter),
                                     float(self.tol)) if isinstance(M0, LowRankMetric) else
                   alternate(P, M0, w0, learn, bool(self.learn_w), mu_t, int(self.a_steps), int(self.max_iter),
@@ -914,8 +985,9 @@ _PARAMS_DOC = """
         on each view's columns at fit. None: per view, ``RBF`` with gamma = 1 / (2 sigma^2), sigma the mean distance between
         <= 500 drawn samples of the view (the paper's rule, section 4.2; see the notebook's decision). The fitted kernels
         are ``kernels_``.
-    lam : float > 0, default=0.1
-        Ridge penalty on g (lambda in eq. 13).
+    lam : float > 0 or 'auto', default='auto' (MVML) or 0.1 (MVMLClassifier)
+        Ridge penalty on g (lambda in eq. 13). 'auto' (regression): per target, the lam of `ovk_nb.ridge.DEFAULT_LAMS`
+        with the smallest closed-form leave-one-out error of the first g-step (`loo_lams`); the value used is `lam_`.
     eta : float >= 0, default=1.0
         Penalty on the metric (eta Omega(A)): Frobenius norm for 'learned', group norm for 'sparse'. It is in the units of
         ``||y||^2`` (the data term), so rescaling y by c acts as eta / c^2.
@@ -950,6 +1022,9 @@ _REF_DOC = """    References
 """
 
 _ATTRS_DOC = """
+    lam_ : float or ndarray of shape (n_outputs,)
+        The ridge penalty fitted with, per target (the GCV choice under lam='auto'; a float for a 1-D y or the classifier's
+        binary problem, else one per column).
     views_ : list of ndarray
         The column indices of each view in the (stacked) X.
     view_names_ : list or None
@@ -1019,9 +1094,10 @@ class MVML(MultiOutputMixin, RegressorMixin, _MVMLBase):
     >>> MVML(views=[[0, 1], [2, 3, 4]]).fit(X, y).score(X, y) > 0.9
     True
     """
-    _parameter_constraints = {**_MVMLBase._parameter_constraints, "normalize_y": ["boolean"]}
+    _parameter_constraints = {**_MVMLBase._parameter_constraints, "normalize_y": ["boolean"],
+                              "lam": [_POS, Options(("auto",))]}
 
-    def __init__(self, views=None, kernel=None, lam=0.1, eta=1.0, metric="learned", learn_w=False, n_components="auto",
+    def __init__(self, views=None, kernel=None, lam="auto", eta=1.0, metric="learned", learn_w=False, n_components="auto",
                  mu=None, a_steps=1, max_iter=10, tol=1e-6, random_state=None, rcond=1e-12, normalize_y=True):
         super().__init__(views, kernel, lam, eta, metric, learn_w, n_components, mu, a_steps, max_iter, tol, random_state,
                          rcond)
@@ -1069,6 +1145,7 @@ def fit(self: MVML, X, y):
     self.g_, self.w_ = (sts[0].g, sts[0].w) if y1d else (np.column_stack([s.g for s in sts]),
                                                          np.column_stack([s.w for s in sts]))
     self.n_iter_ = max(s.n_iter for s in sts)
+    self.lam_ = self._fit_lams[0] if y1d else np.array(self._fit_lams)
     coef = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts]) * sd
     self.coef_, self.intercept_ = (coef[:, 0], float(mean[0])) if y1d else (coef, mean)
     self.sparsity_ = one([_pattern(s.M, offs) for s in sts])
@@ -1221,6 +1298,7 @@ def fit(self: MVMLClassifier, X, y):
     self.w_ = np.column_stack([s.w for s in sts])
     self.coef_ = np.column_stack([np.repeat(s.w, np.diff(offs)) * s.g for s in sts])
     self.objective_, self.n_iter_ = [s.objective for s in sts], max(s.n_iter for s in sts)
+    self.lam_ = self._fit_lams[0] if len(self._fit_lams) == 1 else np.array(self._fit_lams)
     self.sparsity_ = [_pattern(s.M, offs) for s in sts]
     self.n_features_in_ = X.shape[1]
     self.view_names_ = names

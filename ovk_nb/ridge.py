@@ -22,22 +22,22 @@ from .kernels import (RBF, IntegralOperator, OVKernel, Polynomial, Separable, Su
 from .distributed import (as_row_blocks, dask_cg_fit, dask_kernel_predict,
                                 dask_nystrom_fit, dask_predict, dask_rows,
                                 is_dask_array, check_dask_X, tree_sum, _terms, _finite)
-from .linalg import masked_solve, masked_solve_dense, check_condition
+from .linalg import masked_solve, masked_solve_dense, check_condition, COND_EPS_BOUND
 from .validation import check_X_Y_missing
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
                            factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
-from .backend import (check_xp_data, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
+from .backend import (DEFAULT_LAMS, FALLBACK_LAM, loo_lam)
+from .backend import (_host_dtype, check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
                             xp_of, xp_ridge_fit, xp_ridge_predict)
 from .kernels import scalar_gram
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context)
 
 # %% auto #0
-__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'CG_THREADS_MIN_N', 'DASK_RESOLVE_ROWS', 'DEFAULT_LAMS',
-           'ridge_dense_reference', 'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement',
-           'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'CG_THREADS_MIN_N', 'DASK_RESOLVE_ROWS', 'ridge_dense_reference',
+           'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -96,7 +96,7 @@ SOLVERS = ("auto", "dense", "eigen", "cholesky", "cg", "nystrom", "rff")
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 _RIDGE_CONSTRAINTS = {
-    "kernel": [OVKernel, None], "lam": [_POSITIVE], "solver": [Options(SOLVERS)], "tol": [_POSITIVE],
+    "kernel": [OVKernel, None], "lam": [_POSITIVE, Options(("auto",))], "solver": [Options(SOLVERS)], "tol": [_POSITIVE],
     "max_iter": [Interval(numbers.Integral, 1, None), None], "preconditioner": [Options(PRECONDITIONERS), None],
     "n_components": [Interval(numbers.Integral, 1, None)], "random_state": ["random_state"], "center_y": ["boolean"],
     "missing": [Options(("raise", "ignore"))], "lam_manifold": [Interval(numbers.Real, 0, None, closed="left")],
@@ -148,6 +148,16 @@ def _choose_solver(parts: KernelParts, solver, n):
         raise ValueError(f"solver='nystrom' needs a Separable kernel or a SumKernel of Separables, got {type(kernel).__name__}")
     return solver
 
+# %% ../nbs/2_algorithms/00_ridge.ipynb #8e67f79a
+def _auto_lam_applies(est, parts):
+    "lam='auto' is the leave-one-out choice: a single Separable part and a solver that may be 'eigen'."
+    return isinstance(est.lam, str) and _one_part(parts) and est.solver in ("auto", "eigen")
+
+
+def _lam_value(est):
+    "The number lam stands for where no leave-one-out choice is made: the float given, or FALLBACK_LAM for 'auto'."
+    return FALLBACK_LAM if isinstance(est.lam, str) else float(est.lam)
+
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ddec40f9
 BLAS_THREADS_MIN_N = 1000        # order of the factorised matrix (n; n d for 'dense'; rows for Nystrom) from which threads may pay
 CG_THREADS_MIN_N = 4000          # n from which CG's Gram products (n x n times n x d a matvec) may use threads
@@ -169,12 +179,17 @@ def _eigen_factor(parts: KernelParts, X, Y):
 
 def _solve(est, solver, parts, X, Y, lam):
     """Fit with `solver`: sets est's coef_, n_iter_ (CG's iterations; 1 for a direct factorisation, as scikit-learn counts
-    one pass of a non-iterative solver), _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_)."""
+    one pass of a non-iterative solver), _nystrom, _eig_cache (and Nystrom's landmarks_, n_components_), lam_. lam None
+    (solver 'eigen' only): the leave-one-out choice `loo_lam` on the factor."""
     est.n_iter_, est.coef_, est._nystrom, est._eig_cache, est._rff = 1, None, None, None, None
+    if lam is None:
+        est._eig_cache = _eigen_factor(parts, X, Y)
+        lam = loo_lam(est._eig_cache)
+    est.lam_ = lam
     if solver == "dense":
         est.coef_ = dense_solve(est.kernel_, X, Y, lam)
     elif solver == "eigen":
-        est._eig_cache = _eigen_factor(parts, X, Y)
+        est._eig_cache = est._eig_cache if est._eig_cache is not None else _eigen_factor(parts, X, Y)
         check_condition(est._eig_cache.cond(lam), lam, "eigen")        # exact from the eigenvalues (linalg's decision)
         est.coef_ = est._eig_cache.coef(lam)
     elif solver == "cholesky":
@@ -204,14 +219,8 @@ def _apply_chunked(kernel, X, X_fit, C, chunk=None):
     out = [kernel.apply(X[sl], X_fit, C) for sl in _chunks(len(X), chunk)]
     return np.concatenate(out) if out else np.zeros((0, C.shape[1]))
 
-# %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
-class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """Kernel ridge regression with an operator-valued kernel.
-
-    Minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2, i.e. solves (K + lam I) vec(C) = vec(Y), and predicts
-    f(x) = sum_i K(x, x_i) c_i.
-
-    Parameters
+# %% ../nbs/2_algorithms/00_ridge.ipynb #9cdc466b
+_RIDGE_PARAMS_DOC = """    Parameters
     ----------
     kernel : OVKernel, ScalarKernel, str or None, default=None
         The operator-valued kernel (`Separable`, `SumKernel`, `BlockKernel`, ...). None is
@@ -219,10 +228,13 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         (`kernels.data_gamma`) and the identity of Y's width. A scalar kernel k means `Separable(k, T=None)` (k I); a
         name of KernelRidge's ('rbf', 'laplacian', 'linear', 'poly') means its scalar kernel (`kernels.named_kernel`).
         Data-driven arguments are resolved at fit; the result is `kernel_`.
-    lam : float, default=1.0
-        Regularisation > 0 (KernelRidge's `alpha`).
+    lam : float or 'auto', default='auto'
+        Regularisation > 0 (KernelRidge's `alpha`). 'auto': the lam of `DEFAULT_LAMS` with the smallest closed-form
+        leave-one-out error (`loo_lam`, as `OVKRidgeCV(cv='loo')`), from one eigendecomposition (solver 'eigen'), for a
+        kernel with one Separable part and solver 'auto' or 'eigen' on complete outputs; 1.0 otherwise. The value used is
+        `lam_`.
     solver : {'auto', 'dense', 'eigen', 'cholesky', 'cg', 'nystrom', 'rff'}, default='auto'
-        'auto': dense if n d <= 1000, else cholesky if T has <= 8 distinct eigenvalue groups, else eigen for a Separable,
+        'auto' (with a number lam; lam='auto' takes 'eigen' where it applies): dense if n d <= 1000, else cholesky if T has <= 8 distinct eigenvalue groups, else eigen for a Separable,
         else cg (e.g. `CurlFreeRBF`, `DivFreeRBF`). 'dense': Cholesky of the nd x nd Gram. 'eigen': eigh of the scalar Gram (Separable only; keeps the
         factorisation for lam paths and LOO). 'cholesky': one Cholesky per distinct eigenvalue of T (Separable or sums of
         Separables with commuting T). 'cg': preconditioned conjugate gradients (any kernel). 'nystrom': `n_components`
@@ -255,10 +267,21 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_neighbors : int, default=10
         Neighbours per row of that graph.
 
-    Attributes
+"""
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #41d51d99
+class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    __doc__ = """Kernel ridge regression with an operator-valued kernel.
+
+    Minimises sum_i ||f(x_i) - y_i||^2 + lam ||f||_H^2, i.e. solves (K + lam I) vec(C) = vec(Y), and predicts
+    f(x) = sum_i K(x, x_i) c_i.
+
+""" + _RIDGE_PARAMS_DOC + """    Attributes
     ----------
     kernel_ : OVKernel
         The kernel fitted with, data-driven arguments resolved (e.g. the number `gamma='scale'` gave).
+    lam_ : float
+        The regularisation fitted with (the leave-one-out choice under lam='auto').
     y_mean_ : ndarray of shape (n_outputs,)
         The mean subtracted from Y (zeros when `center_y=False`).
     coef_ : ndarray of shape (n_samples, n_outputs)
@@ -299,7 +322,7 @@ class OVKRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """
     _parameter_constraints = _RIDGE_CONSTRAINTS
 
-    def __init__(self, kernel=None, lam=1.0, solver="auto", tol=1e-10, max_iter=None, preconditioner="auto",
+    def __init__(self, kernel=None, lam="auto", solver="auto", tol=1e-10, max_iter=None, preconditioner="auto",
                  n_components=300, random_state=None, center_y=True, missing="raise", lam_manifold=0.0, n_neighbors=10):
         self.kernel, self.lam, self.solver, self.tol, self.max_iter = kernel, lam, solver, tol, max_iter
         self.preconditioner, self.n_components, self.random_state = preconditioner, n_components, random_state
@@ -358,9 +381,10 @@ def fit(self: OVKRidge, X, Y):
     self.y_mean_ = Y.mean(axis=0) if self.center_y else np.zeros(Y.shape[1])
     Y = Y - self.y_mean_
     parts = KernelParts(self.kernel_)
-    solver = _choose_solver(parts, self.solver, len(X))
+    auto = _auto_lam_applies(self, parts)                   # lam='auto': leave-one-out on the eigen factor, above
+    solver = "eigen" if auto else _choose_solver(parts, self.solver, len(X))
     with blas_threads(_solve_threads(solver, len(X), parts.d)):     # one thread for small systems, see above
-        _solve(self, solver, parts, X, Y, float(self.lam))
+        _solve(self, solver, parts, X, Y, None if auto else _lam_value(self))
     # copies: predict(X) on the caller's training array must not share memory with X_fit_, or numpy turns X @ X_fit_.T
     # into a symmetric product (syrk) whose rounding differs from the general one used after unpickling
     self.solver_, self.X_fit_, self._Y_fit = solver, X.copy(), Y.copy()
@@ -447,7 +471,7 @@ def _posterior_std(self, X):
     f = _fitted_eigen(self)
     k = self.kernel_.scalar_kernel
     Q = k(X, self.X_fit_) @ f.U                                       # (m, r)
-    W = (Q ** 2) @ (1.0 / f.den(self.lam)) * f.e ** 2          # (m, d): sum_a q_a^2 / (s_a e_l + lam) e_l^2
+    W = (Q ** 2) @ (1.0 / f.den(self.lam_)) * f.e ** 2          # (m, d): sum_a q_a^2 / (s_a e_l + lam) e_l^2
     xp, Td = xp_of(X), np.diag(self.kernel_.T).copy()          # numpy itself for NumPy (the same operations as before)
     Td = xp.asarray(Td, dtype=X.dtype, device=device_of(X)) if xp_fit else Td
     var = k.diag(X)[:, None] * Td[None, :] - W @ (f.V ** 2).T
@@ -486,6 +510,7 @@ def _fit_dask(est, X, Y):
         raise ValueError(f"a Dask array X needs solver='nystrom' (or 'auto'), 'rff' or 'cg', got solver={est.solver!r}: "
                          "the other solvers factor the n x n Gram on one machine")
     est.n_iter_, est.coef_, est._nystrom, est._eig_cache, est._rff = 1, None, None, None, None
+    est.lam_ = _lam_value(est)             # lam='auto' is FALLBACK_LAM here: no eigen factor on the workers
     est.y_mean_ = np.asarray(Y.mean(axis=0).compute(), dtype=float) if est.center_y else np.zeros(d)
     Y = Y - est.y_mean_
     if est.solver == "rff":                 # (Z^T Z, Z^T Y') per row block on its worker, tree-summed, solved here
@@ -494,10 +519,10 @@ def _fit_dask(est, X, Y):
         feats = RandomFourierFeatures(kernel, X.shape[1], int(est.n_components), est.random_state, center=center)
         D2 = 2 * int(est.n_components)
         G, R = tree_sum(_terms, feats, X, Y, ((D2, D2), (D2, d)))
-        est._rff, est.n_components_, est.solver_ = feats.solve(G, R, float(est.lam)), int(est.n_components), "rff"
+        est._rff, est.n_components_, est.solver_ = feats.solve(G, R, est.lam_), int(est.n_components), "rff"
     elif est.solver == "cg":
         Yn = np.asarray(Y.compute(), dtype=float)
-        C, info, Xn = dask_cg_fit(parts, X, Yn, float(est.lam), est.tol, est.max_iter, est.preconditioner)
+        C, info, Xn = dask_cg_fit(parts, X, Yn, est.lam_, est.tol, est.max_iter, est.preconditioner)
         if not info["converged"]:
             warnings.warn(f"CG did not reach tol={est.tol} in {info['iterations']} iterations", ConvergenceWarning)
         est.coef_, est.n_iter_, est.X_fit_, est._Y_fit, est.solver_ = C, info["iterations"], Xn, Yn, "cg"
@@ -510,7 +535,7 @@ def _fit_dask(est, X, Y):
         n, p = X.shape[0], min(int(est.n_components), X.shape[0])
         idx = np.sort(np.random.default_rng(est.random_state).choice(n, p, replace=False))
         est.landmarks_ = dask_rows(X, idx, "X")
-        est._nystrom = dask_nystrom_fit(parts, X, Y, float(est.lam), est.landmarks_)
+        est._nystrom = dask_nystrom_fit(parts, X, Y, est.lam_, est.landmarks_)
         est.n_components_ = [f.rank for f in est._nystrom.feats]
         est.solver_ = "nystrom"
     est.kernel_, est.n_features_in_, est.n_outputs_, est._y1d = kernel, X.shape[1], d, y1d
@@ -537,9 +562,12 @@ def _fit_xp(est, X, Y):
                          "only (the masked and graph systems); pass NumPy arrays")
     X, Y, y1d, kernel, xp = _fit_data_xp(est.kernel, X, Y, est.random_state)
     n, d = Y.shape
-    solver = _choose_solver(KernelParts(kernel), est.solver, n)         # the same choice and checks as on NumPy
+    auto = _auto_lam_applies(est, KernelParts(kernel))                   # lam='auto': as on NumPy
+    solver = "eigen" if auto else _choose_solver(KernelParts(kernel), est.solver, n)   # the same choice and checks
     y_mean = xp.mean(Y, axis=0) if est.center_y else xp.zeros(d, dtype=Y.dtype, device=device_of(Y))
-    model = xp_ridge_fit(kernel, X, Y - y_mean, float(est.lam), solver, est.n_components, est.random_state, est.tol,
+    est.lam_ = (loo_lam(xp_eigen_factor(kernel, X, Y - y_mean), dtype=_host_dtype(Y)) if auto
+                else _lam_value(est))       # the leave-one-out choice factors once more (eigh twice under lam='auto')
+    model = xp_ridge_fit(kernel, X, Y - y_mean, est.lam_, solver, est.n_components, est.random_state, est.tol,
                          est.max_iter, est.preconditioner)
     if not model["converged"]:
         warnings.warn(f"CG did not reach tol={est.tol} in {model['n_iter']} iterations", ConvergenceWarning)
@@ -616,7 +644,7 @@ def knn_laplacian(X, n_neighbors: int = 10):
     from sklearn.neighbors import kneighbors_graph
     k = min(int(n_neighbors), len(X) - 1)
     if k < 1:
-        raise ValueError(f"lam_manifold > 0 needs at least 2 rows for a neighbour graph, got {len(X)}")
+        raise ValueError(f"lam_manifold > 0 needs at least 2 samples for a neighbour graph, got n_samples = {len(X)}")
     W = kneighbors_graph(X, k, mode="connectivity", include_self=False)
     W = W.maximum(W.T)
     return csgraph.laplacian(W.astype(float))
@@ -676,7 +704,11 @@ def _semisupervised_dense(kernel, X, Y, lam, lam_m, n_neighbors):
     A = K * M.reshape(-1, 1)
     A += lam_m * (knn_laplacian(X, n_neighbors) @ K.reshape(n, d * n * d)).reshape(n * d, n * d)
     A[np.diag_indices_from(A)] += lam
-    return np.linalg.solve(A, np.where(M, Y, 0.0).ravel()).reshape(n, d)
+    anorm = float(np.abs(A).sum(axis=0).max())            # LU (as np.linalg.solve) and LAPACK's gecon estimate from it
+    lu, piv = sla.lu_factor(A, overwrite_a=True, check_finite=False)
+    rcond, _ = sla.get_lapack_funcs("gecon", (lu,))(lu, anorm, norm="1")
+    check_condition(1.0 / rcond if rcond > 0 else np.inf, lam, "dense")
+    return sla.lu_solve((lu, piv), np.where(M, Y, 0.0).ravel(), check_finite=False).reshape(n, d)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #204454a2
 def _fit_masked(est, X, Y):
@@ -692,12 +724,15 @@ def _fit_masked(est, X, Y):
         raise ValueError(f"Y must have {kernel.output_dim} columns (the kernel's output dimension), got {d}")
     est.y_mean_ = np.nanmean(Y, axis=0) if est.center_y else np.zeros(d)
     Yc = Y - est.y_mean_
-    lam, lam_m = float(est.lam), float(est.lam_manifold)
+    est.lam_ = _lam_value(est)             # lam='auto' is FALLBACK_LAM here: the masked system has no eigen factor
+    lam, lam_m = est.lam_, float(est.lam_manifold)
     if est.solver not in ("auto", "dense", "cg"):
         raise ValueError(f"missing outputs and lam_manifold are solved by solver 'auto', 'dense' or 'cg', got {est.solver!r}")
     dense = est.solver == "dense" or (est.solver == "auto" and n * d <= 2000)
     parts = KernelParts(kernel)
     est.n_iter_ = 1
+    if lam_m == 0 and parts.separable:     # the masked system: the Rayleigh bound on the observed entries (ovk_nb.backend)
+        check_condition(cond_lower_bound(parts, X, lam, observed=~np.isnan(Y)), lam, "dense" if dense else "cg")
     if dense:
         est.coef_ = (masked_solve_dense(kernel, X, Yc, lam) if lam_m == 0 else
                      _semisupervised_dense(kernel, X, Yc, lam, lam_m, est.n_neighbors))
@@ -823,7 +858,7 @@ def coef_path(self: OVKRidge, lams):
     >>> OVKRidge(lam=0.1).fit(X, X ** 2).coef_path([0.01, 0.1, 1.0]).shape
     (3, 20, 2)
     """
-    return _fitted_eigen(self).coef_path(_check_lams(lams, self.lam))
+    return _fitted_eigen(self).coef_path(_check_lams(lams, self.lam_))
 
 
 @patch
@@ -865,7 +900,7 @@ def predict_path(self: OVKRidge, X, lams):
         Kx = scalar_gram(self.kernel_.scalar_kernel, _query_xp(self, X), self.X_fit_)
     else:
         Kx = KernelParts(self.kernel_).grams(check_X(self, X), self.X_fit_)[0]
-    return f.predict_path(Kx, _check_lams(lams, self.lam)) + _y_mean(self)
+    return f.predict_path(Kx, _check_lams(lams, self.lam_)) + _y_mean(self)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #7f18ef14
 @patch
@@ -897,7 +932,7 @@ def refit(self: OVKRidge, lam):
     1.0
     """
     f = _fitted_eigen(self)
-    self.lam = check_positive(lam, "lam")
+    self.lam = self.lam_ = check_positive(lam, "lam")
     check_condition(f.cond(self.lam), self.lam, "eigen")
     self.coef_, self.solver_, self._nystrom = f.coef(self.lam), "eigen", None
     if getattr(self, "_xp_model", None) is not None:           # array-API fit: its predictions read the model
@@ -939,7 +974,7 @@ def loo_residuals(self: OVKRidge, lam=None):
     (20, 2)
     """
     f = _fitted_eigen(self)
-    lam = _check_lams(lam, self.lam)
+    lam = _check_lams(lam, self.lam_)
     if len(lam) != 1:
         raise ValueError("loo_residuals takes one lam; use loo_errors for a path")
     return f.loo_residuals(lam[0])
@@ -971,7 +1006,7 @@ def loo_errors(self: OVKRidge, lams=None):
     >>> errs.shape, bool((errs > 0).all())
     ((3,), True)
     """
-    return np.array([float(xp_of(r).mean(r ** 2)) for r in (self.loo_residuals(l) for l in _check_lams(lams, self.lam))])
+    return np.array([float(xp_of(r).mean(r ** 2)) for r in (self.loo_residuals(l) for l in _check_lams(lams, self.lam_))])
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #6baba3bd
 @patch
@@ -1057,9 +1092,6 @@ def _take_rows(A, idx):
     return xp.take(A, xp.asarray(idx, device=device_of(A)), axis=0)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #831dca6c
-DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-6, 3, 19))     # lams=None: 1e-6 to 1000, two per decade
-
-
 class OVKRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """`OVKRidge` with lam chosen by closed-form leave-one-out or k-fold cross-validation.
 

@@ -5,6 +5,7 @@ bench/gpu_check.py runs the same on the device."""
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 import pytest
 
 xps = pytest.importorskip("array_api_strict")
@@ -197,7 +198,8 @@ def test_refusals(lib):
     Ym[3, 1] = np.nan
     with pytest.raises(ValueError, match="NumPy arrays only"):
         OVKRidge(missing="ignore").fit(a(X.copy()), a(Ym))
-    assert OVKRidge(missing="ignore").fit(a(X.copy()), a(Y.copy())).solver_ == "dense"     # complete Y: the usual fit
+    assert OVKRidge(missing="ignore").fit(a(X.copy()), a(Y.copy())).solver_ == "eigen"     # complete Y: the usual fit
+    # (lam='auto', the default since issue 29: the leave-one-out lam on the eigen factor)
     fitted = OVKRidge().fit(a(X.copy()), a(Y.copy()))
     with pytest.raises(ValueError, match="library the model was fitted on"):
         fitted.predict(Xt)                                  # a NumPy X for a model fitted on another library
@@ -257,8 +259,8 @@ def test_float32_follows_x(solver, kernel):
     kw = dict(lam=0.1, solver=solver, n_components=100, random_state=0)
     f32 = lambda A: torch.asarray(A, dtype=torch.float32)                      # noqa: E731
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                       # float32 CG stops by itself (no ConvergenceWarning)
-        m = OVKRidge(K, **kw).fit(f32(X), f32(Y))
+        warnings.simplefilter("error", ConvergenceWarning)   # float32 CG stops by itself (no ConvergenceWarning); the
+        m = OVKRidge(K, **kw).fit(f32(X), f32(Y))          # eigen fit's cond 1.5e3 * eps32 > 1e-4 warns (issue 29.6)
     P = m.predict(f32(Xt))
     assert P.dtype == torch.float32 and (m.coef_ is None or m.coef_.dtype == torch.float32)
     assert rel(P, OVKRidge(K, **kw).fit(X, Y).predict(Xt)) <= float32_bound(K, X, 0.1, solver, 100, 0)
@@ -719,3 +721,17 @@ def test_gp_nystrom_float32_follows_x(name):
     assert rel(F, Fr) <= 4 * EPS32 * cond and rel(S, Sr) <= 4 * EPS32 * cond
     best = ref.log_marginal_likelihood_value_
     assert ref.log_marginal_likelihood(opt._theta) >= best - EPS32 * cond * (abs(best) + Y.size)
+
+
+# issue 29.6: the array-API exact solvers warn as NumPy's do (duplicated rows, lam = 1e-12), and stay silent at lam = 0.1
+@pytest.mark.parametrize("lib", list(LIBS))
+@pytest.mark.parametrize("solver", ["dense", "eigen", "cholesky"])
+def test_ill_conditioned_system_warns_on_array_api(lib, solver):
+    from ovk_nb.linalg import IllConditionedWarning
+    X = np.random.default_rng(0).normal(size=(15, 2))
+    Xd, a = np.vstack([X, X]), LIBS[lib]
+    with pytest.warns(IllConditionedWarning, match=r"lam=1e-12, estimated condition number"):
+        OVKRidge(lam=1e-12, solver=solver).fit(a(Xd), a(np.sin(Xd)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        OVKRidge(lam=0.1, solver=solver).fit(a(X), a(np.sin(X)))

@@ -297,9 +297,10 @@ def test_multi_output_is_one_problem_per_column():
     assert m.predict(X[:7]).shape == (7, 2) and m.coef_.shape == (m.features_.offsets[-1], 2)
     assert len(m.metric_) == len(m.A_) == len(m.objective_) == 2 and m.intercept_.shape == (2,)
     G = m.features_.normal_equations(X, Y)[0]
-    cond = (np.linalg.eigvalsh(G).max() + m.lam) / m.lam               # of the g-step's system G + lam I
     for t in range(2):
+        cond = (np.linalg.eigvalsh(G).max() + m.lam_[t]) / m.lam_[t]   # of the g-step's system G + lam I (lam='auto')
         one = MVML(**kw).fit(X, Y[:, t])                             # Z^T Y in one product rounds like Z^T y, up to cond
+        assert one.lam_ == m.lam_[t]                                 # the same leave-one-out choice per column
         tol = 1e2 * eps * cond * np.abs(Y[:, t]).max()
         np.testing.assert_allclose(m.predict(X)[:, t], one.predict(X), rtol=0, atol=tol)
         col = MVML(**kw).fit(X, Y[:, t:t + 1])

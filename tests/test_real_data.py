@@ -71,7 +71,9 @@ def test_gp_r2_vs_best_gpr_default(name, scaling, est):
 def test_gp_nlpd_vs_best_gpr_default(name, scaling, est):
     ours = cell(name, scaling, est)
     assert not ours["error"], ours["error"]
-    # "no worse" to the benchmark table's 4 digits: where both models end at the mean predictor (linnerud: the noise-only
-    # model wins the BIC in every fold) their NLPDs differ by the fitted variances' last digits (2.5e-6 nats measured)
-    best = _best_gpr(name, scaling)[1]
-    assert np.isfinite(ours["nlpd"]) and ours["nlpd"] <= best + 1e-4 * abs(best)
+    # "no worse" as the benchmark tests it: within bench_real.NLPD_SE standard errors of the paired per-entry difference
+    # (where both models end at the mean predictor, linnerud, their NLPDs differ by the fitted variances' last digits)
+    refs = [cell(name, scaling, k) for k in ("GPR", "GPR(normalize_y)")]
+    best = min(refs, key=lambda r: r["nlpd"])
+    tol = bench_real.nlpd_tolerance(ours["nlpd_points"], best["nlpd_points"])
+    assert np.isfinite(ours["nlpd"]) and ours["nlpd"] <= best["nlpd"] + tol, (ours["nlpd"], best["nlpd"], tol)

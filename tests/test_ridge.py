@@ -557,3 +557,23 @@ def test_cg_refuses_a_kernel_that_is_not_symmetric():
     Ks = BlockKernel(lambda x, y: np.exp(-((x - y) ** 2).sum()) * (A + A.T) / 2, 3)   # symmetric: fitted as before
     m = ridge.OVKRidge(Ks, solver="cg", lam=0.1, tol=1e-12, center_y=False).fit(X, Y)
     assert rel(m.coef_, ridge_dense_reference(Ks, X, Y, 0.1)) < 1e-8
+
+
+# issue 29.6: the masked system (missing outputs, dense and CG) and the graph term's LU warn as the unmasked solvers do
+@pytest.mark.parametrize("solver, kw", [("dense", {"missing": "ignore"}), ("cg", {"missing": "ignore"}),
+                                        ("auto", {"missing": "ignore"}), ("dense", {"lam_manifold": 0.1})])
+def test_masked_and_graph_routes_warn_when_ill_conditioned(solver, kw):
+    from ovk_nb.linalg import IllConditionedWarning
+    X = np.random.default_rng(0).normal(size=(15, 2))
+    Xd = np.vstack([X, X])
+    Y = np.sin(Xd)
+    if "missing" in kw:
+        Y[0, 0] = np.nan
+    with pytest.warns(IllConditionedWarning, match=r"lam=1e-12, estimated condition number"):
+        ridge.OVKRidge(lam=1e-12, solver=solver, **kw).fit(Xd, Y)
+    Y1 = np.sin(X)
+    if "missing" in kw:
+        Y1[0, 0] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        ridge.OVKRidge(lam=0.1, solver=solver, **kw).fit(X, Y1)

@@ -68,9 +68,6 @@ def _expected(est):
         return {}
     out = dict(EXPECTED_FAILURES.get("*", {}))
     out.update(EXPECTED_FAILURES.get(type(est).__name__, {}))
-    if getattr(est, "lam_manifold", 0) > 0:       # found by issue 30's audit (ridge's graph term), reported to the lead
-        out["check_fit2d_1sample"] = ("one row is refused with 'lam_manifold > 0 needs at least 2 rows for a neighbour "
-                                      "graph, got 1', not in the words scikit-learn looks for ('1 sample')")
     return out
 
 
