@@ -157,8 +157,10 @@ def mvml_data(n=900, seed=5):
 # The Dask sums G, B differ from the one-machine sums only in the order of the additions (round-off ~1e-16). A fixed metric
 # keeps that at round-off. The learned metric's alternation amplifies it: ~1e-7 at n = 2e5 with r = 300, the same as one
 # machine summing in chunks of 25000 rows instead of 4096, see the notebook. On these small problems (20 landmarks) it
-# stays below 1e-10.
-@pytest.mark.parametrize("kw", [dict(metric="learned"), dict(metric="cov", learn_w=True)], ids=["learned", "cov"])
+# stays below 1e-10 at lam = 0.1 (the regressor's default until lam='auto'; the amplification grows as lam shrinks, so the
+# equality is checked at a fixed lam and lam='auto' by its choice below).
+@pytest.mark.parametrize("kw", [dict(metric="learned", lam=0.1), dict(metric="cov", learn_w=True, lam=0.1)],
+                         ids=["learned", "cov"])
 def test_mvml_dask_equals_numpy(client, kw):
     "MVML on a Dask X (y numpy or Dask): the same landmarks and default bandwidths, the same coef_ and predictions."
     from ovk_nb.mvml import MVML
@@ -177,6 +179,15 @@ def test_mvml_dask_equals_numpy(client, kw):
         np.testing.assert_allclose(F.compute(), ref.predict(X), rtol=0, atol=1e-10)
         np.testing.assert_allclose(m.predict(X[:50]), ref.predict(X[:50]), rtol=0, atol=1e-10)   # numpy X still works
     assert len(client.scheduler_info()["workers"]) == 2
+
+
+def test_mvml_dask_auto_lam_equals_numpy(client):
+    "MVML(lam='auto') on a Dask X: the leave-one-out sums per row block on the workers choose the one machine's lam_."
+    from ovk_nb.mvml import MVML
+    X, y = mvml_data()
+    ref = MVML(MVML_VIEWS, n_components=20, random_state=2).fit(X, y)
+    m = MVML(MVML_VIEWS, n_components=20, random_state=2).fit(da.from_array(X, chunks=(250, 5)), y)
+    assert np.ndim(ref.lam_) == 0 and m.lam_ == ref.lam_
 
 
 @pytest.mark.parametrize("kind", ["three-classes-learned", "binary-identity"])
