@@ -1172,7 +1172,8 @@ OVKGaussianProcess.__doc__ += """Attributes
     -----
     theta of `log_marginal_likelihood` is `kernel_.theta` followed by the log noise(s) (`kernel_.theta` alone: the fitted
     noise appended). `predict` before `fit` returns the prior, as scikit-learn's GPR. With the default kernel and
-    objective, the noise-only model (the targets' mean) is kept when its BIC is the better (see the notebook).
+    objective, the noise-only model (the targets' mean) is kept when its BIC is the better, or when the kernel's limit
+    gamma -> inf (independent samples with a full output covariance) has the larger likelihood (see the notebook).
     `predict(return_std=True)` gives the std of the latent f (add `noise_` times the targets' variance for a new
     observation); `return_cov=True` the per-output covariance
     Cov(f_o(x_i), f_o(x_j)), shape (m, m, d) ((m, m) for a 1-D y), as scikit-learn's multi-target form; the cross-output
