@@ -1172,7 +1172,8 @@ OVKGaussianProcess.__doc__ += """Attributes
     -----
     theta of `log_marginal_likelihood` is `kernel_.theta` followed by the log noise(s) (`kernel_.theta` alone: the fitted
     noise appended). `predict` before `fit` returns the prior, as scikit-learn's GPR. With the default kernel and
-    objective, the noise-only model (the targets' mean) is kept when its BIC is the better (see the notebook).
+    objective, the noise-only model (the targets' mean) is kept when its BIC is the better, or when the kernel's limit
+    gamma -> inf (independent samples with a full output covariance) has the larger likelihood (see the notebook).
     `predict(return_std=True)` gives the std of the latent f (add `noise_` times the targets' variance for a new
     observation); `return_cov=True` the per-output covariance
     Cov(f_o(x_i), f_o(x_j)), shape (m, m, d) ((m, m) for a 1-D y), as scikit-learn's multi-target form; the cross-output
@@ -1272,11 +1273,23 @@ def _start(est, X, kernel, lik, v):
     return theta, bounds, k, more
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #4fa13062
+def _white_limit_lml(Yh) -> float:
+    """The log marginal likelihood of the default kernel's limit gamma -> inf (k(x, x') -> 1 if x = x', else 0: at distinct
+    inputs y_i ~ N(0, S) independently, S = T + D any positive definite matrix), at its maximum S = Yn^T Yn / n (complete
+    Yn, n x d): -n/2 (d log 2 pi + log det S + d); -inf when S is singular."""
+    n, d = Yh.shape
+    sgn, ld = np.linalg.slogdet(Yh.T @ Yh / n)
+    return -0.5 * n * (d * LOG2PI + ld + d) if sgn > 0 and np.isfinite(ld) else -np.inf
+
+
 def _null_or_fit(est, lik, theta, value, bounds, n_noise: int, Yn):
-    """(theta, value): the fitted theta, or the noise-only model's when it has the better Bayesian information criterion
-    -2 L + k log N (N observed entries, k free entries of theta): default kernel and objective='lml' only. The noise-only
-    model is the default kernel's own limit T -> 0 (W = 0, kappa at its lower bound) with each noise at its maximum-likelihood
-    value mean(y_l^2) (the targets' mean is the prediction); see "The defaults on real data" for the data that decided it."""
+    """(theta, value): the fitted theta, or the noise-only model's (the default kernel's limit T -> 0: W = 0, kappa at its
+    lower bound, each noise at its maximum-likelihood value mean(y_l^2); the targets' mean is the prediction) when
+    (1) the family's other limit gamma -> inf (`_white_limit_lml`: the samples independent with a full output covariance,
+    same predictions at new inputs) has the larger likelihood than the fit (complete Y, one noise per output, d > 1: the
+    maximum over the closure of the family is that limit), or (2) the noise-only model has the better Bayesian information
+    criterion -2 L + k log N (N observed entries, k free entries of theta). Default kernel and objective='lml' only; see
+    "The defaults on real data" for the data that decided both."""
     if est.kernel is not None or est.objective != "lml" or est.optimizer is None:
         return theta, value
     obs = ~np.isnan(to_numpy(Yn)) if xp_of(Yn) is np else None
@@ -1295,7 +1308,12 @@ def _null_or_fit(est, lik, theta, value, bounds, n_noise: int, Yn):
             v0 = float(lik(t0, False))
     except (np.linalg.LinAlgError, ValueError):
         return theta, value
-    if np.isfinite(v0) and -2 * v0 + n_noise * np.log(N) < -2 * value + free * np.log(N):
+    if not np.isfinite(v0):
+        return theta, value
+    complete = obs is None or bool(obs.all())
+    if complete and n_noise == d > 1 and _white_limit_lml(Yh) > value:
+        return t0, v0
+    if -2 * v0 + n_noise * np.log(N) < -2 * value + free * np.log(N):
         return t0, v0
     return theta, value
 
@@ -1306,7 +1324,7 @@ GUARD_ROWS = 256            # the fitted posterior is checked finite on at most 
 def _check_fit(est, post, X, theta, bounds, n_noise: int):
     """After the optimizer: the posterior mean and variance at (at most GUARD_ROWS) training rows must be finite, else a
     ValueError naming Y and what ran away (never inf / NaN predictions returned silently); a noise variance at its lower
-    bound, or the default bandwidth at its upper one, warns (ConvergenceWarning): the fit then interpolates the data."""
+    bound, or the default bandwidth at its upper one (the noise-only model kept by `_null_or_fit` aside), warns (ConvergenceWarning): the fit then interpolates the data."""
     k = min(GUARD_ROWS, X.shape[0])                              # array-api-strict refuses a slice past the end
     Xq = X[:k] if xp_of(X) is np else X[:k, :]
     xp = xp_of(Xq)
@@ -1323,7 +1341,8 @@ def _check_fit(est, post, X, theta, bounds, n_noise: int):
         warnings.warn(f"noise_: the learned noise variance reached its lower bound {np.exp(bounds[-1, 0]):.1e} (output(s) "
                       f"{np.nonzero(low)[0].tolist()}): the posterior interpolates those outputs; lower noise_bounds if the "
                       "data are noise-free, else check Y for duplicated rows or a leak", ConvergenceWarning)
-    if est.kernel is None and bounds[0, 0] < bounds[0, 1] and np.isclose(theta[0], bounds[0, 1]):
+    latent = np.any(theta[np.isinf(bounds).any(1)] != 0)           # W != 0: not the noise-only model
+    if est.kernel is None and bounds[0, 0] < bounds[0, 1] and np.isclose(theta[0], bounds[0, 1]) and latent:
         warnings.warn(f"kernel_: the bandwidth reached its upper bound gamma = {np.exp(bounds[0, 1]):.3g} (10 / the 1% "
                       "quantile of the squared distances): each sample is its own white noise", ConvergenceWarning)
 
@@ -1784,6 +1803,28 @@ def _hyperparameters(kernel, bounds, n_noise: int) -> list:
                                                  [f"noise_level[{l}]" for l in range(n_noise)])
     return [Hyperparameter(nm, "numeric", np.exp(b) if np.isfinite(b).all() else b, 1, bool(b[0] == b[1]))
             for nm, b in zip(names, bounds)]
+
+
+@patch(as_prop=True)
+def hyperparameters(self: Params) -> list:
+    """scikit-learn's `Hyperparameter` records of this kernel's (or operator's) `theta`, as a scikit-learn kernel's
+    ``hyperparameters``: a GPR user's ``gp.kernel_.hyperparameters`` (attached to every kernel by `ovk_nb.gp`).
+
+    Returns
+    -------
+    list of sklearn.gaussian_process.kernels.Hyperparameter
+        One per entry of `theta` (name from `hyperparameter_names`; bounds on the natural scale, the exp of the log-space
+        `bounds`, or (-inf, inf) for an unbounded entry such as W's; fixed when the bounds meet). The fitted estimator's
+        `hyperparameters_` adds the noise and holds the bounds the fit used (the default bandwidth's cut to the data's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k = Separable(RBF(1.0), Coregionalization(2, rank=1, W=np.ones((2, 1)), kappa=np.ones(2)))
+    >>> [h.name for h in k.hyperparameters]
+    ['scalar_kernel__gamma', 'T__W[0,0]', 'T__W[1,0]', 'T__kappa[0]', 'T__kappa[1]']
+    """
+    return _hyperparameters(self, self.bounds, 0)
 
 
 def _prior(est, X, return_std: bool, return_cov: bool):
