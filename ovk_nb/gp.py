@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 
 from .backend import check_xp_data, device_of, route_of
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
-                           resolve_kernel, xp_of)
+                           _hyperparameter_records, resolve_kernel, xp_of)
 from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
@@ -1797,34 +1797,10 @@ def sample_y(self: OVKGaussianProcess, X, n_samples: int = 1, random_state=0):
 def _hyperparameters(kernel, bounds, n_noise: int) -> list:
     """scikit-learn's `Hyperparameter` records (name, value_type, bounds, n_elements, fixed) of the fitted theta: the
     kernel's entries (names as `kernel.hyperparameter_names`, bounds as the optimizer used them, in log space), then the
-    log noise ('noise_level', one per output: 'noise_level[l]')."""
-    from sklearn.gaussian_process.kernels import Hyperparameter
+    log noise ('noise_level', one per output: 'noise_level[l]'); the records as `kernels`' `kernel.hyperparameters`."""
     names = list(kernel.hyperparameter_names) + (["noise_level"] if n_noise == 1 else
                                                  [f"noise_level[{l}]" for l in range(n_noise)])
-    return [Hyperparameter(nm, "numeric", np.exp(b) if np.isfinite(b).all() else b, 1, bool(b[0] == b[1]))
-            for nm, b in zip(names, bounds)]
-
-
-@patch(as_prop=True)
-def hyperparameters(self: Params) -> list:
-    """scikit-learn's `Hyperparameter` records of this kernel's (or operator's) `theta`, as a scikit-learn kernel's
-    ``hyperparameters``: a GPR user's ``gp.kernel_.hyperparameters`` (attached to every kernel by `ovk_nb.gp`).
-
-    Returns
-    -------
-    list of sklearn.gaussian_process.kernels.Hyperparameter
-        One per entry of `theta` (name from `hyperparameter_names`; bounds on the natural scale, the exp of the log-space
-        `bounds`, or (-inf, inf) for an unbounded entry such as W's; fixed when the bounds meet). The fitted estimator's
-        `hyperparameters_` adds the noise and holds the bounds the fit used (the default bandwidth's cut to the data's).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> k = Separable(RBF(1.0), Coregionalization(2, rank=1, W=np.ones((2, 1)), kappa=np.ones(2)))
-    >>> [h.name for h in k.hyperparameters]
-    ['scalar_kernel__gamma', 'T__W[0,0]', 'T__W[1,0]', 'T__kappa[0]', 'T__kappa[1]']
-    """
-    return _hyperparameters(self, self.bounds, 0)
+    return _hyperparameter_records(names, bounds)
 
 
 def _prior(est, X, return_std: bool, return_cov: bool):

@@ -2444,6 +2444,37 @@ def _prefixed(prefix, obj):
 Params.theta, Params.bounds, Params.n_dims = property(_theta), property(_bounds), property(_n_dims)
 Params.hyperparameter_names, Params.clone_with_theta = property(_hyperparameter_names), _clone_with_theta
 
+# %% ../nbs/1_shared/01_kernels.ipynb #2c111ec1
+def _hyperparameter_records(names, bounds) -> list:
+    "scikit-learn `Hyperparameter` records of a flat theta: `names`, log-space `bounds` (n, 2) shown on the natural scale."
+    from sklearn.gaussian_process.kernels import Hyperparameter
+    return [Hyperparameter(nm, "numeric", np.exp(b) if np.isfinite(b).all() else b, 1, bool(b[0] == b[1]))
+            for nm, b in zip(names, np.asarray(bounds, dtype=float))]
+
+
+def _hyperparameters(self) -> list:
+    """scikit-learn's `Hyperparameter` records of this kernel's (or operator's) `theta`, as a scikit-learn kernel's
+    ``hyperparameters`` (a GPR user's ``gp.kernel_.hyperparameters``).
+
+    Returns
+    -------
+    list of sklearn.gaussian_process.kernels.Hyperparameter
+        One per entry of `theta` (name from `hyperparameter_names`; bounds on the natural scale, the exp of the log-space
+        `bounds`, or (-inf, inf) for an unbounded entry such as W's; fixed when the bounds meet). A fitted
+        `OVKGaussianProcess`'s `hyperparameters_` adds the noise and holds the bounds the fit used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k = Separable(RBF(1.0), Coregionalization(2, rank=1, W=np.ones((2, 1)), kappa=np.ones(2)))
+    >>> [h.name for h in k.hyperparameters]
+    ['scalar_kernel__gamma', 'T__W[0,0]', 'T__W[1,0]', 'T__kappa[0]', 'T__kappa[1]']
+    """
+    return _hyperparameter_records(self.hyperparameter_names, self.bounds)
+
+
+Params.hyperparameters = property(_hyperparameters)
+
 # %% ../nbs/1_shared/01_kernels.ipynb #bebfd071
 def _bandwidth_hp(self):
     self.validate()                              # a rule ('scale') raises: resolve the kernel first
