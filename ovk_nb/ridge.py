@@ -771,6 +771,7 @@ def _manifold_gmres(parts, X, Y, lam, lam_m, n_neighbors, tol, max_iter):
 
     P = None if pre is None else LinearOperator((n * d, n * d), matvec=lambda v: pre(v.reshape(n, d)).ravel(), dtype=float)
     b = np.where(M, Y, 0.0).ravel()
+    check_condition(_gmres_cond_lower_bound(parts, grams, X, mv, lam, b, pre), lam, "gmres")     # (decision: next cells)
     bn, cap, restart = float(np.linalg.norm(b)), int(max_iter or 10 * n * d), min(200, n * d)
     st = {"products": 0, "x": np.zeros(n * d), "hist": [0.0 if bn == 0 else 1.0]}
 
@@ -806,6 +807,43 @@ _GMRES_SLOW = 3           # restart cycles in a row that must halve the residual
 
 class _GMRESStop(Exception):
     "Raised inside SciPy's gmres (by the product count or the cycle callback) to end it; the last cycle's iterate is kept."
+
+# %% ../nbs/2_algorithms/00_ridge.ipynb #c657d2d0
+from .kernels import sq_distances
+
+
+def _gmres_cond_lower_bound(parts: KernelParts, grams, X, mv, lam: float, b, pre=None) -> float:
+    """A lower bound of cond_2(A) for GMRES's A = B K + lam I (not symmetric): ||A u|| / ||A v|| for unit u, v (see the
+    decision above), `mv` the product by A on flat vectors of length n d, `b` the right-hand side, `pre` (or None) the
+    preconditioner R -> (K + lam I)^{-1} R on (n, d) arrays: one step of inverse iteration on v. Three products."""
+    n, d = X.shape[0], parts.d
+    if n < 2:
+        return 1.0
+    if parts.separable:                    # the Rayleigh pair and the largest diagonal of K, as cond_lower_bound
+        best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
+        for l in range(d):
+            D = sum(float(parts.T[c][l, l]) * grams[j] for c, j in enumerate(parts.sidx))
+            diag = np.diag(D).copy()
+            Q = 0.5 * (diag[:, None] + diag[None, :]) - D
+            np.fill_diagonal(Q, np.inf)
+            i, j = np.unravel_index(int(np.argmin(Q)), Q.shape)
+            best = min(best, (float(Q[i, j]), int(i), int(j), l))
+            top = max(top, (float(diag.max()), int(np.argmax(diag)), l))
+        _, i, j, l = best
+        _, k, lk = top
+    else:                                  # a generic part: the two nearest rows of X, output 0
+        D2 = sq_distances(X, X)
+        np.fill_diagonal(D2, np.inf)
+        i, j = np.unravel_index(int(np.argmin(D2)), D2.shape)
+        l = k = lk = 0
+    v = np.zeros((n, d)); v[i, l], v[j, l] = 2 ** -0.5, -(2 ** -0.5)
+    if pre is not None:                    # inverse iteration: v towards K's smallest eigenvector (||K v|| ~ Q, not sqrt Q)
+        v = pre(v); v /= np.linalg.norm(v)
+    u = np.zeros((n, d)); u[k, lk] = 1.0
+    bn = float(np.linalg.norm(b))
+    hi = max(float(np.linalg.norm(mv(u.ravel()))), float(np.linalg.norm(mv(b / bn))) if bn > 0 else 0.0)
+    lo = float(np.linalg.norm(mv(v.ravel())))
+    return hi / lo if lo > 0 else np.inf
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #d009b087
 def _fitted_eigen(est):

@@ -561,7 +561,8 @@ def test_cg_refuses_a_kernel_that_is_not_symmetric():
 
 # issue 29.6: the masked system (missing outputs, dense and CG) and the graph term's LU warn as the unmasked solvers do
 @pytest.mark.parametrize("solver, kw", [("dense", {"missing": "ignore"}), ("cg", {"missing": "ignore"}),
-                                        ("auto", {"missing": "ignore"}), ("dense", {"lam_manifold": 0.1})])
+                                        ("auto", {"missing": "ignore"}), ("dense", {"lam_manifold": 0.1}),
+                                        ("cg", {"lam_manifold": 0.1})])                     # 'cg' + graph term: GMRES
 def test_masked_and_graph_routes_warn_when_ill_conditioned(solver, kw):
     from ovk_nb.linalg import IllConditionedWarning
     X = np.random.default_rng(0).normal(size=(15, 2))
@@ -577,3 +578,40 @@ def test_masked_and_graph_routes_warn_when_ill_conditioned(solver, kw):
     with warnings.catch_warnings():
         warnings.simplefilter("error", IllConditionedWarning)
         ridge.OVKRidge(lam=0.1, solver=solver, **kw).fit(X, Y1)
+
+
+@pytest.mark.parametrize("case", ["duplicated", "1e-9 apart"])
+def test_gmres_route_warns_on_a_lower_bound_of_its_condition_number(case):
+    """Issue 29.6: the semi-supervised GMRES route (lam_manifold > 0, solver='cg') was silent at lam = 1e-12 with duplicated
+    rows or rows 1e-9 apart; now it warns on a lower bound of cond_2(B K + lam I) (two test vectors, one product each),
+    which never exceeds the true condition number of the literal system, and a well-conditioned fit is silent and agrees
+    with the dense LU route to within its tol times the condition number."""
+    from ovk_nb.linalg import IllConditionedWarning
+    from ovk_nb.ridge import knn_laplacian, semisupervised_dense_reference
+    X, Y = _cond_data(case)
+    Y[:5] = np.nan                                                         # unlabelled rows, as the graph term is for
+    K, eps = gaussian_times_J(3, 1.0), np.finfo(float).eps
+    kw = dict(lam_manifold=0.5, missing="ignore", solver="cg", center_y=False, tol=1e-10)
+    with pytest.warns(IllConditionedWarning, match=r"solver='gmres'\): lam=1e-12, estimated condition number [0-9.]+e\+1"):
+        ridge.OVKRidge(K, lam=1e-12, **kw).fit(X, Y)
+    from ovk_nb.linalg import separable_preconditioner
+    from ovk_nb.ridge import _gmres_cond_lower_bound
+    n, d = Y.shape                                 # a lower bound of the literal system's cond, and within 10x when large
+    B = np.diag((~np.isnan(Y)).ravel().astype(float)) + 0.5 * np.kron(knn_laplacian(X, 10).toarray(), np.eye(d))
+    parts = ridge.KernelParts(K)
+    grams = parts.grams(X, X)
+    for lam in (1e-12, 1e-6, 1e-2):
+        A = B @ K.gram(X) + lam * np.eye(n * d)
+        bound = _gmres_cond_lower_bound(parts, grams, X, lambda v: A @ v, lam, np.ones(n * d),
+                                        separable_preconditioner(parts, grams, lam))
+        cond = np.linalg.cond(A)
+        assert cond / 10 <= bound <= cond * (1 + 1e-6), (lam, bound, cond)
+    Xw = X[:n // 2]
+    Yw = Y[:n // 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        m = ridge.OVKRidge(K, lam=1e-2, **kw).fit(Xw, Yw)
+    A = (np.diag((~np.isnan(Yw)).ravel().astype(float)) + 0.5 * np.kron(knn_laplacian(Xw, 10).toarray(), np.eye(d))) \
+        @ K.gram(Xw) + 1e-2 * np.eye(Yw.size)
+    ref = semisupervised_dense_reference(K, Xw, Yw, 1e-2, 0.5, 10)
+    assert rel(m.coef_, ref) <= 10 * np.linalg.cond(A) * max(1e-10, eps)
