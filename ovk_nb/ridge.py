@@ -821,14 +821,15 @@ def _gmres_cond_lower_bound(parts: KernelParts, grams, X, mv, lam: float, b, pre
         return 1.0
     if parts.separable:                    # the Rayleigh pair and the largest diagonal of K, as cond_lower_bound
         best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
-        for l in range(d):
-            D = sum(float(parts.T[c][l, l]) * grams[j] for c, j in enumerate(parts.sidx))
-            diag = np.diag(D).copy()
-            Q = 0.5 * (diag[:, None] + diag[None, :]) - D
-            np.fill_diagonal(Q, np.inf)
-            i, j = np.unravel_index(int(np.argmin(Q)), Q.shape)
-            best = min(best, (float(Q[i, j]), int(i), int(j), l))
+        for l in range(d):                 # in row blocks: no n x n temporary beside the Grams
+            tl = [(float(parts.T[c][l, l]), grams[j]) for c, j in enumerate(parts.sidx)]
+            diag = sum(t * np.diag(G) for t, G in tl)
             top = max(top, (float(diag.max()), int(np.argmax(diag)), l))
+            for r in _chunks(n, max(1, 2 ** 22 // n)):
+                Q = 0.5 * (diag[r, None] + diag[None, :]) - sum(t * G[r] for t, G in tl)
+                Q[np.arange(r.stop - r.start), np.arange(r.start, r.stop)] = np.inf
+                a, j = np.unravel_index(int(np.argmin(Q)), Q.shape)
+                best = min(best, (float(Q[a, j]), r.start + int(a), int(j), l))
         _, i, j, l = best
         _, k, lk = top
     else:                                  # a generic part: the two nearest rows of X, output 0
