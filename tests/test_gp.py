@@ -617,7 +617,8 @@ def test_nystrom_one_pass_equals_the_literal_products_and_keeps_no_n_by_m(kern):
 def test_nystrom_large_n_fit_polishes_a_subsample_optimum_in_fewer_passes():
     """method='nystrom' at n >= 4 max(n / 16, 4 m, 2000): the bandwidth searched on a subsample, then polished on all rows
     (`_polish_1d`): the same optimum as the profile optimizer on all rows (LML within 1e-6 relative, issue 31.1's reading
-    of "the same optimum") in fewer passes over X (rows read / n; measured 9 against 12 here: the subsample is a quarter of the rows at this n)."""
+    of "the same optimum"; measured 4e-8) in fewer passes over X (rows read / n; measured 9 against 12 here, where the
+    subsample is a quarter of the rows)."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
     import ovk_nb.gp as G
