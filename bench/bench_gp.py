@@ -369,7 +369,7 @@ def run_nystrom(cases):
     "cases: (n, m, exact) triples, each in a fresh subprocess -> bench/results/gp_nystrom.csv (other rows kept)."
     return _run_cases(RES / "gp_nystrom.csv",
                       [["--nystrom-case", str(n), str(m), str(int(exact))] for n, m, exact in cases],
-                      lambda r: (int(r["n"]), r["method"], str(r["landmarks"])))
+                      lambda r: (int(r["n"]), r["method"], str(r["landmarks"]), str(r.get("load", ""))))   # one row per run
 
 
 def run_nystrom_eval(cases):

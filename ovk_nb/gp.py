@@ -754,10 +754,10 @@ def _features(self: NystromLikelihood, sk, L):
 # %% ../nbs/2_algorithms/08_gp.ipynb #9b79286f
 @patch
 def state(self: NystromLikelihood, theta):
-    """The factors at theta: (g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
+    """The factors at theta: (g, R, L, (E, F), e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
     T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
     theta = np.asarray(theta, dtype=float)
-    g, R, L, Phi, B, sk, dKmm, t = self._scalar(theta[:self.nk])
+    g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk])
     T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
@@ -765,7 +765,7 @@ def state(self: NystromLikelihood, theta):
     Tw = Tm * np.outer(r, r)
     e, V = _whitened_eigh(Tm, Tw, D)
     Vy = V * r[:, None]
-    return g, R, L, Phi, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
+    return g, R, L, EF, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #90ced392
 @patch
@@ -870,7 +870,7 @@ class _NystromPosterior(_SeparablePosterior):
     """The SoR mean and the DTC variance of f from the Nystrom factors: with Psi = k(X*, Z) L^{-T} R, along T's eigenvector
     l the mean is e_l Psi At_l and the covariance e_l (K** - Psi Psi^T) + Psi diag(e_l s2 / lam_l) Psi^T."""
     def __init__(self, lik: NystromLikelihood, theta):
-        g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, _, _ = lik.state(theta)
+        g, R, L, _, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, _, _ = lik.state(theta)
         At = Bt / lam
         # the landmark coefficients: mean(x) = sum_j K(x, z_j) alpha_j, alpha = L^{-T} R At Vy^T (then T by the kernel);
         # f = D^{1/2} f~ along the whitened eigenvectors: V below is Vh = D^{1/2} V and the whitened noise is 1
