@@ -1548,6 +1548,10 @@ def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10):
     return _lbfgs(fg, np.array([x]), bounds)
 
 
+class _Capped(Exception):
+    "The subsample's L-BFGS-B reached SUBSAMPLE_MAXFUN evaluations."
+
+
 def _nystrom_optimize(est, lik, theta, bounds, more=()):
     """(theta, objective) for the Nystrom bound at large n (NumPy X, one bandwidth parameter): the profile optimizer
     with its starts and restarts on a subsample of the rows (same landmarks), the profile's curvature there by one more
@@ -1563,8 +1567,19 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
 
     def lbfgs_then_curvature(fg, t0, b):               # a start only: at most SUBSAMPLE_MAXFUN evaluations, no warning
         bb = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in b]
-        res = minimize(fg, t0, method="L-BFGS-B", jac=True, bounds=bb, options={"maxfun": SUBSAMPLE_MAXFUN})
-        x, f = res.x, float(res.fun)
+        seen = []
+
+        def capped(t):                                 # scipy's maxfun is read between line searches only
+            if len(seen) >= SUBSAMPLE_MAXFUN:
+                raise _Capped
+            f, g = fg(t)
+            seen.append((f, np.array(t, dtype=float)))
+            return f, g
+        try:
+            res = minimize(capped, t0, method="L-BFGS-B", jac=True, bounds=bb)
+            x, f = res.x, float(res.fun)
+        except _Capped:
+            f, x = min(seen, key=lambda r: r[0])
         step = 0.05 if x[0] + 0.05 <= b[0][1] else -0.05
         (f0, g0), (f1, g1) = fg(x), fg(x + step)
         hs.append((f, float((g1[0] - g0[0]) / step) if np.isfinite(f0) and np.isfinite(f1) else np.nan))

@@ -650,3 +650,30 @@ def test_nystrom_large_n_fit_polishes_a_subsample_optimum_in_fewer_passes():
     lml, lml_ref = gp.log_marginal_likelihood_value_, ref.log_marginal_likelihood_value_
     assert abs(lml - lml_ref) <= 1e-6 * abs(lml_ref)
     assert gp._lik._cache is None and np.isfinite(gp.predict(X[:5])).all()
+
+
+def test_nystrom_subsample_search_is_capped_and_the_polish_still_reaches_the_optimum(monkeypatch):
+    """The subsample's L-BFGS-B is a start only: SUBSAMPLE_MAXFUN evaluations at most (its line search can run on in the
+    flat last digits, 47-49 evaluations seen at n = 1e6; SciPy's maxfun is read between line searches only), plus the
+    curvature's two; the polish on all rows then reaches the uncapped fit's optimum (1e-6 relative)."""
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    import ovk_nb.gp as G
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (8000, 2))
+    Y = np.sin(1.3 * X @ rng.normal(size=(2, 3))) + 0.1 * rng.normal(size=(8000, 3))
+    kw = dict(method="nystrom", n_components=40, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = OVKGaussianProcess(**kw).fit(X, Y)
+        sub_passes, orig = [0], G.NystromLikelihood._features
+
+        def counted(self, sk, L):
+            sub_passes[0] += self.X.shape[0] < len(X)
+            return orig(self, sk, L)
+        monkeypatch.setattr(G.NystromLikelihood, "_features", counted)
+        monkeypatch.setattr(G, "SUBSAMPLE_MAXFUN", 3)
+        gp = OVKGaussianProcess(**kw).fit(X, Y)
+    assert sub_passes[0] <= 3 + 2
+    lml, lml_ref = gp.log_marginal_likelihood_value_, ref.log_marginal_likelihood_value_
+    assert abs(lml - lml_ref) <= 1e-6 * abs(lml_ref)
