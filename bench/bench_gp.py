@@ -5,6 +5,9 @@
                                                # GPR -> bench/results/gp.csv (other rows kept)
   python bench/bench_gp.py nystrom 2000:500:exact 2000:500 100000:500   # method='nystrom' (and the exact fit) ->
                                                # bench/results/gp_nystrom.csv
+  python bench/bench_gp.py nystrom-eval 20000:500 100000:500   # one LML + gradient against its BLAS-3 floors (same run,
+                                               # interleaved, best of 5) -> bench/results/gp_nystrom_eval.csv
+  python bench/bench_gp.py nystrom-memory 1000000:500   # peak RSS of a method='nystrom' fit -> gp_nystrom_memory.csv
   python bench/bench_gp.py stochastic 1200 400:fits   # the stochastic masked likelihood vs the exact one: its error at
                                                # 3360 observed entries, both fits at n = 400 -> bench/results/gp_stochastic.csv
   python bench/bench_gp.py report              # bench/results/gp.md from the csv files
@@ -27,7 +30,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 RES = HERE / "results"
 PEER = HERE / ".venv-gpytorch" / "bin" / "python"
-ENV1 = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+THREADS = os.environ.get("BENCH_GP_THREADS", "1")            # BLAS threads per case (default one)
+ENV1 = {**os.environ, "OPENBLAS_NUM_THREADS": THREADS, "OMP_NUM_THREADS": THREADS, "MKL_NUM_THREADS": THREADS}
 
 
 def _sub(args, payload=None, python=sys.executable, timeout=None):
@@ -196,23 +200,102 @@ def gpytorch_case(n):
 CASES = {"ours": ours_case, "sklearn": sklearn_case, "gpytorch": gpytorch_case}
 
 
-# ---------------------------------------------------------------- the Nystrom (SoR / DTC) likelihood beyond memory
+# ---------------------------------------------------------------- the Nystrom likelihood (collapsed bound) at scale
+def _count_passes():
+    "Wrap NystromLikelihood._features: returns a dict whose 'rows' counts the rows of X the feature passes read."
+    from ovk_nb.gp import NystromLikelihood
+    seen, orig = {"rows": 0}, NystromLikelihood._features
+
+    def features(self, sk, L):
+        seen["rows"] += self.X.shape[0]
+        return orig(self, sk, L)
+    NystromLikelihood._features = features
+    return seen
+
+
+def _ridge_fit_s(X, Y, m):
+    "Seconds of OVKRidge(solver='nystrom', n_components=m, random_state=0) (its default kernel) on the same data."
+    from ovk_nb.ridge import OVKRidge
+    t = time.perf_counter(); OVKRidge(solver="nystrom", n_components=m, random_state=0).fit(X, Y)
+    return time.perf_counter() - t
+
+
 def nystrom_case(n, m, exact=False):
-    "One fit on icm_data(n): method='nystrom' with m landmarks (or the exact eigenbasis fit): time, memory, LML, test scores."
+    """One fit on icm_data(n): method='nystrom' (the collapsed bound) with m landmarks, or the exact eigenbasis fit: time,
+    memory, LML, test scores; for Nystrom also OVKRidge(solver='nystrom')'s fit at the same n and m just before and just
+    after ours (the ratio uses their mean: the machine's load moves), and the feature passes (rows read / n)."""
     from ovk_nb.gp import OVKGaussianProcess
     X, Y, Xte, Yte = icm_data(n)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
     kw = {} if exact else {"method": "nystrom", "n_components": m, "random_state": 0}
+    load0 = os.getloadavg()[0]
+    ridge = [] if exact else [_ridge_fit_s(X, Y, m)]
+    seen = _count_passes()
     t = time.perf_counter(); gp = OVKGaussianProcess(**kw).fit(X, Y); t_fit = time.perf_counter() - t
+    ridge += [] if exact else [_ridge_fit_s(X, Y, m)]
+    passes = seen["rows"] / n
     mu, sd = gp.predict(Xte, return_std=True)
     mse, nlpd = _scores(mu, sd ** 2, gp.noise_, Yte)
     gp._lik._key = None                                   # one LML + gradient evaluation from scratch (a new bandwidth)
     t = time.perf_counter(); gp._lik(gp._theta); t_eval = time.perf_counter() - t
-    return {"n": n, "d": Y.shape[1], "method": "exact" if exact else "nystrom", "landmarks": "" if exact else m,
-            "fit_s": round(t_fit, 1), "eval_s": round(t_eval, 2), "lml": round(gp.log_marginal_likelihood_value_, 3), "test_mse": round(mse, 5),
-            "nlpd": round(nlpd, 4), "gamma": round(gp.kernel_.scalar_kernel.gamma, 4), "noise": round(gp.noise_, 5),
-            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, 2),
-            "data_rss_gb": round(rss0, 2)}
+    r = {"n": n, "d": Y.shape[1], "method": "exact" if exact else gp.method, "landmarks": "" if exact else m,
+         "fit_s": round(t_fit, 1), "eval_s": round(t_eval, 2), "lml": round(gp.log_marginal_likelihood_value_, 3),
+         "test_mse": round(mse, 5), "nlpd": round(nlpd, 4), "gamma": round(gp.kernel_.scalar_kernel.gamma, 4),
+         "noise": round(float(np.mean(gp.noise_ * gp._sd ** 2)), 5),
+         "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, 2), "data_rss_gb": round(rss0, 2),
+         "passes": round(passes, 2), "threads": THREADS, "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+    if ridge:
+        r.update(ridge_s=" / ".join(f"{x:.2f}" for x in ridge), ratio=round(t_fit / float(np.mean(ridge)), 1))
+    return r
+
+
+def nystrom_memory_case(n, m):
+    """Peak RSS of a method='nystrom' fit alone (no test set, no OVKRidge) on icm_data(n, n_test=1): the data's own peak
+    before the fit and the process's after it, the fit's time and passes."""
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y, _, _ = icm_data(n, n_test=1)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    seen, load0 = _count_passes(), os.getloadavg()[0]
+    t = time.perf_counter()
+    gp = OVKGaussianProcess(method="nystrom", n_components=m, random_state=0).fit(X, Y)
+    t_fit = time.perf_counter() - t
+    return {"n": n, "landmarks": m, "fit_s": round(t_fit, 1), "passes": round(seen["rows"] / n, 2),
+            "lml": round(gp.log_marginal_likelihood_value_, 3), "gamma": round(gp.kernel_.scalar_kernel.gamma, 4),
+            "data_rss_gb": round(rss0, 3), "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, 3),
+            "x_y_gb": round((X.nbytes + Y.nbytes) / 2 ** 30, 3), "threads": THREADS,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+
+
+def nystrom_eval_case(n, m, reps=5, chunk=2048):
+    """One LML + gradient of the collapsed bound at a new bandwidth against its BLAS-3 floors, interleaved in one process,
+    best of `reps`: 'syrk' = one P^T P of an n x m matrix (n m^2 flops, numpy's SYRK); 'blas' = the BLAS-3 calls the
+    evaluation makes, alone, on the same shapes in the same chunks (the in-place blocked triangular solve, P^T P and the
+    gradient's P^T (D o K) GEMM: 4 n m^2 flops)."""
+    from ovk_nb.gp import NystromLikelihood, _trsm_right, nystrom_landmarks
+    from ovk_nb.kernels import RBF, Coregionalization, Separable
+    X, Y, _, _ = icm_data(n, n_test=1)
+    d = Y.shape[1]
+    K = Separable(RBF(0.9), Coregionalization(d, d, np.random.default_rng(0).normal(size=(d, d)), np.full(d, 0.1)))
+    lik = NystromLikelihood(K, X, Y, X[nystrom_landmarks(X, m, 0)], chunk=chunk)
+    theta = np.r_[K.theta, np.log(np.full(d, 0.05))]
+    rng = np.random.default_rng(0)
+    P = rng.random((n, m))
+    A = np.asfortranarray(np.linalg.cholesky(np.cov(rng.random((m, 2 * m))) + np.eye(m)))
+    B, D = np.asfortranarray(rng.random((chunk, m))), np.asfortranarray(rng.random((chunk, m)))
+
+    def blas_calls():
+        for i in range(0, n, chunk):
+            _trsm_right(B, A)
+            B.T @ B
+            B.T @ D
+    best = {"syrk": np.inf, "blas": np.inf, "eval": np.inf}
+    load0 = os.getloadavg()[0]
+    for _ in range(reps):
+        for k, f in (("syrk", lambda: P.T @ P), ("blas", blas_calls), ("eval", lambda: (setattr(lik, "_key", None), lik(theta)))):
+            t = time.perf_counter(); f(); best[k] = min(best[k], time.perf_counter() - t)
+    return {"n": n, "landmarks": m, "d": d, "chunk": chunk, "threads": THREADS, "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}",
+            "floor_syrk_s": round(best["syrk"], 4), "floor_blas_s": round(best["blas"], 4), "eval_s": round(best["eval"], 4),
+            "eval_over_syrk": round(best["eval"] / best["syrk"], 2), "eval_over_blas": round(best["eval"] / best["blas"], 2)}
 
 
 def stochastic_case(n, fits=True, frac=0.3, n_probes=30):
@@ -286,7 +369,19 @@ def run_nystrom(cases):
     "cases: (n, m, exact) triples, each in a fresh subprocess -> bench/results/gp_nystrom.csv (other rows kept)."
     return _run_cases(RES / "gp_nystrom.csv",
                       [["--nystrom-case", str(n), str(m), str(int(exact))] for n, m, exact in cases],
-                      lambda r: (int(r["n"]), r["method"], str(r["landmarks"])))
+                      lambda r: (int(r["n"]), r["method"], str(r["landmarks"]), str(r.get("load", ""))))   # one row per run
+
+
+def run_nystrom_eval(cases):
+    "cases: (n, m) pairs -> bench/results/gp_nystrom_eval.csv (rows of the same n, m and threads replaced)."
+    return _run_cases(RES / "gp_nystrom_eval.csv", [["--nystrom-eval-case", str(n), str(m)] for n, m in cases],
+                      lambda r: (int(r["n"]), int(r["landmarks"]), str(r["threads"])))
+
+
+def run_nystrom_memory(cases):
+    "cases: (n, m) pairs -> bench/results/gp_nystrom_memory.csv (rows of the same n, m and threads replaced)."
+    return _run_cases(RES / "gp_nystrom_memory.csv", [["--nystrom-memory-case", str(n), str(m)] for n, m in cases],
+                      lambda r: (int(r["n"]), int(r["landmarks"]), str(r["threads"])))
 
 
 def run_peers(ns=(1000, 2000), names=tuple(CASES)):
@@ -335,17 +430,46 @@ def report(load_note=""):
                  f"{r['iterations']} | {r['rel_residual']} | {r['peak_rss_gb']} |")
     nys = _read(RES / "gp_nystrom.csv")
     if nys:
-        L += ["", "## The Nystrom (SoR / DTC) likelihood: n beyond memory", "",
+        L += ["", "## The Nystrom likelihood at scale (issue 31.3)", "",
               "`OVKGaussianProcess(method='nystrom', n_components=m, random_state=0)` on `icm_data(n)` (d = 4), the default "
-              "ICM (learned bandwidth, full-rank T, noise; the profile optimizer), against the exact fit where it runs. "
-              "`lml`: each fit's own log marginal likelihood (SoR's for the Nystrom rows); `eval_s`: one LML + gradient "
-              "evaluation at a new bandwidth (the O(n m^2) pass); `peak_rss_gb`: the process's peak, the data included "
-              "(`data_rss_gb`: the peak before the fit). Test MSE against the noisy y, NLPD with the DTC variance + noise.",
-              "", "| n | method | landmarks | fit (s) | eval (s) | LML | test MSE | NLPD | gamma | noise | peak RSS (GB) | "
-              "before fit (GB) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "ICM (learned bandwidth, full-rank T, noise per output; the profile optimizer, since issue 31.3 on a subsample "
+              "then polished on all rows), against the exact fit where it runs. `method`: 'nystrom' is the collapsed bound "
+              "(the default since issue 31.2; older rows without `passes` were the SoR likelihood and the old optimizer); "
+              "`lml`: each fit's own objective; `eval_s`: one LML + gradient at a new bandwidth (the O(n m^2) pass); "
+              "`passes`: rows of X the fit's feature passes read / n; `OVKRidge (s)`: `OVKRidge(solver='nystrom', "
+              "n_components=m, random_state=0)` on the same data just before and just after ours, `ratio` = our fit / their "
+              "mean; `peak_rss_gb`: the process's peak, the data included (`data_rss_gb`: the peak before the fit). Test MSE "
+              "against the noisy y, NLPD with the DTC variance + noise. Threads: BLAS threads; load: the load average at the "
+              "start and the end of the case.",
+              "", "| n | method | landmarks | fit (s) | passes | eval (s) | OVKRidge (s) | ratio | LML | test MSE | NLPD | gamma | "
+              "noise | peak RSS (GB) | before fit (GB) | threads | load |", "|" + "---|" * 17]
         for r in sorted(nys, key=lambda r: (int(r["n"]), r["method"], r["landmarks"])):
-            L.append(f"| {r['n']} | {r['method']} | {r['landmarks']} | {r['fit_s']} | {r.get('eval_s', '')} | {r['lml']} | "
-                     f"{r['test_mse']} | {r['nlpd']} | {r['gamma']} | {r['noise']} | {r['peak_rss_gb']} | {r['data_rss_gb']} |")
+            L.append(f"| {r['n']} | {r['method']} | {r['landmarks']} | {r['fit_s']} | {r.get('passes', '')} | "
+                     f"{r.get('eval_s', '')} | {r.get('ridge_s', '')} | {r.get('ratio', '')} | {r['lml']} | {r['test_mse']} | "
+                     f"{r['nlpd']} | {r['gamma']} | {r['noise']} | {r['peak_rss_gb']} | {r['data_rss_gb']} | "
+                     f"{r.get('threads', '')} | {r.get('load', '')} |")
+    ev = _read(RES / "gp_nystrom_eval.csv")
+    if ev:
+        L += ["", "### One LML + gradient against its BLAS-3 floor", "",
+              "`bench_gp.py nystrom-eval`: in one process, interleaved, best of 5: one SYRK `P.T @ P` of an n x m matrix "
+              "(n m^2 flops: the floor issue 31.3 names), the BLAS-3 calls the evaluation makes alone on the same chunks "
+              "(the blocked in-place triangular solve, the chunk's SYRK and the gradient's GEMM: 4 n m^2 flops), and one "
+              "LML + gradient of the collapsed bound at a new bandwidth (RBF, d = 4).", "",
+              "| n | m | chunk | threads | load | SYRK (s) | its BLAS-3 calls (s) | LML + gradient (s) | / SYRK | / its BLAS-3 |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ev:
+            L.append(f"| {r['n']} | {r['landmarks']} | {r['chunk']} | {r['threads']} | {r['load']} | {r['floor_syrk_s']} | "
+                     f"{r['floor_blas_s']} | {r['eval_s']} | {r['eval_over_syrk']} | {r['eval_over_blas']} |")
+    mem = _read(RES / "gp_nystrom_memory.csv")
+    if mem:
+        L += ["", "### Memory of a Nystrom fit", "",
+              "`bench_gp.py nystrom-memory`: a `method='nystrom'` fit alone in a fresh process on `icm_data(n, n_test=1)`; "
+              "the process's peak RSS before the fit (the data and the libraries) and after it; X and Y's own size.", "",
+              "| n | m | fit (s) | passes | LML | gamma | X, Y (GB) | peak before fit (GB) | peak (GB) | threads | load |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in mem:
+            L.append(f"| {r['n']} | {r['landmarks']} | {r['fit_s']} | {r['passes']} | {r['lml']} | {r['gamma']} | "
+                     f"{r['x_y_gb']} | {r['data_rss_gb']} | {r['peak_rss_gb']} | {r['threads']} | {r['load']} |")
     sto = _read(RES / "gp_stochastic.csv")
     if sto:
         L += ["", "## The stochastic masked likelihood against the exact one", "",
@@ -385,6 +509,14 @@ if __name__ == "__main__":
         print(json.dumps(masked_case(int(a[1]))))
     elif a[:1] == ["--nystrom-case"]:
         print(json.dumps(nystrom_case(int(a[1]), int(a[2]), bool(int(a[3])))))
+    elif a[:1] == ["--nystrom-eval-case"]:
+        print(json.dumps(nystrom_eval_case(int(a[1]), int(a[2]))))
+    elif a[:1] == ["--nystrom-memory-case"]:
+        print(json.dumps(nystrom_memory_case(int(a[1]), int(a[2]))))
+    elif a[:1] == ["nystrom-eval"]:    # nystrom-eval n:m ...   (BENCH_GP_THREADS=2 for two BLAS threads)
+        run_nystrom_eval([(int(c.split(":")[0]), int(c.split(":")[1])) for c in a[1:]] or [(20000, 500)])
+    elif a[:1] == ["nystrom-memory"]:  # nystrom-memory n:m ...
+        run_nystrom_memory([(int(c.split(":")[0]), int(c.split(":")[1])) for c in a[1:]] or [(1000000, 500)])
     elif a[:1] == ["--stochastic-case"]:
         print(json.dumps(stochastic_case(int(a[1]), bool(int(a[2])))))
     elif a[:1] == ["stochastic"]:      # stochastic n[:fits] ...

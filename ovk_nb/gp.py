@@ -24,10 +24,11 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                check_X_Y_missing, fit_context, to_numpy)
 
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N',
-           'GUARD_ROWS', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
-           'gp_nystrom_dense_reference', 'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS',
+           'RESTARTS_AUTO_N', 'GUARD_ROWS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS',
+           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
+           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
+           'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -641,8 +642,8 @@ class NystromLikelihood:
     likelihood of Y (n, d) under Q kron T + I kron D (D: the noise variances, one shared or one per output),
     Q = K_nm (K_mm + eps I)^{-1} K_mn on m landmarks Z, and its gradient, in the joint eigenbasis of Phi^T Phi and the
     whitened T~ = D^{-1/2} T D^{-1/2} (Phi = K_nm L^{-T}, L L^T = K_mm + eps I; Y~ = Y D^{-1/2}, as the exact likelihood):
-    O(n m^2) for a new bandwidth (Phi, its Gram's eigh, kept), O(m d^2 + d^3) for a new T or noise; memory O(n m), never
-    n x n. The bound is the SoR likelihood minus 1/2 tr(T~) tr(K_nn - Q): a lower bound of the exact LML, which the SoR
+    one pass over X for a new bandwidth (O(n m^2): Phi's Gram and the kernel gradient's products, Phi not kept; the
+    Gram's eigh), O(m d^2 + d^3) for a new T or noise; memory O(chunk m + m^2) beyond X and Y, never n x n. The bound is the SoR likelihood minus 1/2 tr(T~) tr(K_nn - Q): a lower bound of the exact LML, which the SoR
     likelihood is not (see "The collapsed bound").
 
     Parameters
@@ -650,15 +651,15 @@ class NystromLikelihood:
     kernel : Separable
         One separable kernel k T (k: RBF, Laplacian or a kernel without learnable parameters).
     X : ndarray of shape (n, p)
-        The training inputs. A PyTorch, CuPy or other array-API array: the n-sized work (Phi, its products with itself
-        and Y, the gradient's pass over X) in its namespace, dtype and device, the m x m and m x d algebra on the host
+        The training inputs. A PyTorch, CuPy or other array-API array: the n-sized work (Phi chunk by chunk, its
+        products with itself, Y and the kernel's gradient) in its namespace, dtype and device, the m x m and m x d algebra on the host
         (see "The Nystrom route on array libraries").
     Y : ndarray of shape (n, d)
         The training targets (no missing entry; of X's library).
     Z : ndarray of shape (m, p)
         The landmarks (`nystrom_landmarks`; of X's library, or a host array moved there).
-    chunk : int, default=8192
-        Rows of X per pass (memory: chunk x m).
+    chunk : int, default=2048
+        Rows of X per chunk of the pass (memory: two chunk x (m + d) buffers).
     bound : bool, default=True
         The collapsed variational bound (True) or the SoR / DTC likelihood (False).
 
@@ -683,7 +684,7 @@ class NystromLikelihood:
     >>> bool(np.isclose(f, gp_nystrom_dense_reference(K, X, Y, 0.1, Z, False, bound=True)))
     True
     """
-    def __init__(self, kernel: Separable, X, Y, Z, chunk: int = 8192, bound: bool = True):
+    def __init__(self, kernel: Separable, X, Y, Z, chunk: int = 2048, bound: bool = True):
         (self.sk, self.T, w), = _flat_parts(kernel)
         if w != 1.0:
             raise ValueError("kernel: a weighted one-part SumKernel: give the Separable itself")
@@ -713,7 +714,8 @@ def _rows(self: NystromLikelihood):
 
 @patch
 def _scalar(self: NystromLikelihood, theta_k):
-    "(g, R, L, Phi, R^T Phi^T Y, scalar kernel, dK_mm, tr(K_nn - Q)) at theta_k: one pass over X per bandwidth."
+    """(g, R, L, (E, F), R^T Phi^T Y, scalar kernel, dK_mm, tr(K_nn - Q)) at theta_k: one pass over X per bandwidth,
+    E = Phi^T dK_nm (n_dims, m, m) and F = Y^T dK_nm (n_dims, d, m) from the same pass (None without parameters)."""
     key = tuple(theta_k)
     if key != self._key:
         self._key, self._cache = None, None                 # a failure below leaves no half-built cache
@@ -721,37 +723,41 @@ def _scalar(self: NystromLikelihood, theta_k):
         Kmm, dKmm = _cross_gram_gradient(sk, self._Zh, self._Zh)       # m x m: on the host (float64)
         Kmm[np.diag_indices_from(Kmm)] += self.eps
         L = sla.cholesky(Kmm, lower=True, check_finite=False)
-        Phi, PtP, PtY = self._features(sk, L)
+        PtP, PtY, E, F = self._features(sk, L)
         g, R = np.linalg.eigh(PtP)
         g = np.clip(g, 0, None)
         t = float(self.xp.sum(sk.diag(self.X))) - float(np.trace(PtP))      # tr(K_nn - Q) >= 0 up to rounding
-        self._cache, self._key = (g, R, L, Phi, R.T @ PtY, sk, dKmm, max(t, 0.0)), key
+        self._cache, self._key = (g, R, L, (E, F), R.T @ PtY, sk, dKmm, max(t, 0.0)), key
     return self._cache
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #59736d70
 @patch
 def _features(self: NystromLikelihood, sk, L):
-    """(Phi = K_nm L^{-T} built in row chunks, Phi^T Phi, Phi^T Y): Phi in X's namespace and device, its m x m and
-    m x d products brought to the host in float64 (NumPy: all three the host arrays they always were)."""
-    xp, X, Z = self.xp, self.X, self.Z
-    if xp is np:
-        Phi = np.empty((len(X), len(Z)))
-        for sl in self._rows():
-            Phi[sl] = sla.solve_triangular(L, sk(X[sl], Z).T, lower=True, check_finite=False).T
-        return Phi, Phi.T @ Phi, Phi.T @ self.Y
-    Ld = _on(L, X)                                          # the m x m factor crosses once per bandwidth
-    Phi = xp.empty((X.shape[0], Z.shape[0]), dtype=X.dtype, device=device_of(X))
+    """(Phi^T Phi, Phi^T Y, E, F) on the host in float64 from one chunked pass over X, Phi = K_nm L^{-T} never kept:
+    RBF and Laplacian on NumPy by `_bandwidth_pass`; other kernels and other libraries chunk by chunk with the
+    kernel's own `gram_gradient` (X's namespace and device; the sums cross once per pass)."""
+    xp, X, Y, Z = self.xp, self.X, self.Y, self.Z
+    if xp is np and isinstance(sk, (RBF, Laplacian)):
+        return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0)
+    Ld = L if xp is np else _on(L, X)                      # the m x m factor crosses once per bandwidth
+    acc = None
     for sl in self._rows():
-        Phi[sl, :] = _solve_triangular(xp, Ld, sk(X[sl, :], Z).T).T
-    return Phi, np.asarray(to_numpy(Phi.T @ Phi), dtype=float), np.asarray(to_numpy(Phi.T @ self.Y), dtype=float)
+        Xs, Ys = (X[sl], Y[sl]) if xp is np else (X[sl, :], Y[sl, :])
+        K, dK = _cross_gram_gradient(sk, Xs, Z) if self.nk else (sk(Xs, Z), [])
+        Phi = _solve_triangular(xp, Ld, K.T).T
+        terms = [Phi.T @ Phi, Phi.T @ Ys] + [Phi.T @ g for g in dK] + [Ys.T @ g for g in dK]
+        acc = terms if acc is None else [a + b for a, b in zip(acc, terms)]
+    acc = [np.asarray(to_numpy(a), dtype=float) for a in acc]
+    k = self.nk
+    return acc[0], acc[1], (np.stack(acc[2:2 + k]) if k else None), (np.stack(acc[2 + k:]) if k else None)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #9b79286f
 @patch
 def state(self: NystromLikelihood, theta):
-    """The factors at theta: (g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
+    """The factors at theta: (g, R, L, (E, F), e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
     T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
     theta = np.asarray(theta, dtype=float)
-    g, R, L, Phi, B, sk, dKmm, t = self._scalar(theta[:self.nk])
+    g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk])
     T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
@@ -759,14 +765,14 @@ def state(self: NystromLikelihood, theta):
     Tw = Tm * np.outer(r, r)
     e, V = _whitened_eigh(Tm, Tw, D)
     Vy = V * r[:, None]
-    return g, R, L, Phi, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
+    return g, R, L, EF, e, V, Vy, V / r[:, None], B @ Vy, g[:, None] * e[None, :] + 1.0, D, sk, T, Tw, dKmm, t
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #90ced392
 @patch
 def __call__(self: NystromLikelihood, theta, eval_gradient: bool = True, kernel_grad: bool = True):
     "(objective, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
-    g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta)
-    (n, m), d = Phi.shape, len(e)
+    g, R, L, EF, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta)
+    n, m, d = self.X.shape[0], len(g), len(e)
     r = 1.0 / np.sqrt(D)
     At = Bt / lam                                          # R^T Phi^T alpha~ in the joint eigenbasis
     yy = float(np.sum(np.diag(self.YtY) / D))              # y~^T y~
@@ -777,6 +783,7 @@ def __call__(self: NystromLikelihood, theta, eval_gradient: bool = True, kernel_
         return float(lml)
     grad = []
     if self.nk and kernel_grad:
+        E, F = EF                                          # Phi^T dK_nm, Y^T dK_nm from the pass
         c = (e ** 2 / lam).sum(1)                          # Sigma_l e_l C_l^{-1} = tr T~ I - Phi R diag(c) R^T Phi^T
         C = e * At                                         # alpha~ = Y~ V - Phi R C along T~'s eigenvectors
         P1 = (V * e) @ At.T @ R.T                          # (d, m)
@@ -785,20 +792,8 @@ def __call__(self: NystromLikelihood, theta, eval_gradient: bool = True, kernel_
         Q2 = sla.solve_triangular(L, P2.T, lower=True, trans=1, check_finite=False).T / 2
         Li = sla.solve_triangular(L, np.eye(m), lower=True, check_finite=False)   # L^{-1}
         Q2 += 0.5 * tau * Li                               # the bound: tau/2 d tr(Q) = tau <dK_nm, Phi L^{-1}> - ...
-        Q1y = r[:, None] * Q1                              # Y~ Q1 = Y (D^{-1/2} Q1)
-        gk = np.zeros(self.nk)
-        if self.xp is np:
-            for sl in self._rows():                        # 2 <G K_nm K_mm^{-1}, dK_nm>, chunk by chunk
-                _, dK = _cross_gram_gradient(sk, self.X[sl], self.Z)
-                M1 = self.Y[sl] @ Q1y + Phi[sl] @ Q2
-                gk += 2 * np.einsum("ij,kij->k", M1, dK)
-        else:                                              # the same pass on X's device: Q1, Q2 cross once, dK a list
-            xp, Q1d, Q2d, acc = self.xp, _on(Q1y, self.X), _on(Q2, self.X), [0.0] * self.nk
-            for sl in self._rows():
-                _, dK = _cross_gram_gradient(sk, self.X[sl, :], self.Z)
-                M1 = self.Y[sl, :] @ Q1d + Phi[sl, :] @ Q2d
-                acc = [a + xp.sum(M1 * dk) for a, dk in zip(acc, dK)]
-            gk += 2 * np.array([float(a) for a in acc])
+        # 2 <Y~ Q1 + Phi Q2, dK_nm> = 2 (<D^{-1/2} Q1, Y^T dK_nm> + <Q2, Phi^T dK_nm>): m x m, no pass over n
+        gk = 2 * (np.einsum("ij,kij->k", r[:, None] * Q1, F) + np.einsum("ij,kij->k", Q2, E))
         FGF = (R @ Bt @ V.T @ P1 + R @ (g[:, None] * (R.T @ P2))) / 2     # Phi^T G Phi
         FGF += 0.5 * tau * (R * g) @ R.T                   # the bound: ... - tau/2 <dK_mm, K_mm^{-1} K_mn K_nm K_mm^{-1}>
         HGH = Li.T @ FGF @ Li                              # K_mm^{-1} K_mn G K_nm K_mm^{-1}
@@ -816,12 +811,66 @@ def __call__(self: NystromLikelihood, theta, eval_gradient: bool = True, kernel_
     grad += [float(gD.sum())] if n_noise == 1 else list(gD)
     return float(lml), np.array(grad)
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #7a6bbbe9
+TRSM_BLOCK = 32             # columns per diagonal block of `_trsm_right` (measured: 32 fastest of 16-256 at m = 500)
+
+
+def _trsm_right(P, L, b: int = TRSM_BLOCK):
+    """P[:, :m] <- P[:, :m] L^{-T} in place for a column-major P (k, >= m) and lower-triangular L (m, m), column-major:
+    the blocked right-looking substitution (a small dtrsm on each diagonal block, one in-place dgemm for the columns right
+    of it): the same operations as a blocked TRSM, run at GEMM speed (OpenBLAS's one-thread dtrsm here: 2x a SYRK)."""
+    m = L.shape[0]
+    for j in range(0, m, b):
+        e = min(j + b, m)
+        sla.blas.dtrsm(1.0, L[j:e, j:e], P[:, j:e], side=1, lower=1, trans_a=1, overwrite_b=1)
+        if e < m:
+            sla.blas.dgemm(-1.0, P[:, j:e], L[e:, j:e], beta=1.0, c=P[:, e:m], trans_b=1, overwrite_c=1)
+    return P
+
+
+def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
+    """One pass over the rows of NumPy X for a bandwidth kernel k = exp(-gamma D) (RBF: D the squared distances, by
+    |x - c|^2 + |z - c|^2 - 2 (x - c).(z - c) with c the landmarks' mean; Laplacian: the L1 distances). Per chunk:
+    P = [K_nm L^{-T}, Y] by an in-place triangular solve (`_trsm_right`), P^T P (one SYRK) and, with `grad`,
+    P^T (D o K_nm) (one GEMM). Returns (Phi^T Phi, Phi^T Y, E, F) with E = Phi^T dK_nm (1, m, m) and F = Y^T dK_nm
+    (1, d, m), dK = dK_nm / dlog gamma = -gamma D o K_nm; E, F None without `grad`."""
+    m, d, gam = Z.shape[0], Y.shape[1], float(sk.gamma)
+    rbf = sk._metric == "sqeuclidean"
+    c = Z.mean(0)
+    Zc = Z - c                                             # -gamma D = [x, |x|^2, 1] @ Za: one product per chunk
+    Za = -gam * np.vstack([-2.0 * Zc.T, np.ones((1, m)), np.einsum("ij,ij->i", Zc, Zc)[None]])
+    Lf = np.asfortranarray(L)
+    S, E, bufs = np.zeros((m + d, m + d)), (np.zeros((m + d, m)) if grad else None), {}
+    for sl in rows:
+        k = sl.stop - sl.start
+        if k not in bufs:                                  # column-major buffers: the solve works in place
+            bufs[k] = np.empty((k, m + d), order="F"), np.empty((k, m), order="F")
+        P, D = bufs[k]                                     # D holds -gamma D, then dK = -gamma D o K
+        if rbf:
+            Xc = X[sl] - c
+            np.matmul(np.c_[Xc, np.einsum("ij,ij->i", Xc, Xc), np.ones(k)], Za, out=D)
+        else:
+            from scipy.spatial.distance import cdist
+            np.multiply(cdist(X[sl], Z, "cityblock"), -gam, out=D)
+        K = P[:, :m]
+        np.exp(D, out=K)
+        P[:, m:] = Y[sl]
+        if grad:
+            D *= K
+        _trsm_right(P, Lf)                                 # P = [Phi, Y], Phi = K_nm L^{-T}
+        S += P.T @ P
+        if grad:
+            E += P.T @ D
+    if not grad:
+        return S[:m, :m], S[:m, m:], None, None
+    return S[:m, :m], S[:m, m:], E[None, :m], E[None, m:]
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #191fe65e
 class _NystromPosterior(_SeparablePosterior):
     """The SoR mean and the DTC variance of f from the Nystrom factors: with Psi = k(X*, Z) L^{-T} R, along T's eigenvector
     l the mean is e_l Psi At_l and the covariance e_l (K** - Psi Psi^T) + Psi diag(e_l s2 / lam_l) Psi^T."""
     def __init__(self, lik: NystromLikelihood, theta):
-        g, R, L, Phi, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, _, _ = lik.state(theta)
+        g, R, L, _, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, _, _ = lik.state(theta)
         At = Bt / lam
         # the landmark coefficients: mean(x) = sum_j K(x, z_j) alpha_j, alpha = L^{-T} R At Vy^T (then T by the kernel);
         # f = D^{1/2} f~ along the whitened eigenvectors: V below is Vh = D^{1/2} V and the whitened noise is 1
@@ -1392,10 +1441,11 @@ def _restart_theta(theta0, bounds, rng):
     return t
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #c2179e2f
-def _profile_optimize(est, lik, theta, bounds, more=()):
+def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts=None):
     """(theta, lml) by the profile likelihood: L-BFGS-B over the scalar kernel's theta only, each value maximising over
     (T, noise) first at that bandwidth (an inner L-BFGS-B warm-started from the last, O(n d^2) per evaluation in the
-    kept eigenbasis); the outer gradient is dL/dtheta_k at the inner optimum (envelope theorem). Restarts as `_optimize`."""
+    kept eigenbasis); the outer gradient is dL/dtheta_k at the inner optimum (envelope theorem). Restarts as `_optimize`
+    (`restarts`: their number in place of n_restarts_optimizer); `outer_opt(fg, t0, bounds)` in place of `_lbfgs`."""
     nk = lik.nk
     warm, best = [theta[nk:].copy()], [np.inf, None]
     b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
@@ -1431,11 +1481,12 @@ def _profile_optimize(est, lik, theta, bounds, more=()):
 
     starts = [theta, *more]
     rng = check_random_state(est.random_state)
-    starts += [_restart_theta(theta, bounds, rng) for _ in range(est.n_restarts_optimizer or 0)]
+    restarts = (est.n_restarts_optimizer or 0) if restarts is None else restarts
+    starts += [_restart_theta(theta, bounds, rng) for _ in range(restarts)]
     runs = []
     for t0 in starts:
         warm[0], best[:] = t0[nk:].copy(), [np.inf, None]
-        tk, f = _lbfgs(outer, t0[:nk], bounds[:nk])
+        tk, f = (outer_opt or _lbfgs)(outer, t0[:nk], bounds[:nk])
         runs.append((np.r_[tk, inner(np.asarray(tk))], f))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, lik)
@@ -1471,7 +1522,8 @@ def _optimize(est, lik, theta, bounds, more=()):
         return theta, f_of(theta, False)
     if (est.optimizer == "fmin_l_bfgs_b" and est.objective == "lml" and isinstance(lik, (SeparableLikelihood, NystromLikelihood))
             and lik.nk and (bounds[lik.nk:, 0] < bounds[lik.nk:, 1]).any()):
-        return _profile_optimize(est, lik, theta, bounds, more)
+        route = _nystrom_optimize if isinstance(lik, NystromLikelihood) else _profile_optimize    # the bound at large n
+        return route(est, lik, theta, bounds, more)
     opt = _lbfgs if est.optimizer == "fmin_l_bfgs_b" else est.optimizer
     runs = [opt(obj, t, bounds) for t in (theta, *more)]
     rng = check_random_state(est.random_state)
@@ -1479,6 +1531,83 @@ def _optimize(est, lik, theta, bounds, more=()):
         runs.append(opt(obj, _restart_theta(theta, bounds, rng), bounds))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, f_of)
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #4e991fa1
+NYSTROM_SUBSAMPLE = 16      # method='nystrom' at large n searches the bandwidth on n / NYSTROM_SUBSAMPLE rows first (at least
+                            # 4 m and 2000, and only when that is at most a quarter of the rows), then polishes on all rows
+SUBSAMPLE_MAXFUN = 30       # the subsample's L-BFGS-B: a start for the polish, capped (measured: 47 evaluations at n = 1e6
+                            # when its line search ended ABNORMAL in the flat last digits; 10-12 when it converges)
+
+
+def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10):
+    """(x, f) minimising a 1-D fg(x) -> (f, g) from x0 by Newton steps x - g / h with the curvature h > 0 given (the
+    surrogate's), updated by the secant of the last two gradients; a step that does not decrease f (Armijo) is shortened.
+    Stops at |g| <= 1e-5, at a predicted decrease g^2 / 2h <= `tol` max(1, |f|), or at a bound the gradient pushes
+    against; after `max_iter` steps, `_lbfgs` from the best point."""
+    lo, hi = (float(b) for b in bounds[0])
+    x = float(np.clip(x0[0], lo, hi))
+    f, g = fg(np.array([x]))
+    g = float(g[0])
+    for _ in range(max_iter):
+        if not (np.isfinite(f) and np.isfinite(h) and h > 0):
+            break
+        if (abs(g) <= 1e-5 or 0.5 * g * g / h <= tol * max(1.0, abs(f)) or (x <= lo and g > 0) or (x >= hi and g < 0)):
+            return np.array([x]), f
+        x1 = float(np.clip(x - g / h, lo, hi))
+        if x1 == x:
+            break
+        f1, g1 = fg(np.array([x1]))
+        g1 = float(g1[0])
+        hs = (g1 - g) / (x1 - x) if np.isfinite(f1) and np.isfinite(g1) else -1.0
+        if not (np.isfinite(f1) and f1 <= f + 1e-4 * g * (x1 - x)):
+            h = max(4 * h, hs)                             # no sufficient decrease: a shorter step
+            continue
+        h = hs if hs > 0 else h                            # a non-positive secant (not convex there): keep h
+        x, f, g = x1, f1, g1
+    return _lbfgs(fg, np.array([x]), bounds)
+
+
+class _Capped(Exception):
+    "The subsample's L-BFGS-B reached SUBSAMPLE_MAXFUN evaluations."
+
+
+def _nystrom_optimize(est, lik, theta, bounds, more=()):
+    """(theta, objective) for the Nystrom bound at large n (NumPy X, one bandwidth parameter): the profile optimizer
+    with its starts and restarts on a subsample of the rows (same landmarks), the profile's curvature there by one more
+    gradient 0.05 further, then `_polish_1d` on all rows from that optimum (curvature scaled by n / subsample, no
+    restart). Elsewhere the profile optimizer on all rows."""
+    n, m = lik.X.shape[0], lik.Z.shape[0]
+    ns = max(n // NYSTROM_SUBSAMPLE, 4 * m, 2000)
+    if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
+        return _profile_optimize(est, lik, theta, bounds, more)
+    rows = np.sort(check_random_state(est.random_state).permutation(n)[:ns])
+    sub = NystromLikelihood(lik.kernel, lik.X[rows], lik.Y[rows], lik.Z, chunk=lik.chunk, bound=True)
+    hs = []
+
+    def lbfgs_then_curvature(fg, t0, b):               # a start only: at most SUBSAMPLE_MAXFUN evaluations, no warning
+        bb = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in b]
+        seen = []
+
+        def capped(t):                                 # scipy's maxfun is read between line searches only
+            if len(seen) >= SUBSAMPLE_MAXFUN:
+                raise _Capped
+            f, g = fg(t)
+            seen.append((f, np.array(t, dtype=float)))
+            return f, g
+        try:
+            res = minimize(capped, t0, method="L-BFGS-B", jac=True, bounds=bb)
+            x, f = res.x, float(res.fun)
+        except _Capped:
+            f, x = min(seen, key=lambda r: r[0])
+        step = 0.05 if x[0] + 0.05 <= b[0][1] else -0.05
+        (f0, g0), (f1, g1) = fg(x), fg(x + step)
+        hs.append((f, float((g1[0] - g0[0]) / step) if np.isfinite(f0) and np.isfinite(f1) else np.nan))
+        return x, f
+
+    ts, _ = _profile_optimize(est, sub, theta, bounds, more, outer_opt=lbfgs_then_curvature)
+    h = min(hs, key=lambda r: r[0])[1] * n / ns / 4 if hs else np.nan    # the best start's curvature, / 4 (below)
+    polish = (lambda fg, t0, b: _polish_1d(fg, t0, b, h)) if np.isfinite(h) and h > 0 else None
+    return _profile_optimize(est, lik, ts, bounds, restarts=0, outer_opt=polish)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):
