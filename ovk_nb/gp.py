@@ -1476,9 +1476,9 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     s_reset(theta)
     res = minimize(s_outer, theta[:1], method="L-BFGS-B", jac=True, bounds=[tuple(bounds[0])])
     ts = np.r_[res.x, s_inner(res.x)]
-    # the profile's curvature there from L-BFGS-B's last secant, grown by sqrt(n / m) (measured 224, 331 at m = 250, 500
-    # and 460 at n = 1500 on the ICM draw of bench_gp: slower than n / m)
-    c0 = float(np.sqrt(n / len(rows)) / res.hess_inv.todense()[0, 0])
+    # the first Newton step's curvature: the subsample's (L-BFGS-B's last secant), unscaled (measured on bench_gp's ICM
+    # draws: 331 at m = 500 vs 460 on all n = 1500 rows; 490 vs 486 at n = 3000: it does not grow like n)
+    c0 = float(1.0 / res.hess_inv.todense()[0, 0])
     inner, outer, reset = _profile(lik, bounds)
     reset(ts)
     x, done = _secant_polish(outer, float(ts[0]), float(bounds[0, 0]), float(bounds[0, 1]), float(c0))
