@@ -10,6 +10,8 @@
   python bench/bench_gp.py nystrom-memory 1000000:500   # peak RSS of a method='nystrom' fit -> gp_nystrom_memory.csv
   python bench/bench_gp.py stochastic 1200 400:fits   # the stochastic masked likelihood vs the exact one: its error at
                                                # 3360 observed entries, both fits at n = 400 -> bench/results/gp_stochastic.csv
+  python bench/bench_gp.py eighs [--quick] [n ...]   # the exact fit vs one eigh of the n x n Gram, eighs counted
+                                               # (issue 31.1) -> bench/results/gp_eighs.csv
   python bench/bench_gp.py report              # bench/results/gp.md from the csv files
   bash bench/peers/gpytorch_venv.sh            # once: bench/.venv-gpytorch (torch 2.13.0 CPU, gpytorch)
 
@@ -491,7 +493,75 @@ def report(load_note=""):
                      f"{r['grad_abs_error']} / {r['grad_abs_max']} | {pair('exact_fit_s', 'stochastic_fit_s')} | {pair('exact_gamma', 'stochastic_gamma')} | "
                      f"{pair('exact_noise', 'stochastic_noise')} | {pair('exact_exact_lml', 'stochastic_exact_lml')} | "
                      f"{r.get('T_rel_diff', '')} |")
+    L += _eighs_section()
     (RES / "gp.md").write_text("\n".join(L) + "\n")
+
+
+# ---------------------------------------------------------------- issue 31.1: the exact fit in eigh units
+def eighs_case(n, repeats=2):
+    """The default exact fit (surrogate search + exact polish) and the plain profile L-BFGS-B (`SURROGATE_ROWS` set past
+    n: the route before issue 31) against one `eigh_psd` of the n x n Gram, interleaved in this process (best of
+    `repeats`), one BLAS thread; the eighs each fit calls counted by size."""
+    import ovk_nb.gp as gpm
+    from ovk_nb.kernels import RBF
+    from ovk_nb.linalg import eigh_psd
+    X, Y, _, _ = icm_data(n)
+    K = RBF(1.0)(X, X)
+    sizes = []
+
+    def counted(A, *a, **k):
+        sizes.append(int(A.shape[0]))
+        return eigh_psd(A, *a, **k)
+
+    gpm.eigh_psd = counted
+    rows0 = gpm.SURROGATE_ROWS
+    t_e, fits = [], {"new": [], "old": []}
+    load0 = os.getloadavg()[0]
+    for _ in range(repeats):
+        for route in ("new", "old"):
+            t = time.perf_counter(); eigh_psd(K); t_e.append(time.perf_counter() - t)
+            gpm.SURROGATE_ROWS = rows0 if route == "new" else 10 ** 9
+            sizes.clear()
+            t = time.perf_counter(); gp = gpm.OVKGaussianProcess().fit(X, Y); dt = time.perf_counter() - t
+            fits[route].append((dt, gp.log_marginal_likelihood_value_, sizes.count(n), len(sizes) - sizes.count(n)))
+    t = time.perf_counter(); eigh_psd(K); t_e.append(time.perf_counter() - t)
+    e = min(t_e)
+    new, old = min(fits["new"]), min(fits["old"])
+    return {"n": n, "eigh_s": round(e, 3), "fit_new_s": round(new[0], 3), "fit_old_s": round(old[0], 3),
+            "ratio_new": round(new[0] / e, 2), "ratio_old": round(old[0] / e, 2), "eighs_n_new": new[2],
+            "eighs_sub_new": new[3], "eighs_n_old": old[2], "lml_new": repr(new[1]), "lml_old": repr(old[1]),
+            "lml_rel_diff": f"{(new[1] - old[1]) / abs(old[1]):.2e}", "threads": 1,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}", "repeats": repeats}
+
+
+def run_eighs(ns=(1500,), repeats=2):
+    rows = [r for r in _read(RES / "gp_eighs.csv") if int(r["n"]) not in ns]
+    for n in ns:
+        r = _sub([__file__, "--eighs-case", str(n), str(repeats)])
+        if r:
+            print(r)
+            rows.append(r)
+    _write(RES / "gp_eighs.csv", sorted(rows, key=lambda r: int(r["n"])))
+
+
+def _eighs_section():
+    rows = _read(RES / "gp_eighs.csv")
+    if not rows:
+        return []
+    L = ["", "## The exact fit in eigh units (issue 31.1)", "",
+         "`python bench/bench_gp.py eighs [--quick] [n ...]`: `OVKGaussianProcess()` on `icm_data(n)` (d = 4, learned "
+         "bandwidth, full-rank T, noise) against one `eigh_psd` of the n x n Gram, interleaved in one process, best of "
+         "`repeats`, one BLAS thread; `new`: the default route (the bandwidth searched on `SURROGATE_ROWS` = 500 rows, then "
+         "Newton steps on the secant curvature of the exact profile), `old`: the plain profile L-BFGS-B (the route before). "
+         "`eighs`: the n x n eighs each fit called (the new route's subsample eighs after the +). LML rel. diff: "
+         "(new - old) / |old|.", "",
+         "| n | load | eigh (s) | fit new (s) | fit / eigh | eighs | fit old (s) | fit / eigh | eighs | LML new | LML old | "
+         "rel. diff |", "|" + "---|" * 12]
+    for r in rows:
+        L.append(f"| {r['n']} | {r['load']} | {r['eigh_s']} | {r['fit_new_s']} | {r['ratio_new']} | {r['eighs_n_new']} + "
+                 f"{r['eighs_sub_new']} | {r['fit_old_s']} | {r['ratio_old']} | {r['eighs_n_old']} | {r['lml_new']} | "
+                 f"{r['lml_old']} | {r['lml_rel_diff']} |")
+    return L
 
 
 def _write(path, rows):
@@ -530,5 +600,10 @@ if __name__ == "__main__":
         run_peers([int(x) for x in a[1:] if x.isdigit()] or (1000, 2000), names)
     elif a[:1] == ["report"]:
         report(" ".join(a[1:]))
+    elif a[:1] == ["--eighs-case"]:
+        print(json.dumps(eighs_case(int(a[1]), int(a[2]))))
+    elif a[:1] == ["eighs"]:           # eighs [--quick] n ...: the exact fit against one eigh (issue 31.1)
+        run_eighs([int(x) for x in a[1:] if x.isdigit()] or ((1500,) if "--quick" in a else (1500, 3000)),
+                  1 if "--quick" in a else 3)
     elif a[:1] == ["masked"]:
         print(run_masked([int(x) for x in a[1:]] or (20000,)))

@@ -297,6 +297,34 @@ def test_profile_optimisation_reaches_the_joint_optimum():
     assert np.abs(g).max() < 1e-2 * max(1.0, abs(f))
 
 
+def test_exact_fit_few_eighs_same_optimum(monkeypatch):
+    """Deliverable 31.1: a large exact fit searches the bandwidth on a subsample (SURROGATE_ROWS, shrunk here so that a
+    moderate n takes that route) and polishes it on the exact profile: at most 4 eighs of the n x n Gram (counted by
+    wrapping eigh_psd), the same optimum as the plain profile L-BFGS-B (compared by objective, 1e-6 relative)."""
+    import ovk_nb.gp as gpm
+    rng = np.random.default_rng(3)
+    n = 400
+    X = rng.uniform(-2, 2, (n, 2))
+    Y = np.sin(X @ rng.normal(size=(2, 4))) @ rng.normal(size=(4, 4)) + 0.1 * rng.normal(size=(n, 4))
+    sizes, eigh = [], gpm.eigh_psd
+
+    def counted(A, *a, **k):
+        sizes.append(A.shape[0])
+        return eigh(A, *a, **k)
+
+    monkeypatch.setattr(gpm, "eigh_psd", counted)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)              # the reference: L-BFGS-B on the exact profile
+    ref = OVKGaussianProcess().fit(X, Y)
+    n_ref = sizes.count(n)
+    sizes.clear()
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 100)
+    gp = OVKGaussianProcess().fit(X, Y)
+    lr, lg = ref.log_marginal_likelihood_value_, gp.log_marginal_likelihood_value_
+    assert lg >= lr - 1e-6 * abs(lr)
+    assert gp.log_marginal_likelihood_value_ == pytest.approx(gp.log_marginal_likelihood(np.r_[gp.kernel_.theta, np.log(gp.noise_)]), rel=1e-12)
+    assert sizes.count(n) <= 4 < n_ref, (sizes, n_ref)
+
+
 # ---------------------------------------------------------------- LOO for sums and missing entries (issue 20)
 def _literal_loo(kernel, X, Y, noise):
     "Leave-one-out by refitting: for each sample i, the dense posterior from the other samples at x_i, noise added."
