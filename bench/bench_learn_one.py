@@ -241,6 +241,10 @@ def main(quick=False, runs=1, out=OUT):
 
 
 if __name__ == "__main__":
-    runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 1
-    out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else OUT
-    sys.exit(main(quick="--quick" in sys.argv, runs=runs, out=out))
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=1, help="the whole benchmark this many times (all reported)")
+    ap.add_argument("--quick", action="store_true", help="fewer rows")
+    ap.add_argument("--out", default=OUT, help="folder of learn_one.md / learn_one.csv")
+    a = ap.parse_args()
+    sys.exit(main(quick=a.quick, runs=a.runs, out=a.out))
