@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 
 from .backend import check_xp_data, device_of, route_of
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
-                           _hyperparameter_records, resolve_kernel, xp_of)
+                           _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
 from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
@@ -839,7 +839,8 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
     rbf = sk._metric == "sqeuclidean"
     c = Z.mean(0)
     Zc = Z - c                                             # -gamma D = [x, |x|^2, 1] @ Za: one product per chunk
-    Za = -gam * np.vstack([-2.0 * Zc.T, np.ones((1, m)), np.einsum("ij,ij->i", Zc, Zc)[None]])
+    zz = np.einsum("ij,ij->i", Zc, Zc)
+    Za = -gam * np.vstack([-2.0 * Zc.T, np.ones((1, m)), zz[None]])
     Lf = np.asfortranarray(L)
     S, E, bufs = np.zeros((m + d, m + d)), (np.zeros((m + d, m)) if grad else None), {}
     for sl in rows:
@@ -847,9 +848,18 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
         if k not in bufs:                                  # column-major buffers: the solve works in place
             bufs[k] = np.empty((k, m + d), order="F"), np.empty((k, m), order="F")
         P, D = bufs[k]                                     # D holds -gamma D, then dK = -gamma D o K
+        huge = False
         if rbf:
             Xc = X[sl] - c
-            np.matmul(np.c_[Xc, np.einsum("ij,ij->i", Xc, Xc), np.ones(k)], Za, out=D)
+            xx = np.einsum("ij,ij->i", Xc, Xc)
+            # the expansion's round-off in gamma D is about eps gamma (|x - c|^2 + |z - c|^2): past 1e-8 (inputs far
+            # beyond the bandwidth's scale, or |x|^2 overflowing near 1e154) the stable distances instead, +inf where
+            # they overflow (K = 0 there)
+            huge = not gam * np.finfo(float).eps * (xx.max() + zz.max()) <= 1e-8
+            if huge:
+                np.multiply(sq_distances(X[sl], Z), -gam, out=D)
+            else:
+                np.matmul(np.c_[Xc, xx, np.ones(k)], Za, out=D)
         else:
             from scipy.spatial.distance import cdist
             np.multiply(cdist(X[sl], Z, "cityblock"), -gam, out=D)
@@ -858,6 +868,8 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
         P[:, m:] = Y[sl]
         if grad:
             D *= K
+            if huge:
+                D[K == 0] = 0.0                            # dK = -gamma D e^{-gamma D} -> 0 as D -> inf
         _trsm_right(P, Lf)                                 # P = [Phi, Y], Phi = K_nm L^{-T}
         S += P.T @ P
         if grad:
