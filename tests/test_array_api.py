@@ -96,7 +96,11 @@ def test_cg_against_numpy_and_the_exact_solve(lib):
     ref = OVKRidge(K, lam=1e-2, solver="cg", tol=1e-10).fit(X, Y)
     m = OVKRidge(K, lam=1e-2, solver="cg", tol=1e-10).fit(a(X.copy()), a(Y.copy()))
     P = m.predict(a(Xt.copy()))
-    assert m.n_iter_ == ref.n_iter_ > 1 and rel(P, ref.predict(Xt)) <= 1e-10
+    # the same iterations in another summation order differ by round-off amplified by the system: n_iter cond eps each
+    # (2e-12 measured); a count one apart (the stopping test flipping at its boundary on another CPU) by up to 2 cond tol
+    assert m.n_iter_ > 1 and abs(m.n_iter_ - ref.n_iter_) <= 1
+    same = 10 * m.n_iter_ * cond * np.finfo(float).eps if m.n_iter_ == ref.n_iter_ else 2 * cond * 1e-10
+    assert rel(P, ref.predict(Xt)) <= same
     assert rel(P, exact) <= cond * 1e-10
     with pytest.warns(Warning, match="CG did not reach"):
         OVKRidge(K, lam=1e-2, solver="cg", max_iter=2).fit(a(X.copy()), a(Y.copy()))
@@ -124,7 +128,11 @@ def test_cg_nystrom_preconditioner_equals_numpy(lib, name):
         ref = OVKRidge(K, **kw).fit(X, Y)
         m = OVKRidge(K, **kw).fit(a(X.copy()), a(Y.copy()))
     assert abs(m.n_iter_ - ref.n_iter_) <= max(1, 0.1 * ref.n_iter_)
-    assert rel(m.predict(a(Xt.copy())), ref.predict(Xt)) <= 1e-10
+    # as in test_cg_against_numpy_and_the_exact_solve: round-off through the system when the counts agree, both within
+    # cond tol of the exact solve when they do not (tol read from the fit)
+    cond = np.linalg.cond(K.gram(X) + kw["lam"] * np.eye(X.shape[0] * Y.shape[1]))
+    same = 10 * ref.n_iter_ * cond * np.finfo(float).eps if m.n_iter_ == ref.n_iter_ else 2 * cond * ref.tol
+    assert rel(m.predict(a(Xt.copy())), ref.predict(Xt)) <= max(1e-10, same)
 
 
 @pytest.mark.parametrize("lib", LIBS)
