@@ -1103,7 +1103,7 @@ class _PCGPosterior(_JointPosterior):
         return np.clip(np.concatenate(out), 0, None) if out else np.zeros((0, self.d))
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #d5539770
-ONE_THREAD_N = 2000         # below this n the fit runs with one BLAS thread (see the decision above)
+ONE_THREAD_N = 1000         # one BLAS thread below this n; the thread policy from it (= linalg.EIGH_THREADS_MIN_N)
 DENSE_MAX = 3000            # sums of separable parts (LMC) use the exact dense fallback up to n * d = DENSE_MAX
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
