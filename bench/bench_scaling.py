@@ -2,11 +2,12 @@
 peak memory of each estimator against n, with the exponent fitted on log-log axes (time ~ n^a, memory ~ n^b over the
 measured sizes), for each mode.
 
-    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 10 minutes on 2 quiet cores
-    python bench/bench_scaling.py --quick    # the three smallest sizes
+    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 4-5 minutes on 2 quiet cores
+    python bench/bench_scaling.py --quick    # the three smallest sizes of each: about 1 minute on 2 quiet cores
 
 Peak memory is the peak of Python-traced allocations (tracemalloc: numpy's arrays included) during one fit (+ predict
-where said), measured in a separate run from the time (tracing slows the run down).
+where said), measured in a separate run from the time (tracing slows the run down), as installed: the threads change
+the order of work, not the arrays allocated (OpenBLAS's per-thread buffers are not traced).
 """
 from __future__ import annotations
 
@@ -54,6 +55,13 @@ def ridge(solver):
     return run
 
 
+def gp(n):
+    "OVKGaussianProcess at fixed hyper-parameters (optimizer=None): one likelihood evaluation (an eigh of the n x n Gram) + posterior."
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y = regression(n, p=5, d=3)
+    OVKGaussianProcess(optimizer=None, random_state=0).fit(X, Y).predict(X[:200])
+
+
 def onorma(tr):
     def run(n):
         X, Y = regression(n)
@@ -87,10 +95,12 @@ def salami(n):
     SALAMI(RBF(0.5), lam=0.5, decoder=Hamming()).fit(X, Y)
 
 
-CASES = [  # (name, run(n), sizes): sizes chosen so that the whole run takes under ~10 minutes on the shared 2-core machine
+CASES = [  # (name, run(n), sizes): the whole run in about 4-5 minutes on a quiet 2-core machine
     ("OVKRidge auto (grouped Cholesky), fit + predict 200", ridge("auto"), [500, 1000, 2000, 4000]),
+    ("OVKRidge eigen, fit + predict 200", ridge("eigen"), [500, 1000, 2000, 3000]),
     ("OVKRidge cg, fit + predict 200", ridge("cg"), [250, 500, 1000, 2000]),
     ("OVKRidge nystrom (p = 300), fit + predict 200", ridge("nystrom"), [5000, 10000, 20000, 40000]),
+    ("OVKGaussianProcess, fixed hyper-parameters, fit + predict 200", gp, [500, 1000, 2000, 3000]),
     ("ONORMA, no truncation", onorma(None), [500, 1000, 2000, 4000]),
     ("ONORMA, truncation 1000", onorma(1000), [5000, 10000, 20000, 40000]),
     ("MovKL, 9 kernels, 20 outputs", movkl, [100, 200, 300, 400]),
@@ -156,13 +166,15 @@ def main(quick=False):
     head = (f"# Scaling curves\n\n`python bench/bench_scaling.py{' --quick' if quick else ''}`. Each size once in each mode "
             f"after a warm-up: one BLAS thread (`threadpool_limits(1)`), then as installed right after it (BLAS default "
             f"threads, the thread policy of `ovk_nb.linalg.factor_threads` deciding; 'idle cores seen' is what it saw); "
-            f"exponents fitted on log-log axes for each mode. Machine: {os.cpu_count()} cores, shared with other engineers: "
-            f"load average (1 / 5 / 15 min) {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start and {load[0]:.1f} / "
-            f"{load[1]:.1f} / {load[2]:.1f} at the end, so times are noisy and exponents approximate. Whole run: "
-            f"{time.perf_counter() - t_start:.0f} s. Plot: `scaling.png`.\n\n")
+            f"exponents fitted on log-log axes for each mode; peak memory of one traced run as installed. Machine: "
+            f"{os.cpu_count()} cores, load average (1 / 5 / 15 min) {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the "
+            f"start and {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end (above about 1, other processes shared the "
+            f"cores: times noisy, exponents approximate). Whole run: {time.perf_counter() - t_start:.0f} s. "
+            "Plot: `scaling.png`.\n\n")
     summary = [{"estimator": c[0], "sizes": ", ".join(map(str, c[1])), "time exponent, one thread": c[4]["one thread"],
                 "time exponent, as installed": c[4]["as installed"], "memory exponent": c[5],
                 "largest n, one thread (s)": c[2]["one thread"][-1], "largest n, as installed (s)": c[2]["as installed"][-1],
+                "largest n, as installed / one thread": c[2]["as installed"][-1] / c[2]["one thread"][-1],
                 "largest n peak MiB": c[3][-1]} for c in curves]
     (OUT / "scaling.md").write_text(head + rows_to_markdown(summary) + "\n\n## All sizes\n\n" + rows_to_markdown(rows) + "\n")
     (OUT / "scaling.csv").write_text(rows_to_csv(rows))
@@ -170,4 +182,7 @@ def main(quick=False):
 
 
 if __name__ == "__main__":
-    sys.exit(main(quick="--quick" in sys.argv))
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the three smallest sizes of each estimator (about 1 minute quiet)")
+    sys.exit(main(quick=ap.parse_args().quick))
