@@ -174,6 +174,35 @@ def eigh_drivers(m, repeat):
     return rows
 
 
+def side_by_side(m, repeat):
+    """Two independent factorisations of order m (the grouped Cholesky's groups, per-output pieces): one after the other
+    on one thread, one after the other on all BLAS threads, and side by side (a ThreadPoolExecutor of 2, each on one BLAS
+    thread: numpy and LAPACK release the GIL). Best of `repeat`."""
+    from concurrent.futures import ThreadPoolExecutor
+    import scipy.linalg as sl
+    rng = np.random.default_rng(2)
+    mats = []
+    for _ in range(2):
+        A = rng.normal(size=(m, m))
+        mats.append(A @ A.T + m * np.eye(m))
+    rows = []
+    for name, f in (("eigh", lambda A: sl.eigh(A, driver="evd", check_finite=False)),
+                    ("cholesky", lambda A: sl.cho_factor(A, check_finite=False))):
+        seq = lambda: [f(A) for A in mats]
+
+        def par():
+            with ThreadPoolExecutor(2) as ex:
+                return list(ex.map(f, mats))
+        one, allt = pair(seq, repeat)
+        side = min((timed(par, 1) for _ in range(repeat)), key=lambda r: r["wall s"])
+        rows.append({"two independent": name, "order": m, "in turn, one thread s": one["wall s"],
+                     f"in turn, {la.blas_ceiling()} threads s": allt["wall s"], "side by side s": side["wall s"],
+                     "threads / one": allt["wall s"] / one["wall s"], "side by side / one": side["wall s"] / one["wall s"],
+                     "idle cores": allt["idle cores"], "load": side["load"]})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def fits(quick, repeat, loaded):
     rows = []
     for name, make, nq, nf in CASES:
@@ -244,6 +273,7 @@ def main(quick=False, headline=False, load=True):
     repeat = 1 if quick else 2
     cross = crossover([500, 1000, 2000] if quick else [500, 1000, 2000, 4000], repeat)
     drivers = eigh_drivers(1500 if quick else 2000, repeat)
+    sides = side_by_side(1500 if quick else 2000, repeat)
     rows = fits(quick, repeat, loaded=False)
     if load:
         with Busy():
@@ -268,7 +298,8 @@ def main(quick=False, headline=False, load=True):
     if heads:
         text += "## Headline targets (as installed)\n\n" + "\n\n".join(rows_to_markdown([h]) for h in heads) + "\n\n"
     text += ("## Building blocks by order: one thread, all BLAS threads, the policy\n\n" + rows_to_markdown(cross)
-             + "\n\n## eigh's LAPACK drivers: one thread and all BLAS threads\n\n" + rows_to_markdown(drivers) + "\n")
+             + "\n\n## eigh's LAPACK drivers: one thread and all BLAS threads\n\n" + rows_to_markdown(drivers)
+             + "\n\n## Two independent factorisations: in turn or side by side\n\n" + rows_to_markdown(sides) + "\n")
     (OUT / "threads.md").write_text(_with_history(text))
     (OUT / "threads.csv").write_text(rows_to_csv(rows))
     print(text)
