@@ -6,9 +6,9 @@ and CPU / wall of the fit (about the threads it used). Also the building blocks 
 LAPACK drivers), from which `ovk_nb.linalg`'s thresholds are read.
 
     python bench/bench_threads.py --quick    # every estimator of the issue at its big-fit size, one run each: about
-                                             # 2.5 min on a quiet 2-core machine
+                                             # 3-4 min on a quiet 2-core machine (--no-load: about 2 min)
     python bench/bench_threads.py            # larger sizes (CG 4000, MovKL 2000, the optimized GP 1000), best of 2:
-                                             # about 8 min on a quiet 2-core machine
+                                             # about 7-8 min on a quiet 2-core machine
     python bench/bench_threads.py --headline # adds Nystrom n = 1e6, p = 1000 in a fresh process and exact ridge against
                                              # KernelRidge at n = 5000 (about 2 more minutes)
 
@@ -308,7 +308,7 @@ def main(quick=False, headline=False, load=True):
 if __name__ == "__main__":
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the issue's sizes, one run each (about 2.5 min quiet)")
+    ap.add_argument("--quick", action="store_true", help="the issue's sizes, one run each (about 3-4 min quiet)")
     ap.add_argument("--headline", action="store_true", help="also Nystrom n = 1e6 and exact ridge vs KernelRidge n = 5000")
     ap.add_argument("--no-load", action="store_true", help="skip the under-load section")
     a = ap.parse_args()
