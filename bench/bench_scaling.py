@@ -4,6 +4,7 @@ measured sizes), for each mode.
 
     python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 4-5 minutes on 2 quiet cores
     python bench/bench_scaling.py --quick    # the three smallest sizes of each: about 1 minute on 2 quiet cores
+    python bench/bench_scaling.py --replot   # redraw scaling.png from scaling.csv
 
 Peak memory is the peak of Python-traced allocations (tracemalloc: numpy's arrays included) during one fit (+ predict
 where said), measured in a separate run from the time (tracing slows the run down), as installed: the threads change
@@ -129,6 +130,44 @@ def measure(run, n):
     return secs, peak / 2 ** 20, idle, load
 
 
+def plot(curves):
+    """scaling.png: time (solid as installed, dashed one thread) and peak memory against n, one colour and marker per
+    estimator, the fitted exponents in the legend below."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(15, 8.5))
+    colors, marks = plt.get_cmap("tab20").colors, "osD^v<>pPhX*"
+    for i, (name, sizes, secs, mems, a, b) in enumerate(curves):
+        c, m = colors[(2 * i) % 20 if i < 10 else (2 * i + 1) % 20], marks[i % len(marks)]
+        axes[0].loglog(sizes, secs["as installed"], m + "-", color=c,
+                       label=f"{name}: time n^{a['as installed']:.2f} as installed, n^{a['one thread']:.2f} one thread; "
+                             f"memory n^{b:.2f}")
+        axes[0].loglog(sizes, secs["one thread"], m + "--", color=c, alpha=0.5, mfc="none")
+        axes[1].loglog(sizes, mems, m + "-", color=c)
+    axes[0].set(xlabel="n", ylabel="seconds (solid: as installed, dashed: one thread)", title="time")
+    axes[1].set(xlabel="n", ylabel="peak traced MiB", title="peak memory (as installed)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=7.5, frameon=False)
+    fig.tight_layout(rect=(0, 0.2, 1, 1)); fig.savefig(OUT / "scaling.png", dpi=110)
+    plt.close(fig)
+
+
+def curves_from_csv():
+    "The curves of scaling.csv (for --replot: redraw the figure without measuring)."
+    import csv
+    by = {}
+    for r in csv.DictReader((OUT / "scaling.csv").open()):
+        by.setdefault(r["estimator"], []).append(r)
+    curves = []
+    for name, rs in by.items():
+        sizes = [int(r["n"]) for r in rs]
+        secs = {m: [float(r[f"seconds, {m}"]) for r in rs] for m, _ in MODES}
+        mems = [float(r["peak MiB"]) for r in rs]
+        a = {m: np.polyfit(np.log(sizes), np.log(v), 1)[0] for m, v in secs.items()}
+        curves.append((name, sizes, secs, mems, a, np.polyfit(np.log(sizes), np.log(mems), 1)[0]))
+    return curves
+
+
 def main(quick=False):
     OUT.mkdir(exist_ok=True)
     load0, t_start = os.getloadavg(), time.perf_counter()
@@ -150,18 +189,7 @@ def main(quick=False):
         a = {mode: np.polyfit(np.log(sizes), np.log(v), 1)[0] for mode, v in secs.items()}
         b = np.polyfit(np.log(sizes), np.log(mems), 1)[0]
         curves.append((name, sizes, secs, mems, a, b))
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-    for name, sizes, secs, mems, a, b in curves:
-        l, = axes[0].loglog(sizes, secs["as installed"], "o-", label=f"{name}  (n^{a['as installed']:.2f})")
-        axes[0].loglog(sizes, secs["one thread"], "x--", color=l.get_color(), alpha=0.6)
-        axes[1].loglog(sizes, mems, "o-", color=l.get_color(), label=f"n^{b:.2f}")
-    axes[0].set(xlabel="n", ylabel="seconds (solid: as installed, dashed: one thread)", title="time")
-    axes[1].set(xlabel="n", ylabel="peak traced MiB", title="peak memory")
-    axes[0].legend(fontsize=7); axes[1].legend(fontsize=7)
-    fig.tight_layout(); fig.savefig(OUT / "scaling.png", dpi=110)
+    plot(curves)
     load = os.getloadavg()
     head = (f"# Scaling curves\n\n`python bench/bench_scaling.py{' --quick' if quick else ''}`. Each size once in each mode "
             f"after a warm-up: one BLAS thread (`threadpool_limits(1)`), then as installed right after it (BLAS default "
@@ -185,4 +213,6 @@ if __name__ == "__main__":
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="the three smallest sizes of each estimator (about 1 minute quiet)")
-    sys.exit(main(quick=ap.parse_args().quick))
+    ap.add_argument("--replot", action="store_true", help="redraw scaling.png from scaling.csv, measuring nothing")
+    args = ap.parse_args()
+    sys.exit(plot(curves_from_csv()) if args.replot else main(quick=args.quick))
