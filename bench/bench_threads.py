@@ -7,7 +7,7 @@ LAPACK drivers), from which `ovk_nb.linalg`'s thresholds are read.
 
     python bench/bench_threads.py --quick    # every estimator of the issue at its big-fit size, one run each: about
                                              # 3-4 min on a quiet 2-core machine (--no-load: about 2 min)
-    python bench/bench_threads.py            # larger sizes (CG 4000, MovKL 2000, the optimized GP 1000), best of 2:
+    python bench/bench_threads.py            # larger sizes (CG 4000, eigen and GP 3000, the optimized GP 1000), best of 2:
                                              # about 7-8 min on a quiet 2-core machine
     python bench/bench_threads.py --headline # adds Nystrom n = 1e6, p = 1000 in a fresh process and exact ridge against
                                              # KernelRidge at n = 5000 (about 2 more minutes)
@@ -88,7 +88,7 @@ CASES = [  # (name, make(n) -> fit, quick n, full n): sizes where a fit takes >=
     ("OVKRidge cg", ridge("cg"), 2000, 4000),
     ("OVKGaussianProcess, fixed hyper-parameters (one evaluation + posterior)", lambda n: gp(n, optimize=False), 2000, 3000),
     ("OVKGaussianProcess, optimized", gp, None, 1000),
-    ("MovKL, 9 kernels, 20 outputs", movkl, 1000, 2000),
+    ("MovKL, 9 kernels, 20 outputs", movkl, 2000, 2000),          # the alternation threads from 2000
     ("OVKDE conditional covariance, fit + score 100", ovkde, 2000, 2000),
     ("MVML, 3 views x 400 landmarks (r = 1200)", mvml, 20000, 40000),
 ]
