@@ -267,13 +267,16 @@ def _with_history(text):
     return text + "\n" + HISTORY + "\n\n" + "\n".join(lines) + "\n\n" + hist.strip() + "\n"
 
 
-def main(quick=False, headline=False, load=True):
+def main(quick=False, headline=False, load=True, only=None, blocks=True):
     OUT.mkdir(exist_ok=True)
     t_start, load0 = time.perf_counter(), os.getloadavg()
     repeat = 1 if quick else 2
-    cross = crossover([500, 1000, 2000] if quick else [500, 1000, 2000, 4000], repeat)
-    drivers = eigh_drivers(1500 if quick else 2000, repeat)
-    sides = side_by_side(1500 if quick else 2000, repeat)
+    global CASES
+    if only:
+        CASES = [c for c in CASES if any(o.lower() in c[0].lower() for o in only)]
+    cross = crossover([500, 1000, 2000] if quick else [500, 1000, 2000, 4000], repeat) if blocks else []
+    drivers = eigh_drivers(1500 if quick else 2000, repeat) if blocks else []
+    sides = side_by_side(1500 if quick else 2000, repeat) if blocks else []
     rows = fits(quick, repeat, loaded=False)
     if load:
         with Busy():
@@ -282,7 +285,8 @@ def main(quick=False, headline=False, load=True):
     if headline:
         heads = [headline_kernel_ridge(5000), headline_nystrom()]
     end = os.getloadavg()
-    flags = (" --quick" if quick else "") + (" --headline" if headline else "") + ("" if load else " --no-load")
+    flags = ((" --quick" if quick else "") + (" --headline" if headline else "") + ("" if load else " --no-load")
+             + ("" if blocks else " --no-blocks") + "".join(f" --only '{o}'" for o in only or []))
     head = (f"# Threads where they pay (issue 34)\n\n`python bench/bench_threads.py{flags}`. "
             f"{la._n_cpus()} CPUs, BLAS as installed with {la.blas_ceiling()} threads. Load average (1 / 5 / 15 min) "
             f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, {end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f} "
@@ -297,9 +301,10 @@ def main(quick=False, headline=False, load=True):
     text = head + "## Fits\n\n" + rows_to_markdown(rows) + "\n\n"
     if heads:
         text += "## Headline targets (as installed)\n\n" + "\n\n".join(rows_to_markdown([h]) for h in heads) + "\n\n"
-    text += ("## Building blocks by order: one thread, all BLAS threads, the policy\n\n" + rows_to_markdown(cross)
-             + "\n\n## eigh's LAPACK drivers: one thread and all BLAS threads\n\n" + rows_to_markdown(drivers)
-             + "\n\n## Two independent factorisations: in turn or side by side\n\n" + rows_to_markdown(sides) + "\n")
+    if blocks:
+        text += ("## Building blocks by order: one thread, all BLAS threads, the policy\n\n" + rows_to_markdown(cross)
+                 + "\n\n## eigh's LAPACK drivers: one thread and all BLAS threads\n\n" + rows_to_markdown(drivers)
+                 + "\n\n## Two independent factorisations: in turn or side by side\n\n" + rows_to_markdown(sides) + "\n")
     (OUT / "threads.md").write_text(_with_history(text))
     (OUT / "threads.csv").write_text(rows_to_csv(rows))
     print(text)
@@ -311,5 +316,7 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true", help="the issue's sizes, one run each (about 3-4 min quiet)")
     ap.add_argument("--headline", action="store_true", help="also Nystrom n = 1e6 and exact ridge vs KernelRidge n = 5000")
     ap.add_argument("--no-load", action="store_true", help="skip the under-load section")
+    ap.add_argument("--no-blocks", action="store_true", help="skip the building blocks (Cholesky / eigh / GEMM, drivers)")
+    ap.add_argument("--only", action="append", help="only the fits whose name contains this (repeatable), e.g. MovKL")
     a = ap.parse_args()
-    sys.exit(main(quick=a.quick, headline=a.headline, load=not a.no_load))
+    sys.exit(main(quick=a.quick, headline=a.headline, load=not a.no_load, only=a.only, blocks=not a.no_blocks))
