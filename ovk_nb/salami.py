@@ -344,7 +344,12 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
         k = 0
         if isinstance(f, KAARFactor):                              # exact for its first m rounds (all, without a budget)
             k = r if m is None else min(r, m - f.n)
-            if k:
+            if k == 1 and B == 1 and Phi is not None:              # a learn_one round: one solve (`KAARFactor._round1`)
+                c = s - x0
+                G1, f = f._round1(Kbo[0, min(s, g) - x0:g - x0], float(Kbb[0, 0]), Phi[g - x0:g - x0 + 1],
+                                  lambda: Phi[c:g - x0])
+                parts.append(G1)
+            elif k:
                 W, f = f.extend(Kbo[a:a + k, min(s, g) - x0:g - x0], Kbb[a:a + k, a:a + k])
                 c = slice(s - x0, s - x0 + W.shape[1])
                 parts.append(W @ Phi[c] if Phi is not None else self.decoder_.stats(W, self._codes[c], reg))
