@@ -9,6 +9,7 @@ import functools
 import math
 import numbers
 import warnings
+import weakref
 
 import numpy as np
 from fastcore.basics import patch
@@ -230,7 +231,50 @@ def _extend1(self: KAARFactor, k, kxx: float):
     return W, KAARFactor(lam, buf, n + 1)
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #4011ceef
+_BUF_BLAS = {}
+
+
+def _buf_blas(buf):
+    """(buf's data address, its leading dimension as a C int, a workspace vector of len(buf) and its address), built once
+    per buffer (kept while it lives: a `weakref.finalize` drops it), or None where `_trsv`'s BLAS route does not apply."""
+    key = id(buf)
+    c = _BUF_BLAS.get(key)
+    if c is not None:
+        return c
+    if not _DTRSV:
+        _DTRSV.append(_capsule_dtrsv())
+    if _DTRSV[0] is None or not (buf.flags.c_contiguous and buf.dtype == np.float64 and buf.ndim == 2
+                                 and buf.shape[0] == buf.shape[1]):
+        return None
+    ct, ws = _DTRSV[0][1], np.empty(len(buf))
+    c = _BUF_BLAS[key] = (buf.ctypes.data, ct.c_int(len(buf)), ws, ws.ctypes.data)
+    weakref.finalize(buf, _BUF_BLAS.pop, key, None)
+    return c
+
+
+_ONE = []
+
+
+def _solve_into(buf, n: int, k) -> np.ndarray:
+    """l = L^{-1} k for L = buf[:n, :n] (`_trsv` with transpose False, the same dtrsv call) in the buffer's workspace, no
+    array created: a view valid until the next solve on this buffer. The addresses are read once per buffer (numpy's
+    `.ctypes` costs about 2.5 us a call, twice a solve in `_trsv`)."""
+    c = _buf_blas(buf) if n else None
+    if c is None:
+        return _trsv(buf, n, k, transpose=False)
+    fn, ct = _DTRSV[0]
+    if not _ONE:
+        _ONE.append(ct.c_int(1))
+    ptr, lda, ws, wptr = c
+    x = ws[:n]
+    x[...] = k
+    N = ct.c_int(n)
+    fn(b"U", b"T", b"N", ct.addressof(N), ptr, ct.addressof(lda), wptr, ct.addressof(_ONE[0]))
+    return x
+
+
 def _rows_for(E, size: int):
+
     "E, or a new array twice as long holding E's rows when `size` rows do not fit (the old array is left as it was)."
     if size <= len(E):
         return E
@@ -248,11 +292,11 @@ def _round1(self: KAARFactor, k, kxx: float, phi, Phi):
     E = self.__dict__.get("_E")
     if E is None or E.shape[1] != phi.shape[1]:                   # a factor from a block: E built once, in a new buffer
         E = _forward(self.L, Phi()) if n else np.zeros((0, phi.shape[1]))
-    l21 = _trsv(self.buf, n, k, transpose=False)
-    d2 = kxx + lam - l21 @ l21
+    l21 = _solve_into(self.buf, n, k)
+    d2 = kxx + lam - float(l21 @ l21)
     if not d2 > 0:                                                 # as the block's Cholesky of its Schur complement
         raise np.linalg.LinAlgError(f"1-th leading minor of the array is not positive definite (Schur complement {d2})")
-    d = np.sqrt(d2)
+    d = math.sqrt(d2)
     b = l21 @ E[:n]                                                # l^T E: g's direction and E's new row
     buf, E = self._grown(n + 1), _rows_for(E, n + 1)
     buf[n, :n], buf[n, n] = l21, d
@@ -733,20 +777,22 @@ def _lean_step(self: OSKAAR, x1, codes, reg):
     f, dec, g = d["_factor"], d["decoder_"], d["n_seen_"]
     n, E = f.n, f.__dict__["_E"]
     k = _gram_row(d["kernel_"], x1, d["_X"][:n])[0]
-    l21 = _trsv(f.buf, n, k, transpose=False)
-    d2 = 1.0 + f.lam - l21 @ l21                                     # k(x, x) = 1 (Gaussian)
+    l21 = _solve_into(f.buf, n, k)
+    d2 = 1.0 + f.lam - float(l21 @ l21)                              # k(x, x) = 1 (Gaussian)
     if not d2 > 0:
         return None
     b = l21 @ E[:n]
     G = ((f.lam / d2) * b)[None]
-    if not np.isfinite(G).all():
+    if not math.isfinite(float(G[0] @ G[0])):                        # finite g (an overflowing square: the general route)
         return None
     phi = dec.features(codes, reg)
+    if phi.shape[1] != E.shape[1]:
+        return None
     Z = dec.decode(G, reg, np.arange(g, g + 1))
     loss = dec.task_loss(Z, codes, reg)
     surr = _surrogate_of(G, phi) if type(dec).surrogate is Decoder.surrogate else dec.surrogate(G, codes, reg)
     err = d["_err_sum"] + float(loss[0])
-    dd = np.sqrt(d2)
+    dd = math.sqrt(d2)
     return l21, dd, (phi[0] - b) / dd, Z[0], loss[0], surr[0], err
 
 
@@ -768,7 +814,7 @@ def _learn_lean(self: OSKAAR, x1, y) -> bool:
     if T is None:
         return False
     codes, reg = T
-    if codes.shape[1:] != d["_codes"].shape[1:] or f._E.shape[1] != self._feature_width():
+    if codes.shape[1:] != d["_codes"].shape[1:]:
         return False
     out = self._lean_step(x1, codes, reg)
     if out is None or not math.isfinite(out[-1] / (g + 1)):

@@ -449,3 +449,28 @@ def test_oskaar_lean_round_is_taken_and_writes_the_general_rounds_bytes(monkeypa
     with pytest.raises(ValueError, match="NaN"):
         lean.learn_one(np.array([0.0, np.nan, 0.0, 0.0]), Y[0])
     assert state_bytes(vars(lean)) == before
+
+
+def test_solve_into_is_trsv_on_every_buffer_and_forgets_dead_buffers():
+    """issue 30: `_solve_into` (the factor's addresses read once per buffer) gives `_trsv`'s bits, on buffers of several
+    sizes and on a C-ordered corner; a buffer's cached addresses go with it; other buffers take `_trsv`'s own route."""
+    import gc
+    from scipy.linalg import solve_triangular
+    from ovk_nb.oskaar import _BUF_BLAS, _solve_into, _trsv
+    rng = np.random.default_rng(7)
+    for size, n in ((64, 1), (64, 50), (300, 257)):
+        A = rng.normal(size=(n, n))
+        buf = np.zeros((size, size))
+        buf[:n, :n] = np.linalg.cholesky(A @ A.T / n + np.eye(n))
+        k = rng.normal(size=n)
+        l = _solve_into(buf, n, k)
+        np.testing.assert_array_equal(l, _trsv(buf, n, k, transpose=False))
+        np.testing.assert_allclose(l, solve_triangular(buf[:n, :n], k, lower=True), rtol=1e-12, atol=1e-12)
+        key = id(buf)
+        assert key in _BUF_BLAS
+        del buf, l
+        gc.collect()
+        assert key not in _BUF_BLAS
+    F = np.asfortranarray(np.tril(rng.normal(size=(20, 20))) + 5 * np.eye(20))   # not C-ordered: `_trsv`'s route
+    k = rng.normal(size=20)
+    np.testing.assert_allclose(_solve_into(F, 20, k), solve_triangular(F, k, lower=True), rtol=1e-12)
