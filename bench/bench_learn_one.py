@@ -64,8 +64,11 @@ def _step_owners():
 
 def _no_lean_step(est, x1, *args):
     """The lean route's numbers replaced by nothing. ONORMA: a zero coefficient, no error (and no norm increment
-    untruncated); exact OSKAAR: a zero row of the factor and of E = L^{-1} Phi, delta = 1, the first decision, no loss."""
-    if isinstance(est, OSKAAR):
+    untruncated); exact OSKAAR: a zero row of the factor and of E = L^{-1} Phi, delta = 1, the first decision, no loss;
+    a primal round of OSKAAR: its state unchanged, the first decision, no loss."""
+    if isinstance(est, OSKAAR):                 # exact: zero rows; primal: the state as it is
+        if est._primal is not None:
+            return None, est._primal, None, est._dec[0], 0.0, 0.0, est._err_sum
         f = est._factor
         return np.zeros(f.n), 1.0, np.zeros(f._E.shape[1]), est._dec[0], 0.0, 0.0, est._err_sum
     return np.zeros(est._C.shape[1]), 0.0, None if est._trunc is not None else 0.0

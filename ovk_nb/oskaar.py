@@ -771,61 +771,80 @@ def _run_one(self: OSKAAR, X, T):
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #71c132cd
 @patch
 def _lean_step(self: OSKAAR, x1, codes, reg):
-    """The numbers of a lean exact round (the decision above) from the committed state, nothing written: (l, delta, E's new
-    row, g, decision, task loss, surrogate loss, running error sum), or None where the general route must run."""
+    """The numbers of a lean round (the decision above) from the committed state, nothing written: (l, delta, E's new row,
+    decision, task loss, surrogate loss, running error sum) for an exact round, (None, the new primal state, None, ...)
+    for a primal one; None where the general route must run. A primal state that overflows raises by name (nothing
+    written)."""
     d = self.__dict__
-    f, dec, g = d["_factor"], d["decoder_"], d["n_seen_"]
-    n, E = f.n, f.__dict__["_E"]
-    k = _gram_row(d["kernel_"], x1, d["_X"][:n])[0]
-    l21 = _solve_into(f.buf, n, k)
-    d2 = 1.0 + f.lam - float(l21 @ l21)                              # k(x, x) = 1 (Gaussian)
-    if not d2 > 0:
-        return None
-    b = l21 @ E[:n]
-    G = ((f.lam / d2) * b)[None]
-    if not math.isfinite(float(G[0] @ G[0])):                        # finite g (an overflowing square: the general route)
-        return None
-    phi = dec.features(codes, reg)
-    if phi.shape[1] != E.shape[1]:
-        return None
+    dec, g, P = d["decoder_"], d["n_seen_"], d["_primal"]
+    if P is None:
+        f = d["_factor"]
+        n, E = f.n, f.__dict__["_E"]
+        k = _gram_row(d["kernel_"], x1, d["_X"][:n])[0]
+        l21 = _solve_into(f.buf, n, k)
+        d2 = 1.0 + f.lam - float(l21 @ l21)                          # k(x, x) = 1 (Gaussian)
+        if not d2 > 0:
+            return None
+        b = l21 @ E[:n]
+        G = ((f.lam / d2) * b)[None]
+        if not math.isfinite(float(G[0] @ G[0])):                    # finite g (an overflowing square: the general route)
+            return None
+        phi = dec.features(codes, reg)
+        if phi.shape[1] != E.shape[1]:
+            return None
+    else:                                                            # `_run_one`'s primal round
+        nf = P["nf"]
+        phi = dec.features(codes, reg)
+        G, P = _primal_step1(P, _gram_row(nf.scalar_kernel, x1, nf.landmarks) @ nf.proj, phi)
     Z = dec.decode(G, reg, np.arange(g, g + 1))
     loss = dec.task_loss(Z, codes, reg)
     surr = _surrogate_of(G, phi) if type(dec).surrogate is Decoder.surrogate else dec.surrogate(G, codes, reg)
     err = d["_err_sum"] + float(loss[0])
+    if d["_primal"] is not None:
+        return None, P, None, Z[0], loss[0], surr[0], err
     dd = math.sqrt(d2)
     return l21, dd, (phi[0] - b) / dd, Z[0], loss[0], surr[0], err
 
 
 @patch
 def _learn_lean(self: OSKAAR, x1, y) -> bool:
-    """`learn_one`'s exact round on the lean route (the decision above): False, nothing changed, where it does not apply or
-    the round needs the general route; else the round computed (`_lean_step`), then written."""
+    """`learn_one`'s round on the lean route (the decision above): False, nothing changed, where it does not apply or the
+    round needs the general route; else the round computed (`_lean_step`), then written."""
     d = self.__dict__
-    f, g = d["_factor"], d["n_seen_"]
-    if (type(self) is not OSKAAR or d["_primal"] is not None or (self.budget is not None and g >= self.budget)
-            or f.__dict__.get("_E") is None or type(d["decoder_"]).stats is not Decoder.stats
-            or type(d["kernel_"]) is not RBF or not d["kernel_"].gamma > 0 or self._one_row_may_thread()):
+    f, g, P = d["_factor"], d["n_seen_"], d["_primal"]
+    if type(self) is not OSKAAR or self._one_row_may_thread():
         return False
-    r, n = g - d["_rec0"], f.n
-    if not (r < len(d["_dec"]) and r < len(d["_losses"]) and r < len(d["_surr"]) and n < len(d["_X"])
-            and n < len(f.buf) and n < len(f._E)):
+    if P is None and (self.budget is not None and g >= self.budget or f.__dict__.get("_E") is None
+                      or type(d["decoder_"]).stats is not Decoder.stats or type(d["kernel_"]) is not RBF
+                      or not d["kernel_"].gamma > 0):
+        return False
+    r = g - d["_rec0"]
+    if not (r < len(d["_dec"]) and r < len(d["_losses"]) and r < len(d["_surr"])):
         return False                                                # a buffer to grow: the general route
+    if P is None:
+        n = f.n
+        if not (n < len(d["_X"]) and n < len(f.buf) and n < len(f._E)):
+            return False
     T = self._fast_target(x1, y)
     if T is None:
         return False
     codes, reg = T
-    if codes.shape[1:] != d["_codes"].shape[1:]:
+    if P is None and codes.shape[1:] != d["_codes"].shape[1:]:
         return False
     out = self._lean_step(x1, codes, reg)
     if out is None or not math.isfinite(out[-1] / (g + 1)):
         return False
-    l21, dd, e, z, loss, surr, err = out
-    f.buf[n, :n], f.buf[n, n], f._E[n] = l21, dd, e               # free rows: the old factor reads none of them
-    d["_X"][n], d["_codes"][n] = x1[0], codes[0]
+    l21, x, e, z, loss, surr, err = out
+    if l21 is None:                                                 # primal: a new state (new arrays)
+        d["_primal"] = x
+    else:                                                           # exact: free rows, the old factor reads none of them
+        f.buf[n, :n], f.buf[n, n], f._E[n] = l21, x, e
+        d["_X"][n], d["_codes"][n] = x1[0], codes[0]
+        new = KAARFactor(f.lam, f.buf, n + 1)
+        new._E = f._E
+        d["_factor"], d["_n_in"] = new, n + 1
     d["_dec"][r], d["_losses"][r], d["_surr"][r] = z, loss, surr
-    new = KAARFactor(f.lam, f.buf, n + 1)
-    new._E = f._E
-    d["_factor"], d["_n_in"], d["_err_sum"], d["n_seen_"], d["_reg"] = new, n + 1, err, g + 1, reg
+    d["_err_sum"], d["n_seen_"], d["_reg"] = err, g + 1, reg
     d["cumulative_error_"] = err / (g + 1)
     return True
 

@@ -422,13 +422,14 @@ def test_one_solve_round_matches_the_two_solve_round_and_dense_kaar():
     np.testing.assert_allclose(one._E[:90], np.linalg.solve(one.L, Phi), rtol=0, atol=tol * np.abs(Phi).max())
 
 
-@pytest.mark.parametrize("history", [None, 7])
-def test_oskaar_lean_round_is_taken_and_writes_the_general_rounds_bytes(monkeypatch, history):
-    """issue 30: exact OSKAAR's `learn_one` takes the lean route (computed, then written: no undo point, no `_run_one`)
-    where it applies, and leaves every buffer byte for byte as the general route does; refused rows change nothing."""
+@pytest.mark.parametrize("history,budget", [(None, None), (7, None), (None, 15), ("all", 15)])
+def test_oskaar_lean_round_is_taken_and_writes_the_general_rounds_bytes(monkeypatch, history, budget):
+    """issue 30: OSKAAR's `learn_one` (exact rounds, and a budgeted learner's primal rounds) takes the lean route
+    (computed, then written: no undo point, no `_run_one`) where it applies, and leaves every buffer byte for byte as the
+    general route does; refused rows change nothing."""
     from test_oskaar import state_bytes
     X, Y, _ = data("oskaar", 150)
-    make = lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), history=history)
+    make = lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), history=history, budget=budget)
     lean, general = make(), make()
     calls = []
     monkeypatch.setattr(OSKAAR, "_run_one", (lambda run: lambda self, X, T: (calls.append(self), run(self, X, T))[1])(
@@ -436,8 +437,8 @@ def test_oskaar_lean_round_is_taken_and_writes_the_general_rounds_bytes(monkeypa
     for x, y in zip(X, Y):
         lean.learn_one(x, y)
     n_general_in_lean = sum(c is lean for c in calls)
-    assert n_general_in_lean <= (10 if history is None else 25)  # the first round and the buffers' growth only
-                                                                # (history=7: records of 16 rows, regrown every 8 rounds)
+    assert n_general_in_lean <= (10 if history in (None, "all") and budget is None else 25)   # the first round, the
+    # buffers' growth (history=7: records of 16 rows, regrown every 8; a budget of 15 keeps 15 rounds) and the switch
     monkeypatch.setattr(OSKAAR, "_learn_lean", lambda self, x1, y: False)
     for x, y in zip(X, Y):
         general.learn_one(x, y)
