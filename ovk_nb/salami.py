@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 from fastcore.basics import patch
 
-from .decoding import Decoder, ZeroOne
+from .decoding import Decoder, ZeroOne, _surrogate_of
 from .kernels import RBF, ScalarKernel
 from .linalg import NystromFeatures
 from .oskaar import _SERIAL_DOT, _SERIAL_GEMM, OSKAAR, KAARFactor, primal_block, primal_estimates
@@ -334,9 +334,12 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     ends = np.array([s + lifespan(int(s), self.lifetime) for s in starts])
     old = self._factors + [KAARFactor(self.lam)] * B
     rows, lives, firsts, factors = [], [], [], []
-    Phi = None                                                     # phi of every stored label, once per block (below)
+    Phi = phi1 = None                                              # phi of every stored label, once per block (below)
     if type(self.decoder_).stats is Decoder.stats:
-        Phi = self.decoder_.features(self._codes[:self._n_in], reg)
+        if B == 1:                                                 # a learn_one round: the new label's phi; the stored
+            phi1 = self.decoder_.features(cb, reg)                 # ones only where an expert builds its E (`_round1`)
+        else:
+            Phi = self.decoder_.features(self._codes[:self._n_in], reg)
     for e, s in enumerate(starts):
         s, f, parts = int(s), old[e], []
         a = max(s - g, 0)                                          # the expert's first round in the block
@@ -344,10 +347,10 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
         k = 0
         if isinstance(f, KAARFactor):                              # exact for its first m rounds (all, without a budget)
             k = r if m is None else min(r, m - f.n)
-            if k == 1 and B == 1 and Phi is not None:              # a learn_one round: one solve (`KAARFactor._round1`)
+            if k == 1 and phi1 is not None:                        # a learn_one round: one solve (`KAARFactor._round1`)
                 c = s - x0
-                G1, f = f._round1(Kbo[0, min(s, g) - x0:g - x0], float(Kbb[0, 0]), Phi[g - x0:g - x0 + 1],
-                                  lambda: Phi[c:g - x0])
+                G1, f = f._round1(Kbo[0, min(s, g) - x0:g - x0], float(Kbb[0, 0]), phi1,
+                                  lambda: self.decoder_.features(self._codes[c:g - x0], reg))
                 parts.append(G1)
             elif k:
                 W, f = f.extend(Kbo[a:a + k, min(s, g) - x0:g - x0], Kbb[a:a + k, a:a + k])
@@ -357,11 +360,14 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
             if isinstance(f, KAARFactor):
                 d = slice(s - x0, s - x0 + m)
                 f = self._primal_of(d, reg)
-            G, f = primal_block(f, Xb[a + k:a + r], self.decoder_.features(cb[a + k:a + r], reg))
+            G, f = primal_block(f, Xb[a + k:a + r], phi1 if phi1 is not None else
+                                self.decoder_.features(cb[a + k:a + r], reg))
             parts.append(G)
         rows.append(np.vstack(parts) if len(parts) > 1 else parts[0])
         lives.append(r); firsts.append(a)
         factors.append(f)
+    if B == 1:                                                     # one round: every expert's row, in expert order
+        return np.concatenate(rows), np.arange(len(rows)), np.zeros(len(rows), np.intp), starts, ends, factors
     r, n = np.array(lives), sum(lives)                             # expert e's rows: rounds a_e .. a_e + r_e - 1 of the block
     who = np.repeat(np.arange(len(r)), r)
     when = np.repeat(np.array(firsts) - (np.cumsum(r) - r), r) + np.arange(n)
@@ -373,10 +379,17 @@ def _block_salami(self: SALAMI, Xb, cb, reg):
     "One block: the experts' rows, then round by round the exponential weights, the mixture and the auxiliary losses."
     g, B, dec = self.n_seen_, len(Xb), self.decoder_
     R, who, when, starts, ends, factors = self._expert_rows(Xb, cb, reg)
-    order = np.lexsort((who, when))
-    R, who, when = R[order], who[order], when[order]
-    lexp = dec.surrogate(R, cb[when], reg)                         # every expert's loss at every round it lives
-    cut = np.searchsorted(when, np.arange(B + 1))
+    phi = None
+    if B == 1:                                                     # one round: the rows in expert order already
+        cut = (0, len(who))
+        if type(dec).surrogate is Decoder.surrogate:               # the round's phi, broadcast: the same bits
+            phi = dec.features(cb, reg)
+        lexp = _surrogate_of(R, phi) if phi is not None else dec.surrogate(R, cb[when], reg)
+    else:
+        order = np.lexsort((who, when))
+        R, who, when = R[order], who[order], when[order]
+        lexp = dec.surrogate(R, cb[when], reg)                     # every expert's loss at every round it lives
+        cut = np.searchsorted(when, np.arange(B + 1))
     E0, agg = len(self._starts), self._agg
     cum = np.concatenate([self._cum, np.zeros(B)])
     G, n_live, mean_start = np.zeros((B, R.shape[1])), np.zeros(B, np.int64), np.zeros(B)
@@ -396,7 +409,7 @@ def _block_salami(self: SALAMI, Xb, cb, reg):
         self._forget_before(min([int(starts[e]) for e in keep if isinstance(factors[e], KAARFactor)] + [g + B]))
     r = g - self._rec0
     self._n_live[r:r + B], self._mean_start[r:r + B] = n_live, mean_start
-    self._record(G, cb, reg)
+    self._record(G, cb, reg, Phi=phi)
 
 
 @patch
