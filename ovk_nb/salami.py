@@ -324,6 +324,8 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     points, the primal state of its dictionary: `primal_start` / `primal_block`)."""
     g, B, m, x0 = self.n_seen_, len(Xb), self.budget, self._x0
     self._store(Xb, cb)                                            # stored rows: rounds x0 .. g + B - 1
+    if B == 1 and type(self.decoder_).stats is Decoder.stats:     # a learn_one round, g = W phi: `_expert_rows1`
+        return self._expert_rows1(Xb, reg, self.decoder_.features(cb, reg))
     if B == 1:                                                     # one round (learn_one): one kernel row, x itself included
         K = _gram_row(self.kernel_, Xb, self._X[:g - x0 + 1])
         Kbo, Kbb = K[:, :g - x0], K[:, g - x0:]
@@ -334,12 +336,9 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     ends = np.array([s + lifespan(int(s), self.lifetime) for s in starts])
     old = self._factors + [KAARFactor(self.lam)] * B
     rows, lives, firsts, factors = [], [], [], []
-    Phi = phi1 = None                                              # phi of every stored label, once per block (below)
+    Phi = None                                                     # phi of every stored label, once per block (below)
     if type(self.decoder_).stats is Decoder.stats:
-        if B == 1:                                                 # a learn_one round: the new label's phi; the stored
-            phi1 = self.decoder_.features(cb, reg)                 # ones only where an expert builds its E (`_round1`)
-        else:
-            Phi = self.decoder_.features(self._codes[:self._n_in], reg)
+        Phi = self.decoder_.features(self._codes[:self._n_in], reg)
     for e, s in enumerate(starts):
         s, f, parts = int(s), old[e], []
         a = max(s - g, 0)                                          # the expert's first round in the block
@@ -347,12 +346,7 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
         k = 0
         if isinstance(f, KAARFactor):                              # exact for its first m rounds (all, without a budget)
             k = r if m is None else min(r, m - f.n)
-            if k == 1 and phi1 is not None:                        # a learn_one round: one solve (`KAARFactor._round1`)
-                c = s - x0
-                G1, f = f._round1(Kbo[0, min(s, g) - x0:g - x0], float(Kbb[0, 0]), phi1,
-                                  lambda: self.decoder_.features(self._codes[c:g - x0], reg))
-                parts.append(G1)
-            elif k:
+            if k:
                 W, f = f.extend(Kbo[a:a + k, min(s, g) - x0:g - x0], Kbb[a:a + k, a:a + k])
                 c = slice(s - x0, s - x0 + W.shape[1])
                 parts.append(W @ Phi[c] if Phi is not None else self.decoder_.stats(W, self._codes[c], reg))
@@ -360,18 +354,40 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
             if isinstance(f, KAARFactor):
                 d = slice(s - x0, s - x0 + m)
                 f = self._primal_of(d, reg)
-            G, f = primal_block(f, Xb[a + k:a + r], phi1 if phi1 is not None else
-                                self.decoder_.features(cb[a + k:a + r], reg))
+            G, f = primal_block(f, Xb[a + k:a + r], self.decoder_.features(cb[a + k:a + r], reg))
             parts.append(G)
         rows.append(np.vstack(parts) if len(parts) > 1 else parts[0])
         lives.append(r); firsts.append(a)
         factors.append(f)
-    if B == 1:                                                     # one round: every expert's row, in expert order
-        return np.concatenate(rows), np.arange(len(rows)), np.zeros(len(rows), np.intp), starts, ends, factors
     r, n = np.array(lives), sum(lives)                             # expert e's rows: rounds a_e .. a_e + r_e - 1 of the block
     who = np.repeat(np.arange(len(r)), r)
     when = np.repeat(np.array(firsts) - (np.cumsum(r) - r), r) + np.arange(n)
     return np.concatenate(rows), who, when, starts, ends, factors
+
+# %% ../nbs/2_algorithms/07_salami.ipynb #1f6fd441
+@patch
+def _expert_rows1(self: SALAMI, Xb, reg, phi):
+    """`_expert_rows` for one round (`learn_one`) with statistics linear in the label features (phi: the round's, (1, D)):
+    every live expert lives this round (the others were dropped), so each makes one step: an exact one by one solve
+    (`KAARFactor._round1`; the stored labels' features read only where an expert builds its E), a budgeted one full
+    (m points) by `primal_block`'s one-round step. The rows come in expert order (round 0 of the block for all)."""
+    g, m, x0, dec, codes = self.n_seen_, self.budget, self._x0, self.decoder_, self._codes
+    K = _gram_row(self.kernel_, Xb, self._X[:g - x0 + 1])[0]       # x itself last
+    kxx = float(K[g - x0])
+    starts = np.concatenate([self._starts, [g]])
+    ends = np.array([s + lifespan(int(s), self.lifetime) for s in starts])
+    rows, factors = [], []
+    for s, f in zip(starts.tolist(), self._factors + [KAARFactor(self.lam)]):
+        c = s - x0
+        if isinstance(f, KAARFactor) and (m is None or f.n < m):
+            G1, f = f._round1(K[c:g - x0], kxx, phi, lambda c=c: dec.features(codes[c:g - x0], reg))
+        else:                                                      # budgeted, its dictionary x_s .. x_{s+m-1} full
+            if isinstance(f, KAARFactor):
+                f = self._primal_of(slice(c, c + m), reg)
+            G1, f = primal_block(f, Xb, phi)
+        rows.append(G1)
+        factors.append(f)
+    return np.concatenate(rows), np.arange(len(rows)), np.zeros(len(rows), np.intp), starts, ends, factors
 
 # %% ../nbs/2_algorithms/07_salami.ipynb #9a72a675
 @patch
