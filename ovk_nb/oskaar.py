@@ -298,12 +298,17 @@ def _round1(self: KAARFactor, k, kxx: float, phi, Phi):
         raise np.linalg.LinAlgError(f"1-th leading minor of the array is not positive definite (Schur complement {d2})")
     d = math.sqrt(d2)
     b = l21 @ E[:n]                                                # l^T E: g's direction and E's new row
-    buf, E = self._grown(n + 1), _rows_for(E, n + 1)
+    buf = self.buf if n < len(self.buf) else self._grown(n + 1)
+    if n >= len(E):
+        E = _rows_for(E, n + 1)
     buf[n, :n], buf[n, n] = l21, d
-    E[n] = (phi[0] - b) / d
+    e = E[n]
+    np.subtract(phi[0], b, out=e)                                  # (phi - l^T E) / delta, in place (the same bits)
+    e /= d
     new = KAARFactor(lam, buf, n + 1)
     new._E = E
-    return ((lam / d2) * b)[None], new
+    b *= lam / d2                                                  # g = lam / delta^2 l^T E (b is the product's own array)
+    return b[None], new
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #228e9165
 class OSKAAR(StreamLearner):
@@ -868,8 +873,11 @@ def _undo_point(self: OSKAAR, n):
         if g < len(X):
             out += [_saved_row(X, g), _saved_row(d["_codes"], g)]
         for f in self._exact_factors():                   # L's buffer and E's (`_round1`), where they have room
-            E = f.__dict__.get("_E")
-            out += [_saved_row(a, f.n) for a in ((f.buf,) if E is None else (f.buf, E)) if f.n < len(a)]
+            k, a, E = f.n, f.buf, f.__dict__.get("_E")
+            if k < len(a):
+                out.append((a, k, a[k].copy()))
+            if E is not None and k < len(E):
+                out.append((E, k, E[k].copy()))
     return out
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
