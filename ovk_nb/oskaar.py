@@ -872,13 +872,26 @@ def _undo_point(self: OSKAAR, n):
         g, X = d["_n_in"], d["_X"]
         if g < len(X):
             out += [_saved_row(X, g), _saved_row(d["_codes"], g)]
-        for f in self._exact_factors():                   # L's buffer and E's (`_round1`), where they have room
-            k, a, E = f.n, f.buf, f.__dict__.get("_E")
-            if k < len(a):
-                out.append((a, k, a[k].copy()))
-            if E is not None and k < len(E):
-                out.append((E, k, E[k].copy()))
+        fs = self._exact_factors()                        # their free rows n are zeros: one entry zeroes them back
+        if fs:
+            out.append((_FreeRowsZero(fs), None, None))
     return out
+
+
+class _FreeRowsZero:
+    """The undo of the live exact factors' free rows (row n of L's buffer and of E's): zeros, which is what they hold (the
+    decision above); `a[s] = rows` in `StreamLearner._learn`'s undo loop writes them."""
+    __slots__ = ("factors",)
+
+    def __init__(self, factors):
+        self.factors = factors
+
+    def __setitem__(self, s, rows):
+        for f in self.factors:
+            for a in (f.buf, f.__dict__.get("_E")):
+                if a is not None and f.n < len(a):
+                    a[f.n] = 0.0
+
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch

@@ -475,3 +475,40 @@ def test_solve_into_is_trsv_on_every_buffer_and_forgets_dead_buffers():
     F = np.asfortranarray(np.tril(rng.normal(size=(20, 20))) + 5 * np.eye(20))   # not C-ordered: `_trsv`'s route
     k = rng.normal(size=20)
     np.testing.assert_allclose(_solve_into(F, 20, k), solve_triangular(F, k, lower=True), rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+                                  lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=3),
+                                  lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=2, budget=6)])
+def test_exact_factors_free_rows_stay_zero(monkeypatch, make):
+    """issue 30: the one-round undo point zeroes the exact factors' free rows back (`_FreeRowsZero`): right because a free
+    row (of L's buffer or of E's) is zeros whatever the calls, blocks, rounds, failed rounds and pickles before. A round
+    made to fail after the factors' rows are written (in `_record`) leaves the learner byte for byte as it was."""
+    import pickle
+    from test_oskaar import state_bytes
+    X, Y, _ = data("oskaar", 160)
+    est = make()
+    est.partial_fit(X[:30], Y[:30])
+    record = OSKAAR._record
+
+    def failing(self, *a, **k):
+        raise RuntimeError("injected")
+    for i in range(30, 160):
+        if i % 37 == 0:
+            est.partial_fit(X[i:i + 5], Y[i:i + 5])
+        elif i % 23 == 0:
+            est = pickle.loads(pickle.dumps(est))
+        if i % 11 == 0:                                      # the general route, failing after the factors' rows
+            before = state_bytes(vars(est))
+            monkeypatch.setattr(OSKAAR, "_learn_lean", lambda self, x1, y: False)
+            monkeypatch.setattr(OSKAAR, "_record", failing)
+            with pytest.raises(RuntimeError, match="injected"):
+                est.learn_one(X[i], Y[i])
+            monkeypatch.setattr(OSKAAR, "_record", record)
+            monkeypatch.undo()
+            assert state_bytes(vars(est)) == before
+        est.learn_one(X[i], Y[i])
+        for f in est._exact_factors():
+            assert not f.buf[f.n:].any()
+            E = f.__dict__.get("_E")
+            assert E is None or not E[f.n:].any()
