@@ -817,19 +817,22 @@ def _learn_lean(self: OSKAAR, x1, y) -> bool:
     round needs the general route; else the round computed (`_lean_step`), then written."""
     d = self.__dict__
     f, g, P = d["_factor"], d["n_seen_"], d["_primal"]
-    if type(self) is not OSKAAR or self._one_row_may_thread():
+    if type(self) is not OSKAAR:
         return False
-    if P is None and (self.budget is not None and g >= self.budget or f.__dict__.get("_E") is None
-                      or type(d["decoder_"]).stats is not Decoder.stats or type(d["kernel_"]) is not RBF
-                      or not d["kernel_"].gamma > 0):
+    if P is None:                                                   # exact: `_one_row_may_thread`'s test written out
+        E, kern, b = f.__dict__.get("_E") if f is not None else None, d["kernel_"], d["budget"]
+        if (E is None or (b is not None and g >= b) or type(d["decoder_"]).stats is not Decoder.stats
+                or type(kern) is not RBF or not kern.gamma > 0 or g >= _SERIAL_DOT
+                or (g + 1) * E.shape[1] >= _SERIAL_GEMV):
+            return False
+        n = f.n
+        if not (n < len(d["_X"]) and n < len(f.buf) and n < len(E)):
+            return False                                            # a buffer to grow: the general route
+    elif self._one_row_may_thread():
         return False
     r = g - d["_rec0"]
     if not (r < len(d["_dec"]) and r < len(d["_losses"]) and r < len(d["_surr"])):
-        return False                                                # a buffer to grow: the general route
-    if P is None:
-        n = f.n
-        if not (n < len(d["_X"]) and n < len(f.buf) and n < len(f._E)):
-            return False
+        return False
     T = self._fast_target(x1, y)
     if T is None:
         return False
