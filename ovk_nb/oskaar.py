@@ -848,9 +848,8 @@ def _learn_lean(self: OSKAAR, x1, y) -> bool:
     else:                                                           # exact: free rows, the old factor reads none of them
         f.buf[n, :n], f.buf[n, n], f._E[n] = l21, x, e
         d["_X"][n], d["_codes"][n] = x1[0], codes[0]
-        new = KAARFactor(f.lam, f.buf, n + 1)
-        new._E = f._E
-        d["_factor"], d["_n_in"] = new, n + 1
+        f.n = n + 1                                                 # nothing can fail now: the factor itself moves on
+        d["_n_in"] = n + 1
     d["_dec"][r], d["_losses"][r], d["_surr"][r] = z, loss, surr
     d["_err_sum"], d["n_seen_"], d["_reg"] = err, g + 1, reg
     d["cumulative_error_"] = err / (g + 1)
