@@ -810,7 +810,7 @@ def _lean_step(self: OSKAAR, x1, codes, reg):
     dd = math.sqrt(d2)
     return l21, dd, (phi[0] - b) / dd, Z[0], loss[0], surr[0], err
 
-
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #641a1387
 @patch
 def _learn_lean(self: OSKAAR, x1, y) -> bool:
     """`learn_one`'s round on the lean route (the decision above): False, nothing changed, where it does not apply or the
