@@ -62,13 +62,40 @@ def _step_owners():
     return out
 
 
-def _no_lean_step(est, x1, y, plan, g, lo0, eta, dec):
-    "The lean route's numbers replaced by nothing: a zero coefficient, no error (and no norm increment untruncated)."
+_ZEROS = np.zeros(1 << 16)
+
+
+def _no_lean_step(est, x1, *args):
+    """The lean route's numbers replaced by nothing. ONORMA: a zero coefficient, no error (and no norm increment
+    untruncated); exact OSKAAR: a zero row of the factor and of E = L^{-1} Phi, delta = 1, the first decision, no loss;
+    a primal round of OSKAAR: its state unchanged, the first decision, no loss."""
+    if isinstance(est, OSKAAR):                 # exact: zero rows; primal: the state as it is
+        if est._primal is not None:
+            return None, est._primal, None, est._dec[0], 0.0, 0.0, est._err_sum
+        f = est._factor                          # zeros sliced from one array (the stub's own cost stays out)
+        return _ZEROS[:f.n], 1.0, _ZEROS[:f._E.shape[1]], est._dec[0], 0.0, 0.0, est._err_sum
     return np.zeros(est._C.shape[1]), 0.0, None if est._trunc is not None else 0.0
 
 
+def _room(e, k):
+    "Room for k more rows on the lean route (the general route's growth, done beforehand): ONORMA's buffers, OSKAAR's."
+    if not isinstance(e, OSKAAR):
+        e._reserve(k)
+        return
+    from ovk_nb.oskaar import _rows_for
+    e._grow_records(k)
+    for name in ("_X", "_codes"):
+        old = getattr(e, name)
+        new = np.zeros((e._n_in + k,) + old.shape[1:], old.dtype)
+        new[:e._n_in] = old[:e._n_in]
+        setattr(e, name, new)
+    f = e._factor
+    if getattr(f, "__dict__", {}).get("_E") is not None:         # exact (a budgeted one past its switch has none)
+        f.buf, f._E = f._grown(f.n + k), _rows_for(f._E, f.n + k)
+
+
 class _NoStep:
-    """While active, the learners' one-row work (`_run_one`; `_lean_step`, the numbers of ONORMA's lean route) does
+    """While active, the learners' one-row work (`_run_one`; `_lean_step`, the numbers of ONORMA's and exact OSKAAR's lean routes) does
     nothing: a `learn_one` call is then its glue alone (the lean route's commit included)."""
     def __enter__(self):
         self.saved = {}
@@ -94,7 +121,7 @@ def _fixed_cost(est, Xr, Yr, k=500):
         for _ in range(5):
             e = copy.deepcopy(est)            # the lean route commits (a zero coefficient): each loop from the same state,
             if hasattr(e, "_lean_step"):      # with room for its rows (else it would take the general route)
-                e._reserve(k)
+                _room(e, k)
             c = time.process_time()
             for x, y in rows:
                 e.learn_one(x, y)
@@ -209,8 +236,8 @@ def _head(repeat, runs):
             f"{repeat} run(s) each in CPU time of the process (`time.process_time`: on a shared machine wall times count "
             f"the other jobs' slices), the two interleaved, per row; rows as arrays and, in river's convention, as dicts "
             f"(x: feature -> value; y: output -> value, label vectors as arrays). 'of which the step': the time inside the "
-            f"learner's one-row work (the work itself, timed in a third pass): `_run_one`, or on ONORMA's lean route "
-            f"`_lean_step` (the step's numbers, computed from the committed state); 'fixed cost a call': a learn_one "
+            f"learner's one-row work (the work itself, timed in a third pass): `_run_one`, or on ONORMA's and exact OSKAAR's lean "
+            f"routes `_lean_step` (the step's numbers, computed from the committed state); 'fixed cost a call': a learn_one "
             f"call's glue (the row and target checks, the parameter check, the undo point, the BLAS limit where it "
             f"applies; on the lean route its error-state switch and its commit) timed apart: the learner at its final "
             f"state (a copy, with room for the rows on the lean route) learning its last 500 rows with the work replaced "

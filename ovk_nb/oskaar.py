@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import warnings
+import weakref
 
 import numpy as np
 from fastcore.basics import patch
@@ -122,7 +124,11 @@ class KAARFactor:
         return self.buf[:self.n, :self.n]
 
     def __getstate__(self):
-        return {"lam": self.lam, "n": self.n, "buf": self.L.copy()}
+        "L (n x n), and E = L^{-1} Phi (`_round1`) when the factor keeps it."
+        state, E = {"lam": self.lam, "n": self.n, "buf": self.L.copy()}, self.__dict__.get("_E")
+        if E is not None:
+            state["_E"] = E[:self.n].copy()
+        return state
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #b11ede66
 @patch
@@ -223,6 +229,86 @@ def _extend1(self: KAARFactor, k, kxx: float):
     W = np.empty((1, n + 1))
     W[0, :n], W[0, n] = s * u1, -0.0
     return W, KAARFactor(lam, buf, n + 1)
+
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #4011ceef
+_BUF_BLAS = {}
+
+
+def _buf_blas(buf):
+    """(buf's data address, its leading dimension as a C int, a workspace vector of len(buf) and its address), built once
+    per buffer (kept while it lives: a `weakref.finalize` drops it), or None where `_trsv`'s BLAS route does not apply."""
+    key = id(buf)
+    c = _BUF_BLAS.get(key)
+    if c is not None:
+        return c
+    if not _DTRSV:
+        _DTRSV.append(_capsule_dtrsv())
+    if _DTRSV[0] is None or not (buf.flags.c_contiguous and buf.dtype == np.float64 and buf.ndim == 2
+                                 and buf.shape[0] == buf.shape[1]):
+        return None
+    ct, ws = _DTRSV[0][1], np.empty(len(buf))
+    c = _BUF_BLAS[key] = (buf.ctypes.data, ct.c_int(len(buf)), ws, ws.ctypes.data)
+    weakref.finalize(buf, _BUF_BLAS.pop, key, None)
+    return c
+
+
+_ONE = []
+
+
+def _solve_into(buf, n: int, k) -> np.ndarray:
+    """l = L^{-1} k for L = buf[:n, :n] (`_trsv` with transpose False, the same dtrsv call) in the buffer's workspace, no
+    array created: a view valid until the next solve on this buffer. The addresses are read once per buffer (numpy's
+    `.ctypes` costs about 2.5 us a call, twice a solve in `_trsv`)."""
+    c = _buf_blas(buf) if n else None
+    if c is None:
+        return _trsv(buf, n, k, transpose=False)
+    fn, ct = _DTRSV[0]
+    if not _ONE:
+        _ONE.append(ct.c_int(1))
+    ptr, lda, ws, wptr = c
+    x = ws[:n]
+    x[...] = k
+    N = ct.c_int(n)
+    fn(b"U", b"T", b"N", ct.addressof(N), ptr, ct.addressof(lda), wptr, ct.addressof(_ONE[0]))
+    return x
+
+
+def _rows_for(E, size: int):
+
+    "E, or a new array twice as long holding E's rows when `size` rows do not fit (the old array is left as it was)."
+    if size <= len(E):
+        return E
+    new = np.zeros((max(size, 2 * len(E), 64), E.shape[1]))
+    new[:len(E)] = E
+    return new
+
+
+@patch
+def _round1(self: KAARFactor, k, kxx: float, phi, Phi):
+    """One round with g = W Phi (the derivation above): k = K(x, old points), kxx = k(x, x), phi = phi(y) of the new point
+    (1, D), Phi: a callable giving the old points' features (n, D), called only when E must be built. Returns g (1, D)
+    and the factor bordered by (l, delta) with E's new row (the old object is left as it was)."""
+    n, lam = self.n, self.lam
+    E = self.__dict__.get("_E")
+    if E is None or E.shape[1] != phi.shape[1]:                   # a factor from a block: E built once, in a new buffer
+        E = _forward(self.L, Phi()) if n else np.zeros((0, phi.shape[1]))
+    l21 = _solve_into(self.buf, n, k)
+    d2 = kxx + lam - float(l21 @ l21)
+    if not d2 > 0:                                                 # as the block's Cholesky of its Schur complement
+        raise np.linalg.LinAlgError(f"1-th leading minor of the array is not positive definite (Schur complement {d2})")
+    d = math.sqrt(d2)
+    b = l21 @ E[:n]                                                # l^T E: g's direction and E's new row
+    buf = self.buf if n < len(self.buf) else self._grown(n + 1)
+    if n >= len(E):
+        E = _rows_for(E, n + 1)
+    buf[n, :n], buf[n, n] = l21, d
+    e = E[n]
+    np.subtract(phi[0], b, out=e)                                  # (phi - l^T E) / delta, in place (the same bits)
+    e /= d
+    new = KAARFactor(lam, buf, n + 1)
+    new._E = E
+    b *= lam / d2                                                  # g = lam / delta^2 l^T E (b is the product's own array)
+    return b[None], new
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #228e9165
 class OSKAAR(StreamLearner):
@@ -409,7 +495,8 @@ def _free_rows(self: OSKAAR, n) -> list:
         return rows
     g = self._n_in
     rows += [(self._X, slice(g, g + n)), (self._codes, slice(g, g + n))]
-    return rows + [(f.buf, slice(f.n, f.n + n)) for f in self._exact_factors()]
+    rows += [(f.buf, slice(f.n, f.n + n)) for f in self._exact_factors()]
+    return rows + [(f._E, slice(f.n, f.n + n)) for f in self._exact_factors() if f.__dict__.get("_E") is not None]
 
 
 @patch
@@ -458,13 +545,26 @@ def _block_exact(self: OSKAAR, Xb, cb, reg):
     "One bordered block of the exact factor: the KAAR weights of its rounds and their feature estimates g_t."
     g = self.n_seen_
     self._store(Xb, cb)
-    if len(Xb) == 1:                                      # one round (learn_one): one kernel row, x itself included
-        K = _gram_row(self.kernel_, Xb, self._X[:g + 1])
-        W, self._factor = self._factor.extend(K[:, :g], K[:, g:])
-        return self.decoder_.stats(W, self._codes[:g + 1], reg)
+    if len(Xb) == 1:                                      # one round (learn_one): `_round_exact`
+        return self._round_exact(Xb, cb, reg)[0]
     Kbo = self.kernel_(Xb, self._X[:g]) if g else np.zeros((len(Xb), 0))
     W, self._factor = self._factor.extend(Kbo, self.kernel_(Xb))
     return self.decoder_.stats(W, self._codes[:g + len(Xb)], reg)
+
+
+@patch
+def _round_exact(self: OSKAAR, Xb, cb, reg):
+    """One exact round (inputs and codes stored by the caller, `_block_exact`): (g, the new label's features or None).
+    One kernel row, x itself included; with statistics linear in the features one solve (`KAARFactor._round1`), else
+    the bordered row's weights and the decoder's statistics."""
+    g, dec = self.n_seen_, self.decoder_
+    K = _gram_row(self.kernel_, Xb, self._X[:g + 1])
+    if type(dec).stats is Decoder.stats:
+        phi = dec.features(cb, reg)
+        G, self._factor = self._factor._round1(K[0, :g], float(K[0, g]), phi, lambda: dec.features(self._codes[:g], reg))
+        return G, phi
+    W, self._factor = self._factor.extend(K[:, :g], K[:, g:])
+    return dec.stats(W, self._codes[:g + 1], reg), None
 
 
 @patch
@@ -659,11 +759,12 @@ def _run_one(self: OSKAAR, X, T):
         return self._run(X, T)                            # the switch to the primal state: the block route
     self._grow_records(1)
     if P is None:
+        self._store(X, codes)
         try:
-            G = self._block_exact(X, codes, reg)
+            G, Phi = self._round_exact(X, codes, reg)
         except np.linalg.LinAlgError as e:
             raise _factor_failed(e) from None
-        self._record(G, codes, reg)
+        self._record(G, codes, reg, Phi=Phi)
     else:
         nf = P["nf"]
         F = _gram_row(nf.scalar_kernel, X, nf.landmarks) @ nf.proj
@@ -671,6 +772,88 @@ def _run_one(self: OSKAAR, X, T):
         G, self._primal = _primal_step1(P, F, Phi)
         self._record(G, codes, reg, checked=True, Phi=Phi)
     self._reg = reg
+
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #71c132cd
+@patch
+def _lean_step(self: OSKAAR, x1, codes, reg):
+    """The numbers of a lean round (the decision above) from the committed state, nothing written: (l, delta, E's new row,
+    decision, task loss, surrogate loss, running error sum) for an exact round, (None, the new primal state, None, ...)
+    for a primal one; None where the general route must run. A primal state that overflows raises by name (nothing
+    written)."""
+    d = self.__dict__
+    dec, g, P = d["decoder_"], d["n_seen_"], d["_primal"]
+    if P is None:
+        f = d["_factor"]
+        n, E = f.n, f.__dict__["_E"]
+        k = _gram_row(d["kernel_"], x1, d["_X"][:n])[0]
+        l21 = _solve_into(f.buf, n, k)
+        d2 = 1.0 + f.lam - float(l21 @ l21)                          # k(x, x) = 1 (Gaussian)
+        if not d2 > 0:
+            return None
+        b = l21 @ E[:n]
+        G = ((f.lam / d2) * b)[None]
+        if not math.isfinite(float(G[0] @ G[0])):                    # finite g (an overflowing square: the general route)
+            return None
+        phi = dec.features(codes, reg)
+        if phi.shape[1] != E.shape[1]:
+            return None
+    else:                                                            # `_run_one`'s primal round
+        nf = P["nf"]
+        phi = dec.features(codes, reg)
+        G, P = _primal_step1(P, _gram_row(nf.scalar_kernel, x1, nf.landmarks) @ nf.proj, phi)
+    Z = dec.decode(G, reg, np.arange(g, g + 1))
+    loss = dec.task_loss(Z, codes, reg)
+    surr = _surrogate_of(G, phi) if type(dec).surrogate is Decoder.surrogate else dec.surrogate(G, codes, reg)
+    err = d["_err_sum"] + float(loss[0])
+    if d["_primal"] is not None:
+        return None, P, None, Z[0], loss[0], surr[0], err
+    dd = math.sqrt(d2)
+    return l21, dd, (phi[0] - b) / dd, Z[0], loss[0], surr[0], err
+
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #641a1387
+@patch
+def _learn_lean(self: OSKAAR, x1, y) -> bool:
+    """`learn_one`'s round on the lean route (the decision above): False, nothing changed, where it does not apply or the
+    round needs the general route; else the round computed (`_lean_step`), then written."""
+    d = self.__dict__
+    f, g, P = d["_factor"], d["n_seen_"], d["_primal"]
+    if type(self) is not OSKAAR:
+        return False
+    if P is None:                                                   # exact: `_one_row_may_thread`'s test written out
+        E, kern, b = f.__dict__.get("_E") if f is not None else None, d["kernel_"], d["budget"]
+        if (E is None or (b is not None and g >= b) or type(d["decoder_"]).stats is not Decoder.stats
+                or type(kern) is not RBF or not kern.gamma > 0 or g >= _SERIAL_DOT
+                or (g + 1) * E.shape[1] >= _SERIAL_GEMV):
+            return False
+        n = f.n
+        if not (n < len(d["_X"]) and n < len(f.buf) and n < len(E)):
+            return False                                            # a buffer to grow: the general route
+    elif self._one_row_may_thread():
+        return False
+    r = g - d["_rec0"]
+    if not (r < len(d["_dec"]) and r < len(d["_losses"]) and r < len(d["_surr"])):
+        return False
+    T = self._fast_target(x1, y)
+    if T is None:
+        return False
+    codes, reg = T
+    if P is None and codes.shape[1:] != d["_codes"].shape[1:]:
+        return False
+    out = self._lean_step(x1, codes, reg)
+    if out is None or not math.isfinite(out[-1] / (g + 1)):
+        return False
+    l21, x, e, z, loss, surr, err = out
+    if l21 is None:                                                 # primal: a new state (new arrays)
+        d["_primal"] = x
+    else:                                                           # exact: free rows, the old factor reads none of them
+        f.buf[n, :n], f.buf[n, n], f._E[n] = l21, x, e
+        d["_X"][n], d["_codes"][n] = x1[0], codes[0]
+        f.n = n + 1                                                 # nothing can fail now: the factor itself moves on
+        d["_n_in"] = n + 1
+    d["_dec"][r], d["_losses"][r], d["_surr"][r] = z, loss, surr
+    d["_err_sum"], d["n_seen_"], d["_reg"] = err, g + 1, reg
+    d["cumulative_error_"] = err / (g + 1)
+    return True
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #8d495ac0
 def _saved_row(a, r: int):
@@ -691,8 +874,26 @@ def _undo_point(self: OSKAAR, n):
         g, X = d["_n_in"], d["_X"]
         if g < len(X):
             out += [_saved_row(X, g), _saved_row(d["_codes"], g)]
-        out += [_saved_row(f.buf, f.n) for f in self._exact_factors() if f.n < len(f.buf)]
+        fs = self._exact_factors()                        # their free rows n are zeros: one entry zeroes them back
+        if fs:
+            out.append((_FreeRowsZero(fs), None, None))
     return out
+
+
+class _FreeRowsZero:
+    """The undo of the live exact factors' free rows (row n of L's buffer and of E's): zeros, which is what they hold (the
+    decision above); `a[s] = rows` in `StreamLearner._learn`'s undo loop writes them."""
+    __slots__ = ("factors",)
+
+    def __init__(self, factors):
+        self.factors = factors
+
+    def __setitem__(self, s, rows):
+        for f in self.factors:
+            for a in (f.buf, f.__dict__.get("_E")):
+                if a is not None and f.n < len(a):
+                    a[f.n] = 0.0
+
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch

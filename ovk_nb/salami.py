@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 from fastcore.basics import patch
 
-from .decoding import Decoder, ZeroOne
+from .decoding import Decoder, ZeroOne, _surrogate_of
 from .kernels import RBF, ScalarKernel
 from .linalg import NystromFeatures
 from .oskaar import _SERIAL_DOT, _SERIAL_GEMM, OSKAAR, KAARFactor, primal_block, primal_estimates
@@ -324,6 +324,8 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     points, the primal state of its dictionary: `primal_start` / `primal_block`)."""
     g, B, m, x0 = self.n_seen_, len(Xb), self.budget, self._x0
     self._store(Xb, cb)                                            # stored rows: rounds x0 .. g + B - 1
+    if B == 1 and type(self.decoder_).stats is Decoder.stats:     # a learn_one round, g = W phi: `_expert_rows1`
+        return self._expert_rows1(Xb, reg, self.decoder_.features(cb, reg))
     if B == 1:                                                     # one round (learn_one): one kernel row, x itself included
         K = _gram_row(self.kernel_, Xb, self._X[:g - x0 + 1])
         Kbo, Kbb = K[:, :g - x0], K[:, g - x0:]
@@ -362,16 +364,48 @@ def _expert_rows(self: SALAMI, Xb, cb, reg):
     when = np.repeat(np.array(firsts) - (np.cumsum(r) - r), r) + np.arange(n)
     return np.concatenate(rows), who, when, starts, ends, factors
 
+# %% ../nbs/2_algorithms/07_salami.ipynb #1f6fd441
+@patch
+def _expert_rows1(self: SALAMI, Xb, reg, phi):
+    """`_expert_rows` for one round (`learn_one`) with statistics linear in the label features (phi: the round's, (1, D)):
+    every live expert lives this round (the others were dropped), so each makes one step: an exact one by one solve
+    (`KAARFactor._round1`; the stored labels' features read only where an expert builds its E), a budgeted one full
+    (m points) by `primal_block`'s one-round step. The rows come in expert order (round 0 of the block for all)."""
+    g, m, x0, dec, codes = self.n_seen_, self.budget, self._x0, self.decoder_, self._codes
+    K = _gram_row(self.kernel_, Xb, self._X[:g - x0 + 1])[0]       # x itself last
+    kxx = float(K[g - x0])
+    starts = np.concatenate([self._starts, [g]])
+    ends = np.array([s + lifespan(int(s), self.lifetime) for s in starts])
+    rows, factors = [], []
+    for s, f in zip(starts.tolist(), self._factors + [KAARFactor(self.lam)]):
+        c = s - x0
+        if isinstance(f, KAARFactor) and (m is None or f.n < m):
+            G1, f = f._round1(K[c:g - x0], kxx, phi, lambda c=c: dec.features(codes[c:g - x0], reg))
+        else:                                                      # budgeted, its dictionary x_s .. x_{s+m-1} full
+            if isinstance(f, KAARFactor):
+                f = self._primal_of(slice(c, c + m), reg)
+            G1, f = primal_block(f, Xb, phi)
+        rows.append(G1)
+        factors.append(f)
+    return np.concatenate(rows), np.arange(len(rows)), np.zeros(len(rows), np.intp), starts, ends, factors
+
 # %% ../nbs/2_algorithms/07_salami.ipynb #9a72a675
 @patch
 def _block_salami(self: SALAMI, Xb, cb, reg):
     "One block: the experts' rows, then round by round the exponential weights, the mixture and the auxiliary losses."
     g, B, dec = self.n_seen_, len(Xb), self.decoder_
     R, who, when, starts, ends, factors = self._expert_rows(Xb, cb, reg)
-    order = np.lexsort((who, when))
-    R, who, when = R[order], who[order], when[order]
-    lexp = dec.surrogate(R, cb[when], reg)                         # every expert's loss at every round it lives
-    cut = np.searchsorted(when, np.arange(B + 1))
+    phi = None
+    if B == 1:                                                     # one round: the rows in expert order already
+        cut = (0, len(who))
+        if type(dec).surrogate is Decoder.surrogate:               # the round's phi, broadcast: the same bits
+            phi = dec.features(cb, reg)
+        lexp = _surrogate_of(R, phi) if phi is not None else dec.surrogate(R, cb[when], reg)
+    else:
+        order = np.lexsort((who, when))
+        R, who, when = R[order], who[order], when[order]
+        lexp = dec.surrogate(R, cb[when], reg)                     # every expert's loss at every round it lives
+        cut = np.searchsorted(when, np.arange(B + 1))
     E0, agg = len(self._starts), self._agg
     cum = np.concatenate([self._cum, np.zeros(B)])
     G, n_live, mean_start = np.zeros((B, R.shape[1])), np.zeros(B, np.int64), np.zeros(B)
@@ -391,7 +425,7 @@ def _block_salami(self: SALAMI, Xb, cb, reg):
         self._forget_before(min([int(starts[e]) for e in keep if isinstance(factors[e], KAARFactor)] + [g + B]))
     r = g - self._rec0
     self._n_live[r:r + B], self._mean_start[r:r + B] = n_live, mean_start
-    self._record(G, cb, reg)
+    self._record(G, cb, reg, Phi=phi)
 
 
 @patch

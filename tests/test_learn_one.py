@@ -385,3 +385,130 @@ def test_onorma_lean_route_commits_only_a_finished_step(monkeypatch, truncation)
     for x, y in zip(X, Y[:, 0]):
         one.learn_one(x, float(y))
     np.testing.assert_allclose(one.predict(X), one1.predict(X), rtol=1e-12, atol=1e-12)
+
+
+def test_one_solve_round_matches_the_two_solve_round_and_dense_kaar():
+    """issue 30: a round by one triangular solve (`KAARFactor._round1`: g = lam / delta^2 l^T E, E = L^{-1} Phi kept with the
+    factor) gives the two-solve round's g (weights, then W Phi) and the dense KAAR's, to a tolerance from eps and cond(L);
+    the factor is bordered by the same row; E is rebuilt once after a block and pickled with the factor."""
+    import pickle
+    from ovk_nb.oskaar import KAARFactor
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(90, 4))
+    Phi = rng.normal(size=(90, 6))
+    K = RBF(0.5)(X)
+    lam = 1e-3                                                 # a poorly conditioned K + lam I
+    cond = np.linalg.cond(K + lam * np.eye(90))
+    tol = 90 * np.finfo(float).eps * cond
+    one, two = KAARFactor(lam), KAARFactor(lam)
+    for t in range(90):
+        if t == 40:                                             # a block in between: E must be rebuilt (from Phi)
+            _, one = one.extend(K[40:50, :40], K[40:50, 40:50])
+            _, two = two.extend(K[40:50, :40], K[40:50, 40:50])
+        if 40 <= t < 50:
+            continue
+        if t == 70:
+            one = pickle.loads(pickle.dumps(one))
+            assert one._E.shape == (70, 6)
+        G1, one = one._round1(K[t, :t], K[t, t], Phi[t:t + 1], lambda: Phi[:t])
+        W, two = two.extend(K[t:t + 1, :t], K[t:t + 1, t:t + 1])
+        G2 = W @ Phi[:t + 1]
+        ref = np.linalg.solve(K[:t, :t] + lam * np.eye(t), K[:t, t]) if t else np.zeros(0)
+        s = lam / (K[t, t] + lam - K[:t, t] @ ref) if t else 1.0
+        Gd = s * ref @ Phi[:t]
+        scale = max(1.0, np.abs(Gd).max())
+        assert np.abs(G1[0] - G2[0]).max() <= tol * scale and np.abs(G1[0] - Gd).max() <= tol * scale
+        np.testing.assert_array_equal(one.L, two.L)             # the same bordered row (the same dtrsv)
+    np.testing.assert_allclose(one._E[:90], np.linalg.solve(one.L, Phi), rtol=0, atol=tol * np.abs(Phi).max())
+
+
+@pytest.mark.parametrize("history,budget", [(None, None), (7, None), (None, 15), ("all", 15)])
+def test_oskaar_lean_round_is_taken_and_writes_the_general_rounds_bytes(monkeypatch, history, budget):
+    """issue 30: OSKAAR's `learn_one` (exact rounds, and a budgeted learner's primal rounds) takes the lean route
+    (computed, then written: no undo point, no `_run_one`) where it applies, and leaves every buffer byte for byte as the
+    general route does; refused rows change nothing."""
+    from test_oskaar import state_bytes
+    X, Y, _ = data("oskaar", 150)
+    make = lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), history=history, budget=budget)
+    lean, general = make(), make()
+    calls = []
+    monkeypatch.setattr(OSKAAR, "_run_one", (lambda run: lambda self, X, T: (calls.append(self), run(self, X, T))[1])(
+        OSKAAR._run_one))
+    for x, y in zip(X, Y):
+        lean.learn_one(x, y)
+    n_general_in_lean = sum(c is lean for c in calls)
+    assert n_general_in_lean <= (10 if history in (None, "all") and budget is None else 25)   # the first round, the
+    # buffers' growth (history=7: records of 16 rows, regrown every 8; a budget of 15 keeps 15 rounds) and the switch
+    monkeypatch.setattr(OSKAAR, "_learn_lean", lambda self, x1, y: False)
+    for x, y in zip(X, Y):
+        general.learn_one(x, y)
+    assert state_bytes(vars(lean)) == state_bytes(vars(general))
+    before = state_bytes(vars(lean))
+    monkeypatch.undo()
+    with pytest.raises(ValueError):
+        lean.learn_one(X[0], np.array([0, 1]))                  # 2 labels, not 3
+    with pytest.raises(ValueError, match="NaN"):
+        lean.learn_one(np.array([0.0, np.nan, 0.0, 0.0]), Y[0])
+    assert state_bytes(vars(lean)) == before
+
+
+def test_solve_into_is_trsv_on_every_buffer_and_forgets_dead_buffers():
+    """issue 30: `_solve_into` (the factor's addresses read once per buffer) gives `_trsv`'s bits, on buffers of several
+    sizes and on a C-ordered corner; a buffer's cached addresses go with it; other buffers take `_trsv`'s own route."""
+    import gc
+    from scipy.linalg import solve_triangular
+    from ovk_nb.oskaar import _BUF_BLAS, _solve_into, _trsv
+    rng = np.random.default_rng(7)
+    for size, n in ((64, 1), (64, 50), (300, 257)):
+        A = rng.normal(size=(n, n))
+        buf = np.zeros((size, size))
+        buf[:n, :n] = np.linalg.cholesky(A @ A.T / n + np.eye(n))
+        k = rng.normal(size=n)
+        l = _solve_into(buf, n, k)
+        np.testing.assert_array_equal(l, _trsv(buf, n, k, transpose=False))
+        np.testing.assert_allclose(l, solve_triangular(buf[:n, :n], k, lower=True), rtol=1e-12, atol=1e-12)
+        key = id(buf)
+        assert key in _BUF_BLAS
+        del buf, l
+        gc.collect()
+        assert key not in _BUF_BLAS
+    F = np.asfortranarray(np.tril(rng.normal(size=(20, 20))) + 5 * np.eye(20))   # not C-ordered: `_trsv`'s route
+    k = rng.normal(size=20)
+    np.testing.assert_allclose(_solve_into(F, 20, k), solve_triangular(F, k, lower=True), rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+                                  lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=3),
+                                  lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=2, budget=6)])
+def test_exact_factors_free_rows_stay_zero(monkeypatch, make):
+    """issue 30: the one-round undo point zeroes the exact factors' free rows back (`_FreeRowsZero`): right because a free
+    row (of L's buffer or of E's) is zeros whatever the calls, blocks, rounds, failed rounds and pickles before. A round
+    made to fail after the factors' rows are written (in `_record`) leaves the learner byte for byte as it was."""
+    import pickle
+    from test_oskaar import state_bytes
+    X, Y, _ = data("oskaar", 160)
+    est = make()
+    est.partial_fit(X[:30], Y[:30])
+    record = OSKAAR._record
+
+    def failing(self, *a, **k):
+        raise RuntimeError("injected")
+    for i in range(30, 160):
+        if i % 37 == 0:
+            est.partial_fit(X[i:i + 5], Y[i:i + 5])
+        elif i % 23 == 0:
+            est = pickle.loads(pickle.dumps(est))
+        if i % 11 == 0:                                      # the general route, failing after the factors' rows
+            before = state_bytes(vars(est))
+            monkeypatch.setattr(OSKAAR, "_learn_lean", lambda self, x1, y: False)
+            monkeypatch.setattr(OSKAAR, "_record", failing)
+            with pytest.raises(RuntimeError, match="injected"):
+                est.learn_one(X[i], Y[i])
+            monkeypatch.setattr(OSKAAR, "_record", record)
+            monkeypatch.undo()
+            assert state_bytes(vars(est)) == before
+        est.learn_one(X[i], Y[i])
+        for f in est._exact_factors():
+            assert not f.buf[f.n:].any()
+            E = f.__dict__.get("_E")
+            assert E is None or not E[f.n:].any()

@@ -220,7 +220,7 @@ def test_budgeted_predict_is_the_decision_of_the_next_round(kind, n):
         np.testing.assert_array_equal(np.asarray(est.predict(X[n:])[0]), np.asarray(want))
         G = []
         rec = cls(RBF(0.7), lam=0.2, decoder=dec, **kw)
-        rec._record = lambda Gb, cb, reg, _r=rec._record: (G.append(Gb.copy()), _r(Gb, cb, reg))
+        rec._record = lambda Gb, cb, reg, _r=rec._record, **kw: (G.append(Gb.copy()), _r(Gb, cb, reg, **kw))
         rec.fit(X, Y)                                                 # g_n of the learner that plays round n
         np.testing.assert_allclose(est._feature_estimates(X[n:]), np.vstack(G)[n:], rtol=1e-9, atol=1e-9)
 
