@@ -1815,7 +1815,28 @@ def solve(self: NystromSystem, A, b, lam) -> NystromModel:
     return NystromModel(self.feats, blocks, _like(self.parts.s, A))
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
-def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> NystromModel:
+from concurrent.futures import ThreadPoolExecutor
+
+
+def _chunk_terms(system, X, Y, slices, n_jobs: int):
+    """`system.terms` of each row chunk, in chunk order. n_jobs > 1 (NumPy, the caller on one BLAS thread): that many
+    worker threads (the chunks are independent, and NumPy releases the GIL in BLAS and in the element-wise passes), at
+    most 2 n_jobs chunks in flight so that memory stays O(n_jobs chunk m)."""
+    if n_jobs <= 1:
+        for sl in slices:
+            yield system.terms(X[sl, ...], Y[sl, ...])
+        return
+    with ThreadPoolExecutor(n_jobs) as pool:
+        todo, futs = iter(slices), []
+        for sl in todo:
+            futs.append(pool.submit(system.terms, X[sl, ...], Y[sl, ...]))
+            if len(futs) >= 2 * n_jobs:
+                yield futs.pop(0).result()
+        for f in futs:
+            yield f.result()
+
+
+def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_jobs: int = 1) -> NystromModel:
     """Kernel ridge with every scalar Gram replaced by its Nystrom approximation on landmarks, summed over row chunks.
 
     Parameters
@@ -1832,6 +1853,9 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
         The landmark points.
     chunk : int, default=4096
         Rows per chunk (memory O(chunk m)).
+    n_jobs : int, default=1
+        Worker threads for the feature pass (NumPy inputs); n_jobs > 1 runs the whole fit on one BLAS thread per worker
+        and sums the chunks' terms in chunk order, so the result has the bits of n_jobs=1 on one BLAS thread.
 
     Returns
     -------
@@ -1850,12 +1874,14 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
     >>> bool(np.allclose(model.predict(X), parts.apply(X, X, C_dense), atol=1e-6))
     True
     """
-    system = NystromSystem(parts, landmarks)
-    A = b = None
-    for sl in _chunks(X.shape[0], chunk):
-        a_, b_ = system.terms(X[sl, ...], Y[sl, ...])
-        A, b = (a_, b_) if A is None else (A + a_, b + b_)
-    return system.solve(A, b, lam)
+    slices = _chunks(X.shape[0], chunk)
+    n_jobs = min(int(n_jobs), len(slices)) if xp_of(Y) is np else 1
+    with blas_threads(1) if n_jobs > 1 else contextlib.nullcontext():     # all on one BLAS thread: the bits of n_jobs=1
+        system = NystromSystem(parts, landmarks)
+        A = b = None
+        for a_, b_ in _chunk_terms(system, X, Y, slices, n_jobs):
+            A, b = (a_, b_) if A is None else (A + a_, b + b_)
+        return system.solve(A, b, lam)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #920371c5
 from .kernels import CurlFreeRBF, DivFreeRBF

@@ -26,7 +26,7 @@ from .linalg import masked_solve, masked_solve_dense, check_condition, COND_EPS_
 from .validation import check_X_Y_missing
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
-                           factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
+                           factor_threads, blas_ceiling, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
 from .backend import (DEFAULT_LAMS, FALLBACK_LAM, loo_lam)
 from .backend import (_host_dtype, check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
@@ -204,7 +204,7 @@ def _solve(est, solver, parts, X, Y, lam):
         est.n_components_ = int(est.n_components)
     else:
         est.landmarks_ = X[_landmark_rows(est, len(X))]
-        est._nystrom = nystrom_fit(parts, X, Y, lam, est.landmarks_)
+        est._nystrom = nystrom_fit(parts, X, Y, lam, est.landmarks_, n_jobs=blas_ceiling())   # the policy's threads, as workers
         est.n_components_ = [f.rank for f in est._nystrom.feats]      # numerical rank kept per scalar kernel
 
 
