@@ -29,7 +29,7 @@ from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_
                            factor_threads, blas_ceiling, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
 from .backend import (DEFAULT_LAMS, FALLBACK_LAM, loo_lam)
-from .backend import (_host_dtype, check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
+from .backend import (_host_dtype, check_xp_data, cond_lower_bound, rayleigh_pair, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
                             xp_of, xp_ridge_fit, xp_ridge_predict)
 from .kernels import scalar_gram
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
@@ -819,19 +819,8 @@ def _gmres_cond_lower_bound(parts: KernelParts, grams, X, mv, lam: float, b, pre
     n, d = X.shape[0], parts.d
     if n < 2:
         return 1.0
-    if parts.separable:                    # the Rayleigh pair and the largest diagonal of K, as cond_lower_bound
-        best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
-        for l in range(d):                 # in row blocks: no n x n temporary beside the Grams
-            tl = [(float(parts.T[c][l, l]), grams[j]) for c, j in enumerate(parts.sidx)]
-            diag = sum(t * np.diag(G) for t, G in tl)
-            top = max(top, (float(diag.max()), int(np.argmax(diag)), l))
-            for r in _chunks(n, max(1, 2 ** 22 // n)):
-                Q = 0.5 * (diag[r, None] + diag[None, :]) - sum(t * G[r] for t, G in tl)
-                Q[np.arange(r.stop - r.start), np.arange(r.start, r.stop)] = np.inf
-                a, j = np.unravel_index(int(np.argmin(Q)), Q.shape)
-                best = min(best, (float(Q[a, j]), r.start + int(a), int(j), l))
-        _, i, j, l = best
-        _, k, lk = top
+    if parts.separable:                    # the Rayleigh pair and the largest diagonal of K: `backend.rayleigh_pair`
+        _, (i, j, l), (_, k, lk) = rayleigh_pair(parts, grams)
     else:                                  # a generic part: the two nearest rows of X, output 0
         D2 = sq_distances(X, X)
         np.fill_diagonal(D2, np.inf)

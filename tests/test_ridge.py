@@ -585,6 +585,36 @@ def test_masked_and_graph_routes_warn_when_ill_conditioned(solver, kw):
         ridge.OVKRidge(lam=0.1, solver=solver, **kw).fit(X, Y1)
 
 
+@pytest.mark.parametrize("observed", [False, True])
+def test_rayleigh_pair_is_the_brute_force_search_in_row_blocks(observed, monkeypatch):
+    """Review of issue 34: the Rayleigh-pair search behind `cond_lower_bound` and the GMRES bound is written once
+    (`backend.rayleigh_pair`), in row blocks: the same value, pair and largest diagonal as the n x n search of every output,
+    with one block or many (blocks of 50 entries: rows split mid-output), with and without an observed mask."""
+    from ovk_nb import backend
+    r = np.random.default_rng(3)
+    X = r.normal(size=(40, 2)); X[7] = X[30] + 1e-3                      # one close pair, on every output
+    for K in (linear_quadratic(3, 0.3), gaussian_times_J(3, 0.7)):
+        parts = ridge.KernelParts(K)
+        grams = parts.grams(X, X)
+        obs = r.random((40, 3)) > 0.3 if observed else np.ones((40, 3), bool)
+        best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
+        for l in range(3):
+            D = sum(float(parts.T[c][l, l]) * grams[j] for c, j in enumerate(parts.sidx))
+            rows = np.flatnonzero(obs[:, l])
+            Q = 0.5 * (np.diag(D)[:, None] + np.diag(D)[None, :]) - D
+            Q[np.arange(40), np.arange(40)] = np.inf
+            Q[~obs[:, l]] = np.inf; Q[:, ~obs[:, l]] = np.inf
+            i, j = np.unravel_index(np.argmin(Q), Q.shape)
+            best = min(best, (Q[i, j], int(i), int(j), l))
+            k = int(rows[np.argmax(np.diag(D)[rows])])
+            top = max(top, (np.diag(D)[k], k, l))
+        for block in (backend.RAYLEIGH_BLOCK, 50):
+            monkeypatch.setattr(backend, "RAYLEIGH_BLOCK", block)
+            q, pair, tp = backend.rayleigh_pair(parts, grams, obs if observed else None)
+            assert pair == best[1:] and tp[1:] == top[1:], (block, pair, best, tp, top)
+            assert q == pytest.approx(best[0], rel=1e-12, abs=1e-12 * top[0]) and tp[0] == top[0]
+
+
 @pytest.mark.parametrize("case", ["duplicated", "1e-9 apart"])
 def test_gmres_route_warns_on_a_lower_bound_of_its_condition_number(case):
     """Issue 29.6: the semi-supervised GMRES route (lam_manifold > 0, solver='cg') was silent at lam = 1e-12 with duplicated
