@@ -320,6 +320,35 @@ def test_auto_solver_choice():
     assert rel(m9.coef_, OVKRidge(nine, lam=0.1, solver="cholesky").fit(X, Y9).coef_) < 1e-9
 
 
+def test_nystrom_fit_on_the_policy_threads_as_workers_same_bits():
+    """Issue 34: OVKRidge's Nystrom fit runs its feature pass in as many worker threads as the thread policy allows (one
+    BLAS thread each, the chunks' terms summed in chunk order): on an idle 2-core machine (mocked) it uses two workers and
+    has the bits of a one-thread fit; on a busy one, or under threadpool_limits(1), one worker."""
+    from unittest import mock
+    from threadpoolctl import threadpool_limits
+    import ovk_nb.linalg
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(9000, 3)), rng.normal(size=(9000, 2))        # 3 chunks of 4096 rows
+    make = lambda: OVKRidge(gaussian_times_J(2, 0.5), lam=0.1, solver="nystrom", n_components=60, random_state=0)
+    with threadpool_limits(1):
+        ref = make().fit(X, Y)
+    seen = []
+    real = ovk_nb.linalg._chunk_terms
+    def spy(system, X_, Y_, slices, n_jobs):
+        seen.append(n_jobs)
+        return real(system, X_, Y_, slices, n_jobs)
+    with mock.patch.object(ovk_nb.linalg, "_chunk_terms", spy):
+        with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0), \
+                mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2), mock.patch.object(ridge, "blas_ceiling", lambda: 2):
+            m2 = make().fit(X, Y)
+        with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 0.3):
+            make().fit(X, Y)
+        with threadpool_limits(1):
+            make().fit(X, Y)
+    assert seen == [2, 1, 1]
+    assert np.array_equal(m2.predict(X[:100]), ref.predict(X[:100]))
+
+
 def test_solve_threads_rule_and_results():
     """The one thread policy for every solver: one BLAS thread below the size where threads pay, all cores from it while
     the other processes leave them idle (one on a busy machine); the limit moves results by rounding only."""
