@@ -1817,6 +1817,8 @@ def solve(self: NystromSystem, A, b, lam) -> NystromModel:
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
 from concurrent.futures import ThreadPoolExecutor
 
+from threadpoolctl import threadpool_limits
+
 
 def _chunk_terms(system, X, Y, slices, n_jobs: int):
     """`system.terms` of each row chunk, in chunk order. n_jobs > 1 (NumPy, the caller on one BLAS thread): that many
@@ -1876,7 +1878,7 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_j
     """
     slices = _chunks(X.shape[0], chunk)
     n_jobs = min(int(n_jobs), len(slices)) if xp_of(Y) is np else 1
-    with blas_threads(1) if n_jobs > 1 else contextlib.nullcontext():     # all on one BLAS thread: the bits of n_jobs=1
+    with threadpool_limits(1, "blas") if n_jobs > 1 else contextlib.nullcontext():   # one BLAS thread: n_jobs=1's bits
         system = NystromSystem(parts, landmarks)
         A = b = None
         for a_, b_ in _chunk_terms(system, X, Y, slices, n_jobs):
