@@ -915,10 +915,15 @@ def _shifted_pcg(U, delta: float, B, anorm: float, kappa: float, rho: float):
     return None
 
 # %% ../nbs/1_shared/02_linalg.ipynb #437b93f9
-def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
+from concurrent.futures import ThreadPoolExecutor
+
+
+def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto", overlap: bool = False):
     """The groups of a single scalar Gram G as the shifted systems (G + s_g I) x = y / t_g, s_g = lam / t_g (NumPy): one
     Cholesky of the group `_shift_plan` picks (in G's memory), the groups it names by `_shifted_pcg` on that factor, the
-    rest by their own Cholesky; warns with the largest condition (9). Returns the rotated coefficients (n, d)."""
+    rest by their own Cholesky; warns with the largest condition (9). Returns the rotated coefficients (n, d). overlap: the
+    factor's condition estimate (pocon, GIL released) runs in a second thread beside the PCG solves, which then run to
+    the bound's cap for an unknown condition (see the decision above)."""
     n = G.shape[0]
     out, todo = np.empty(Yh.shape, dtype=np.result_type(G, Yh)), []
     for col, idx in groups:
@@ -943,7 +948,16 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
     A = _add_diag(np, G, s_f)                                  # the factored group overwrites G
     anorm = _anorm(A)
     F = _spd_factor(np, A)
-    kappa = cho_cond(F, anorm)
+    early = {}
+    if overlap and pcg_groups:                                 # pocon in a second thread while the PCG solves run here
+        with ThreadPoolExecutor(1) as side:
+            fut = side.submit(cho_cond, F, anorm)
+            for g in pcg_groups:
+                s, rhs_g, _ = todo[g]
+                early[g] = _shifted_pcg(F[0], s - s_f, rhs_g, anorm, None, max(s / s_f, s_f / s))
+            kappa = fut.result()
+    else:
+        kappa = cho_cond(F, anorm)
     cond = max(cond, kappa)
     out[:, idx] = _spd_factor_solve(np, F, rhs)
     for g in pcg_groups:
@@ -951,7 +965,10 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
         delta, rho = s - s_f, max(s / s_f, s_f / s)
         lmin = anorm / kappa if math.isfinite(kappa) else 0.0                      # (9)
         cond = max(cond, (anorm + delta) / max(lmin + delta, min(1.0, s / s_f) * lmin, 1e-300))
-        x = _shifted_pcg(F[0], delta, rhs, anorm, kappa, rho) if math.isfinite(kappa) else None
+        if not math.isfinite(kappa):
+            x = None
+        else:
+            x = early[g] if g in early else _shifted_pcg(F[0], delta, rhs, anorm, kappa, rho)
         if x is None:                                          # breakdown or cap: that group's own Cholesky, from U^T U
             U = np.triu(F[0])
             A = _add_diag(np, U.T @ U, s - s_f + 0.0)
@@ -961,7 +978,7 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
     return out
 
 # %% ../nbs/1_shared/02_linalg.ipynb #e3e1bdb2
-def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str = "auto"):
+def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str = "auto", overlap: bool = False):
     """Solve the ridge system (K + lam I) C = Y for a kernel whose output matrices share an eigenbasis.
 
     One Cholesky factorisation per distinct column of eigenvalues (`group_columns`); with a single scalar Gram (NumPy) the
@@ -983,6 +1000,9 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str
     shift_solve : {'auto', 'pcg', 'cholesky'}, default='auto'
         With a single scalar Gram: 'auto' solves a group by PCG on another's factor when (8) predicts it cheaper than its
         own Cholesky, 'pcg' always, 'cholesky' never (one Cholesky per group).
+    overlap : bool, default=False
+        With a single scalar Gram and PCG groups: the factor's condition estimate runs in a second thread beside the PCG
+        solves (the caller says a second core is free; `OVKRidge` does when its thread policy allows two threads).
 
     Returns
     -------
@@ -1013,7 +1033,7 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str
     Yh = Y @ _like(Vinv, Y).T
     groups = group_columns(E)
     if len(grams) == 1 and xp is np and shift_solve != "cholesky":
-        return _one_gram_shifts(parts, grams[0], Yh, groups, lam, shift_solve) @ V.T
+        return _one_gram_shifts(parts, grams[0], Yh, groups, lam, shift_solve, overlap) @ V.T
     blocks, cond = [], 1.0
     for gi, (col, idx) in enumerate(groups):
         coefs = np.zeros(len(grams))

@@ -193,7 +193,7 @@ def _solve(est, solver, parts, X, Y, lam):
         check_condition(est._eig_cache.cond(lam), lam, "eigen")        # exact from the eigenvalues (linalg's decision)
         est.coef_ = est._eig_cache.coef(lam)
     elif solver == "cholesky":
-        est.coef_ = grouped_cholesky(parts, X, Y, lam)
+        est.coef_ = grouped_cholesky(parts, X, Y, lam, overlap=blas_ceiling() > 1)   # pocon beside PCG on a free core
     elif solver == "cg":
         L = X[_landmark_rows(est, len(X))] if est.preconditioner in ("auto", "nystrom") else None
         est.coef_, est.n_iter_, ok = _cg_solve(parts, X, Y, lam, est.tol, est.max_iter, est.preconditioner, L)

@@ -349,6 +349,28 @@ def test_nystrom_fit_on_the_policy_threads_as_workers_same_bits():
     assert np.array_equal(m2.predict(X[:100]), ref.predict(X[:100]))
 
 
+def test_grouped_cholesky_overlap_same_bits():
+    """Issue 34: with a second core free, the exact route estimates the factor's condition (pocon) in a second thread
+    beside the PCG solves of the other shifts: the same bits as one after the other, the same warning, and a singular
+    factor (pocon's inf, mocked) still falls back to the group's own Cholesky."""
+    from unittest import mock
+    import ovk_nb.linalg as la
+    from ovk_nb.datasets import make_paper000_synthetic
+    X, Y = make_paper000_synthetic(600, 4, random_state=0, return_X_y=True)
+    for K, lam in [(gaussian_times_J(4, 0.1), 1e-3), (Separable(RBF(1.0), np.diag([1.0, 2.0, 5.0, 9.0])), 1e-2)]:
+        P = ridge.KernelParts(K)
+        for mode in ("auto", "pcg"):
+            a = la.grouped_cholesky(P, X, Y, lam, shift_solve=mode)
+            assert np.array_equal(a, la.grouped_cholesky(P, X, Y, lam, shift_solve=mode, overlap=True))
+    P = ridge.KernelParts(gaussian_times_J(4, 0.1))                  # two shifts: one factor, one PCG group
+    a, calls, orig = la.grouped_cholesky(P, X, Y, 1e-3, shift_solve="pcg"), [], la._shifted_pcg
+    with mock.patch.object(la, "cho_cond", lambda F, anorm: np.inf), \
+            mock.patch.object(la, "_shifted_pcg", lambda *a: calls.append(1) or orig(*a)), \
+            pytest.warns(la.IllConditionedWarning):
+        b = la.grouped_cholesky(P, X, Y, 1e-3, shift_solve="pcg", overlap=True)
+    assert calls and rel(b, a) < 1e-10          # PCG ran beside, its result dropped for the group's own Cholesky
+
+
 def test_solve_threads_rule_and_results():
     """The one thread policy for every solver: one BLAS thread below the size where threads pay, all cores from it while
     the other processes leave them idle (one on a busy machine); the limit moves results by rounding only."""
