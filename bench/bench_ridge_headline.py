@@ -13,7 +13,7 @@
 (b) `OVKRidge(solver="nystrom")` at n = 1e6, p = 1000 landmarks, 10 inputs, d = 5 (`bench_threads.regression`):
     <= 60 s wall and <= 1 GB peak RSS, as installed, in a fresh process (plus one-thread for reference).
 
-    python bench/bench_ridge_headline.py            # the sizes: about 2.5 min on a quiet 2-core machine
+    python bench/bench_ridge_headline.py            # the sizes: about 3 min on a quiet 2-core machine
     python bench/bench_ridge_headline.py --quick    # n = 2000 / Nystrom n = 1e5: about 30 s
 
 Writes bench/results/ridge_headline.md and .csv (`_quick` suffix with --quick). Every row has the 1-minute load

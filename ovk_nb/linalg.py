@@ -20,7 +20,7 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER', 'SYMMETRY_ROWS', 'IDLE_CACHE_S', 'IDLE_WINDOW_S',
+__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER', 'SYMMETRY_ROWS', 'NYSTROM_JOBS_BYTES', 'IDLE_CACHE_S', 'IDLE_WINDOW_S',
            'IDLE_CORES_PER_THREAD', 'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning',
            'check_condition', 'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator',
            'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
@@ -1839,11 +1839,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 from threadpoolctl import threadpool_limits
 
+NYSTROM_JOBS_BYTES = 2 ** 30    # memory the feature-pass workers may hold together (see the decision above)
+
+
+def _nystrom_jobs(parts: KernelParts, n_jobs: int, rows: int, m: int) -> int:
+    """Workers that fit in `NYSTROM_JOBS_BYTES`: each holds about 5 (rows x m) distance / feature temporaries and two
+    copies of its chunk's normal matrix (at most m x m for one separable part, (m d nc)^2 otherwise)."""
+    size = m if parts.nc == 1 and parts.eig is not None else m * parts.d * parts.nc
+    return max(1, min(int(n_jobs), NYSTROM_JOBS_BYTES // (8 * (5 * rows * m + 2 * size * size))))
+
 
 def _chunk_terms(system, X, Y, slices, n_jobs: int):
     """`system.terms` of each row chunk, in chunk order. n_jobs > 1 (NumPy, the caller on one BLAS thread): that many
     worker threads (the chunks are independent, and NumPy releases the GIL in BLAS and in the element-wise passes), at
-    most 2 n_jobs chunks in flight so that memory stays O(n_jobs chunk m)."""
+    most n_jobs chunks in flight (their terms included) so that memory stays O(n_jobs chunk m)."""
     if n_jobs <= 1:
         for sl in slices:
             yield system.terms(X[sl, ...], Y[sl, ...])
@@ -1852,7 +1861,7 @@ def _chunk_terms(system, X, Y, slices, n_jobs: int):
         todo, futs = iter(slices), []
         for sl in todo:
             futs.append(pool.submit(system.terms, X[sl, ...], Y[sl, ...]))
-            if len(futs) >= 2 * n_jobs:
+            if len(futs) >= n_jobs:
                 yield futs.pop(0).result()
         for f in futs:
             yield f.result()
@@ -1876,8 +1885,9 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_j
     chunk : int, default=4096
         Rows per chunk (memory O(chunk m)).
     n_jobs : int, default=1
-        Worker threads for the feature pass (NumPy inputs); n_jobs > 1 runs the whole fit on one BLAS thread per worker
-        and sums the chunks' terms in chunk order, so the result has the bits of n_jobs=1 on one BLAS thread.
+        Worker threads for the feature pass (NumPy inputs), at most as many as fit in `NYSTROM_JOBS_BYTES`; n_jobs > 1
+        runs the whole fit on one BLAS thread per worker and sums the chunks' terms in chunk order, so the result has the
+        bits of n_jobs=1 on one BLAS thread.
 
     Returns
     -------
@@ -1897,7 +1907,8 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_j
     True
     """
     slices = _chunks(X.shape[0], chunk)
-    n_jobs = min(int(n_jobs), len(slices)) if xp_of(Y) is np else 1
+    n_jobs = min(_nystrom_jobs(parts, n_jobs, min(chunk, X.shape[0]), landmarks.shape[0]), len(slices)) \
+        if xp_of(Y) is np else 1
     with threadpool_limits(1, "blas") if n_jobs > 1 else contextlib.nullcontext():   # one BLAS thread: n_jobs=1's bits
         system = NystromSystem(parts, landmarks)
         A = b = None
