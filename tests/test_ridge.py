@@ -349,6 +349,18 @@ def test_nystrom_fit_on_the_policy_threads_as_workers_same_bits():
     assert np.array_equal(m2.predict(X[:100]), ref.predict(X[:100]))
 
 
+def test_nystrom_workers_capped_by_memory():
+    """Issue 34: the feature-pass workers hold about 5 chunk x m temporaries and two of their chunk's normal matrices each;
+    no more of them than fit in NYSTROM_JOBS_BYTES (1 GiB), at least one."""
+    from ovk_nb.linalg import NYSTROM_JOBS_BYTES, _nystrom_jobs
+    sep, summ = ridge.KernelParts(gaussian_times_J(5, 1.0)), ridge.KernelParts(linear_quadratic(5, 0.3))
+    per = lambda size: 8 * (5 * 4096 * 1000 + 2 * size ** 2)
+    assert _nystrom_jobs(sep, 16, 4096, 1000) == NYSTROM_JOBS_BYTES // per(1000) == 5
+    assert _nystrom_jobs(sep, 2, 4096, 1000) == 2 and _nystrom_jobs(sep, 1, 4096, 1000) == 1
+    assert _nystrom_jobs(summ, 2, 4096, 1000) == 1                     # (2 x 5 x 1000)^2 normal matrices: one worker
+    assert _nystrom_jobs(summ, 8, 4096, 100) == 8 < NYSTROM_JOBS_BYTES // (8 * (5 * 4096 * 100 + 2 * 1000 ** 2))
+
+
 def test_grouped_cholesky_overlap_same_bits():
     """Issue 34: with a second core free, the exact route estimates the factor's condition (pocon) in a second thread
     beside the PCG solves of the other shifts: the same bits as one after the other, the same warning, and a singular
