@@ -2,11 +2,13 @@
 peak memory of each estimator against n, with the exponent fitted on log-log axes (time ~ n^a, memory ~ n^b over the
 measured sizes), for each mode.
 
-    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 10 minutes on 2 quiet cores
-    python bench/bench_scaling.py --quick    # the three smallest sizes
+    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 4-5 minutes on 2 quiet cores
+    python bench/bench_scaling.py --quick    # the three smallest sizes of each: about 1 minute on 2 quiet cores
+    python bench/bench_scaling.py --replot   # redraw scaling.png from scaling.csv
 
 Peak memory is the peak of Python-traced allocations (tracemalloc: numpy's arrays included) during one fit (+ predict
-where said), measured in a separate run from the time (tracing slows the run down).
+where said), measured in a separate run from the time (tracing slows the run down), as installed: the threads change
+the order of work, not the arrays allocated (OpenBLAS's per-thread buffers are not traced).
 """
 from __future__ import annotations
 
@@ -54,6 +56,13 @@ def ridge(solver):
     return run
 
 
+def gp(n):
+    "OVKGaussianProcess at fixed hyper-parameters (optimizer=None): one likelihood evaluation (an eigh of the n x n Gram) + posterior."
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y = regression(n, p=5, d=3)
+    OVKGaussianProcess(optimizer=None, random_state=0).fit(X, Y).predict(X[:200])
+
+
 def onorma(tr):
     def run(n):
         X, Y = regression(n)
@@ -87,10 +96,12 @@ def salami(n):
     SALAMI(RBF(0.5), lam=0.5, decoder=Hamming()).fit(X, Y)
 
 
-CASES = [  # (name, run(n), sizes): sizes chosen so that the whole run takes under ~10 minutes on the shared 2-core machine
+CASES = [  # (name, run(n), sizes): the whole run in about 4-5 minutes on a quiet 2-core machine
     ("OVKRidge auto (grouped Cholesky), fit + predict 200", ridge("auto"), [500, 1000, 2000, 4000]),
+    ("OVKRidge eigen, fit + predict 200", ridge("eigen"), [500, 1000, 2000, 3000]),
     ("OVKRidge cg, fit + predict 200", ridge("cg"), [250, 500, 1000, 2000]),
     ("OVKRidge nystrom (p = 300), fit + predict 200", ridge("nystrom"), [5000, 10000, 20000, 40000]),
+    ("OVKGaussianProcess, fixed hyper-parameters, fit + predict 200", gp, [500, 1000, 2000, 3000]),
     ("ONORMA, no truncation", onorma(None), [500, 1000, 2000, 4000]),
     ("ONORMA, truncation 1000", onorma(1000), [5000, 10000, 20000, 40000]),
     ("MovKL, 9 kernels, 20 outputs", movkl, [100, 200, 300, 400]),
@@ -119,6 +130,44 @@ def measure(run, n):
     return secs, peak / 2 ** 20, idle, load
 
 
+def plot(curves):
+    """scaling.png: time (solid as installed, dashed one thread) and peak memory against n, one colour and marker per
+    estimator, the fitted exponents in the legend below."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(15, 8.5))
+    colors, marks = plt.get_cmap("tab20").colors, "osD^v<>pPhX*"
+    for i, (name, sizes, secs, mems, a, b) in enumerate(curves):
+        c, m = colors[(2 * i) % 20 if i < 10 else (2 * i + 1) % 20], marks[i % len(marks)]
+        axes[0].loglog(sizes, secs["as installed"], m + "-", color=c,
+                       label=f"{name}: time n^{a['as installed']:.2f} as installed, n^{a['one thread']:.2f} one thread; "
+                             f"memory n^{b:.2f}")
+        axes[0].loglog(sizes, secs["one thread"], m + "--", color=c, alpha=0.5, mfc="none")
+        axes[1].loglog(sizes, mems, m + "-", color=c)
+    axes[0].set(xlabel="n", ylabel="seconds (solid: as installed, dashed: one thread)", title="time")
+    axes[1].set(xlabel="n", ylabel="peak traced MiB", title="peak memory (as installed)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=7.5, frameon=False)
+    fig.tight_layout(rect=(0, 0.2, 1, 1)); fig.savefig(OUT / "scaling.png", dpi=110)
+    plt.close(fig)
+
+
+def curves_from_csv():
+    "The curves of scaling.csv (for --replot: redraw the figure without measuring)."
+    import csv
+    by = {}
+    for r in csv.DictReader((OUT / "scaling.csv").open()):
+        by.setdefault(r["estimator"], []).append(r)
+    curves = []
+    for name, rs in by.items():
+        sizes = [int(r["n"]) for r in rs]
+        secs = {m: [float(r[f"seconds, {m}"]) for r in rs] for m, _ in MODES}
+        mems = [float(r["peak MiB"]) for r in rs]
+        a = {m: np.polyfit(np.log(sizes), np.log(v), 1)[0] for m, v in secs.items()}
+        curves.append((name, sizes, secs, mems, a, np.polyfit(np.log(sizes), np.log(mems), 1)[0]))
+    return curves
+
+
 def main(quick=False):
     OUT.mkdir(exist_ok=True)
     load0, t_start = os.getloadavg(), time.perf_counter()
@@ -140,29 +189,20 @@ def main(quick=False):
         a = {mode: np.polyfit(np.log(sizes), np.log(v), 1)[0] for mode, v in secs.items()}
         b = np.polyfit(np.log(sizes), np.log(mems), 1)[0]
         curves.append((name, sizes, secs, mems, a, b))
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-    for name, sizes, secs, mems, a, b in curves:
-        l, = axes[0].loglog(sizes, secs["as installed"], "o-", label=f"{name}  (n^{a['as installed']:.2f})")
-        axes[0].loglog(sizes, secs["one thread"], "x--", color=l.get_color(), alpha=0.6)
-        axes[1].loglog(sizes, mems, "o-", color=l.get_color(), label=f"n^{b:.2f}")
-    axes[0].set(xlabel="n", ylabel="seconds (solid: as installed, dashed: one thread)", title="time")
-    axes[1].set(xlabel="n", ylabel="peak traced MiB", title="peak memory")
-    axes[0].legend(fontsize=7); axes[1].legend(fontsize=7)
-    fig.tight_layout(); fig.savefig(OUT / "scaling.png", dpi=110)
+    plot(curves)
     load = os.getloadavg()
     head = (f"# Scaling curves\n\n`python bench/bench_scaling.py{' --quick' if quick else ''}`. Each size once in each mode "
             f"after a warm-up: one BLAS thread (`threadpool_limits(1)`), then as installed right after it (BLAS default "
             f"threads, the thread policy of `ovk_nb.linalg.factor_threads` deciding; 'idle cores seen' is what it saw); "
-            f"exponents fitted on log-log axes for each mode. Machine: {os.cpu_count()} cores, shared with other engineers: "
-            f"load average (1 / 5 / 15 min) {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start and {load[0]:.1f} / "
-            f"{load[1]:.1f} / {load[2]:.1f} at the end, so times are noisy and exponents approximate. Whole run: "
-            f"{time.perf_counter() - t_start:.0f} s. Plot: `scaling.png`.\n\n")
+            f"exponents fitted on log-log axes for each mode; peak memory of one traced run as installed. Machine: "
+            f"{os.cpu_count()} cores, load average (1 / 5 / 15 min) {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the "
+            f"start and {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end (above about 1, other processes shared the "
+            f"cores: times noisy, exponents approximate). Whole run: {time.perf_counter() - t_start:.0f} s. "
+            "Plot: `scaling.png`.\n\n")
     summary = [{"estimator": c[0], "sizes": ", ".join(map(str, c[1])), "time exponent, one thread": c[4]["one thread"],
                 "time exponent, as installed": c[4]["as installed"], "memory exponent": c[5],
                 "largest n, one thread (s)": c[2]["one thread"][-1], "largest n, as installed (s)": c[2]["as installed"][-1],
+                "largest n, as installed / one thread": c[2]["as installed"][-1] / c[2]["one thread"][-1],
                 "largest n peak MiB": c[3][-1]} for c in curves]
     (OUT / "scaling.md").write_text(head + rows_to_markdown(summary) + "\n\n## All sizes\n\n" + rows_to_markdown(rows) + "\n")
     (OUT / "scaling.csv").write_text(rows_to_csv(rows))
@@ -170,4 +210,9 @@ def main(quick=False):
 
 
 if __name__ == "__main__":
-    sys.exit(main(quick="--quick" in sys.argv))
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the three smallest sizes of each estimator (about 1 minute quiet)")
+    ap.add_argument("--replot", action="store_true", help="redraw scaling.png from scaling.csv, measuring nothing")
+    args = ap.parse_args()
+    sys.exit(plot(curves_from_csv()) if args.replot else main(quick=args.quick))

@@ -2,14 +2,19 @@
 `ovk_nb.linalg.factor_threads`), back to back in one process (the as-installed fit starts right after the one-thread fit,
 so a policy that counted our own work as load would fall back to one core), then the same under load (one busy process
 per core beside us). Each row has the load average, the idle cores the policy saw (`idle_cores`: other processes only)
-and CPU / wall of the fit (about the threads it used).
+and CPU / wall of the fit (about the threads it used). Also the building blocks (Cholesky, eigh, GEMM by order, and eigh's
+LAPACK drivers), from which `ovk_nb.linalg`'s thresholds are read.
 
-    python bench/bench_threads.py --quick    # smaller sizes, <= 5 min on a quiet 2-core machine
-    python bench/bench_threads.py            # the issue's sizes + the two headline targets (about 20-30 min)
+    python bench/bench_threads.py --quick    # every estimator of the issue at its big-fit size, one run each: about
+                                             # 3-4 min on a quiet 2-core machine (--no-load: about 2 min)
+    python bench/bench_threads.py            # larger sizes (CG 4000, eigen and GP 3000, the optimized GP 1000), best of 2:
+                                             # about 7-8 min on a quiet 2-core machine
+    python bench/bench_threads.py --headline # adds Nystrom n = 1e6, p = 1000 in a fresh process and exact ridge against
+                                             # KernelRidge at n = 5000 (about 2 more minutes)
 
-Writes bench/results/threads.md and threads.csv. Targets (quiet machine): as installed <= 0.65x one thread; under load
-<= 1.1x; Nystrom ridge n = 1e6, p = 1000 <= 60 s and <= 1 GB; exact separable ridge Gaussian x J, n = 5000, d = 4
-<= 1.0x scikit-learn KernelRidge, both as installed.
+Writes bench/results/threads.md (this run on top, earlier runs kept below it under 'Earlier runs') and threads.csv.
+Targets (quiet machine): as installed <= 0.65x one thread; under load <= 1.1x; Nystrom ridge n = 1e6, p = 1000 <= 60 s
+and <= 1 GB; exact separable ridge Gaussian x J, n = 5000, d = 4 <= 1.0x scikit-learn KernelRidge, both as installed.
 """
 from __future__ import annotations
 
@@ -48,10 +53,11 @@ def ridge(solver, d=5, **kw):
     return run
 
 
-def gp(n):
+def gp(n, optimize=True):
+    "OVKGaussianProcess on 3 outputs: the optimized fit (an eigh of the n x n Gram per bandwidth tried), or one evaluation."
     from ovk_nb.gp import OVKGaussianProcess
     X, Y = regression(n, p=5, d=3)
-    return lambda: OVKGaussianProcess(random_state=0).fit(X, Y)
+    return lambda: OVKGaussianProcess(random_state=0, optimizer="fmin_l_bfgs_b" if optimize else None).fit(X, Y)
 
 
 def movkl(n):
@@ -67,23 +73,24 @@ def ovkde(n):
     return lambda: OVKDE(RBF(1.0), RBF(1.0), "conditional_covariance", lam=0.1).fit(X, Y).decision_scores(X[:100])
 
 
-def mvml(n):
+def mvml(n, landmarks=400):
     from ovk_nb.kernels import RBF
     from ovk_nb.mvml import MVML
     X, Y = regression(n, p=12, d=1)
     return lambda: MVML(views=[range(0, 4), range(4, 8), range(8, 12)], kernel=RBF(1.0), lam=0.1, eta=1.0,
-                        metric="learned", n_components=200, random_state=0).fit(X, Y[:, 0])
+                        metric="learned", n_components=min(landmarks, n), random_state=0).fit(X, Y[:, 0])
 
 
-CASES = [  # (name, make(n) -> fit, quick n, full n)
-    ("OVKRidge nystrom, p = 1000", ridge("nystrom", n_components=1000), 20000, 100000),
-    ("OVKRidge eigen", ridge("eigen"), 1000, 2000),
-    ("OVKRidge auto (grouped Cholesky), d = 4", ridge("auto", d=4), 2000, 5000),
+CASES = [  # (name, make(n) -> fit, quick n, full n): sizes where a fit takes >= ~1 s on one thread of a quiet machine
+    ("OVKRidge nystrom, p = 1000", ridge("nystrom", n_components=1000), 100000, 100000),
+    ("OVKRidge eigen", ridge("eigen"), 2000, 3000),
+    ("OVKRidge auto (grouped Cholesky), d = 4", ridge("auto", d=4), 5000, 5000),
     ("OVKRidge cg", ridge("cg"), 2000, 4000),
-    ("OVKGaussianProcess", gp, 500, 1000),
-    ("MovKL, 9 kernels, 20 outputs", movkl, 200, 400),
-    ("OVKDE conditional covariance, fit + score 100", ovkde, 800, 1600),
-    ("MVML, 3 views, 200 landmarks", mvml, 10000, 40000),
+    ("OVKGaussianProcess, fixed hyper-parameters (one evaluation + posterior)", lambda n: gp(n, optimize=False), 2000, 3000),
+    ("OVKGaussianProcess, optimized", gp, None, 1000),
+    ("MovKL, 9 kernels, 20 outputs", movkl, 2000, 2000),          # the alternation threads from 2000
+    ("OVKDE conditional covariance, fit + score 100", ovkde, 2000, 2000),
+    ("MVML, 3 views x 400 landmarks (r = 1200)", mvml, 40000, 40000),
 ]
 
 
@@ -150,10 +157,59 @@ def _within(ctx, f):
         return f()
 
 
+def eigh_drivers(m, repeat):
+    "eigh of order m by scipy's 'evd' (what eigh_psd uses) and 'evr' and by NumPy, on one thread and on all BLAS threads."
+    import scipy.linalg as sl
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(m, m))
+    A = A @ A.T + m * np.eye(m)
+    rows = []
+    for name, f in (("scipy evd", lambda: sl.eigh(A, driver="evd", check_finite=False)),
+                    ("scipy evr", lambda: sl.eigh(A, driver="evr", check_finite=False)),
+                    ("numpy", lambda: np.linalg.eigh(A))):
+        one, allt = pair(f, repeat)
+        rows.append({"eigh": name, "order": m, "one thread s": one["wall s"], f"{la.blas_ceiling()} threads s": allt["wall s"],
+                     "ratio": allt["wall s"] / one["wall s"], "idle cores": allt["idle cores"], "load": allt["load"]})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def side_by_side(m, repeat):
+    """Two independent factorisations of order m (the grouped Cholesky's groups, per-output pieces): one after the other
+    on one thread, one after the other on all BLAS threads, and side by side (a ThreadPoolExecutor of 2, each on one BLAS
+    thread: numpy and LAPACK release the GIL). Best of `repeat`."""
+    from concurrent.futures import ThreadPoolExecutor
+    import scipy.linalg as sl
+    rng = np.random.default_rng(2)
+    mats = []
+    for _ in range(2):
+        A = rng.normal(size=(m, m))
+        mats.append(A @ A.T + m * np.eye(m))
+    rows = []
+    for name, f in (("eigh", lambda A: sl.eigh(A, driver="evd", check_finite=False)),
+                    ("cholesky", lambda A: sl.cho_factor(A, check_finite=False))):
+        seq = lambda: [f(A) for A in mats]
+
+        def par():
+            with ThreadPoolExecutor(2) as ex:
+                return list(ex.map(f, mats))
+        one, allt = pair(seq, repeat)
+        side = min((timed(par, 1) for _ in range(repeat)), key=lambda r: r["wall s"])
+        rows.append({"two independent": name, "order": m, "in turn, one thread s": one["wall s"],
+                     f"in turn, {la.blas_ceiling()} threads s": allt["wall s"], "side by side s": side["wall s"],
+                     "threads / one": allt["wall s"] / one["wall s"], "side by side / one": side["wall s"] / one["wall s"],
+                     "idle cores": allt["idle cores"], "load": side["load"]})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def fits(quick, repeat, loaded):
     rows = []
     for name, make, nq, nf in CASES:
         n = nq if quick else nf
+        if n is None:
+            continue
+        t_case = time.perf_counter()
         fit = make(n)
         make(min(n, 200))()                            # warm-up: imports, first-call caches
         one, inst = pair(fit, repeat)
@@ -161,7 +217,7 @@ def fits(quick, repeat, loaded):
                      "one thread s": one["wall s"], "as installed s": inst["wall s"], "ratio": inst["wall s"] / one["wall s"],
                      "cpu / wall": inst["cpu / wall"], "cpu ratio": inst["cpu s"] / one["cpu s"],
                      "idle cores seen": inst["idle cores"], "load": inst["load"]})
-        print(rows[-1], flush=True)
+        print(rows[-1], f"({time.perf_counter() - t_case:.0f} s with the warm-up)", flush=True)
     return rows
 
 
@@ -190,34 +246,77 @@ def headline_kernel_ridge(n=5000, d=4, repeat=2):
             "KernelRidge s": t_kr, "ratio": t_ours / t_kr, "load": os.getloadavg()[0], "idle cores": la.idle_cores()}
 
 
-def main(quick=False):
+HISTORY = "## Earlier runs (history, newest first; each as it was written)"
+
+
+def _with_history(text):
+    """This run's text, then the earlier runs of threads.md below it: the previous run (its title made a '### Run:' line,
+    its sections '####') and the older history as it was."""
+    path = OUT / "threads.md"
+    if not path.exists():
+        return text
+    old = path.read_text()
+    prev, _, hist = old.partition(HISTORY)
+    lines = []
+    for line in prev.strip().splitlines():
+        if line.startswith("# "):
+            line = "### Run: " + line[2:]
+        elif line.startswith("## "):
+            line = "#### " + line[3:]
+        lines.append(line)
+    return text + "\n" + HISTORY + "\n\n" + "\n".join(lines) + "\n\n" + hist.strip() + "\n"
+
+
+def main(quick=False, headline=False, load=True, only=None, blocks=True):
     OUT.mkdir(exist_ok=True)
     t_start, load0 = time.perf_counter(), os.getloadavg()
-    repeat = 2
-    cross = crossover([500, 1000, 2000] if quick else [250, 500, 1000, 2000, 4000], repeat)
+    repeat = 1 if quick else 2
+    global CASES
+    if only:
+        CASES = [c for c in CASES if any(o.lower() in c[0].lower() for o in only)]
+    cross = crossover([500, 1000, 2000] if quick else [500, 1000, 2000, 4000], repeat) if blocks else []
+    drivers = eigh_drivers(1500 if quick else 2000, repeat) if blocks else []
+    sides = side_by_side(1500 if quick else 2000, repeat) if blocks else []
     rows = fits(quick, repeat, loaded=False)
-    with Busy():
-        rows += fits(quick, repeat, loaded=True)
-    heads = [headline_kernel_ridge(2000 if quick else 5000)]
-    if not quick:
-        heads.append(headline_nystrom())
-    load = os.getloadavg()
-    head = (f"# Threads where they pay (issue 34)\n\n`python bench/bench_threads.py{' --quick' if quick else ''}`. "
+    if load:
+        with Busy():
+            rows += fits(quick, 1, loaded=True)
+    heads = []
+    if headline:
+        heads = [headline_kernel_ridge(5000), headline_nystrom()]
+    end = os.getloadavg()
+    flags = ((" --quick" if quick else "") + (" --headline" if headline else "") + ("" if load else " --no-load")
+             + ("" if blocks else " --no-blocks") + "".join(f" --only '{o}'" for o in only or []))
+    head = (f"# Threads where they pay (issue 34)\n\n`python bench/bench_threads.py{flags}`. "
             f"{la._n_cpus()} CPUs, BLAS as installed with {la.blas_ceiling()} threads. Load average (1 / 5 / 15 min) "
-            f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+            f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, {end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f} "
             f"at the end; whole run {time.perf_counter() - t_start:.0f} s. 'one thread': `threadpool_limits(1)`; "
             "'as installed': no limit, the thread policy decides, started right after the one-thread fit in the same "
-            "process; best of the runs. 'idle cores seen': `idle_cores()` just before the as-installed fit (the cores "
-            "other processes leave idle); 'cpu / wall' of the as-installed fit is about the threads it used (times the share of a "
-            "core the machine gave us), 'cpu ratio' its CPU seconds over the one-thread fit's. 'under load': "
-            "one busy process per CPU beside us. Targets: 'as found' ratio <= 0.65 on a quiet machine, 'under load' <= 1.1.\n\n")
-    text = (head + "## Fits\n\n" + rows_to_markdown(rows) + "\n\n## Headline targets (as installed)\n\n"
-            + rows_to_markdown(heads) + "\n\n## Building blocks by order: one thread, all BLAS threads, the policy\n\n"
-            + rows_to_markdown(cross) + "\n")
-    (OUT / "threads.md").write_text(text)
+            f"process; best of {repeat} (under load: one run). 'idle cores seen': `idle_cores()` just before the "
+            "as-installed fit (the cores other processes leave idle); 'cpu / wall' of the as-installed fit is about the "
+            "threads it used (times the share of a core the machine gave us), 'cpu ratio' its CPU seconds over the "
+            "one-thread fit's. 'under load': one busy process per CPU beside us. Targets: 'as found' ratio <= 0.65 on a "
+            "quiet machine, 'under load' <= 1.1. The thresholds of `ovk_nb.linalg` (EIGH_THREADS_MIN_N, "
+            "CHOLESKY_THREADS_MIN_N, GEMM_THREADS_MIN_WORK) are read off the building blocks.\n\n")
+    text = head + "## Fits\n\n" + rows_to_markdown(rows) + "\n\n"
+    if heads:
+        text += "## Headline targets (as installed)\n\n" + "\n\n".join(rows_to_markdown([h]) for h in heads) + "\n\n"
+    if blocks:
+        text += ("## Building blocks by order: one thread, all BLAS threads, the policy\n\n" + rows_to_markdown(cross)
+                 + "\n\n## eigh's LAPACK drivers: one thread and all BLAS threads\n\n" + rows_to_markdown(drivers)
+                 + "\n\n## Two independent factorisations: in turn or side by side\n\n" + rows_to_markdown(sides) + "\n")
+    (OUT / "threads.md").write_text(_with_history(text))
     (OUT / "threads.csv").write_text(rows_to_csv(rows))
     print(text)
 
 
 if __name__ == "__main__":
-    sys.exit(main(quick="--quick" in sys.argv))
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the issue's sizes, one run each (about 3-4 min quiet)")
+    ap.add_argument("--headline", action="store_true", help="also Nystrom n = 1e6 and exact ridge vs KernelRidge n = 5000")
+    ap.add_argument("--no-load", action="store_true", help="skip the under-load section")
+    ap.add_argument("--no-blocks", action="store_true", help="skip the building blocks (Cholesky / eigh / GEMM, drivers)")
+    ap.add_argument("--only", action="append", help="only the fits whose name contains this (repeatable), e.g. MovKL")
+    a = ap.parse_args()
+    sys.exit(main(quick=a.quick, headline=a.headline, load=not a.no_load, only=a.only, blocks=not a.no_blocks))

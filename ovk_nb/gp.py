@@ -1103,7 +1103,7 @@ class _PCGPosterior(_JointPosterior):
         return np.clip(np.concatenate(out), 0, None) if out else np.zeros((0, self.d))
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #d5539770
-ONE_THREAD_N = 2000         # below this n the fit runs with one BLAS thread (see the decision above)
+ONE_THREAD_N = 1000         # one BLAS thread below this n; the thread policy from it (= linalg.EIGH_THREADS_MIN_N)
 DENSE_MAX = 3000            # sums of separable parts (LMC) use the exact dense fallback up to n * d = DENSE_MAX
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -1865,8 +1865,8 @@ def fit(self: OVKGaussianProcess, X, Y):
     prepare = _fit_data_xp if route_of(X) == "array_api" else _fit_data
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
-    # one BLAS thread below ONE_THREAD_N: many small eigh/products, where threads only contend (measured 14x slower
-    # per evaluation at n = 300 on a loaded 2-core machine)
+    # one BLAS thread below ONE_THREAD_N (small eigh/products lose to thread start-up); from it the thread policy: every
+    # idle core, one thread while other processes keep the cores busy (issue 34; linalg.EIGH_THREADS_MIN_N)
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
     with blas_threads(factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)):
         theta, value = _optimize(self, lik, theta, bounds, more)

@@ -89,9 +89,11 @@ def _criterion(terms, Z):
     return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #e26f9c86
-KDE_EIGH_THREADS_MIN_N = 5000          # n from which an eigh-based fit (OVKDE, WestonKDE) leaves BLAS all cores
-KDE_CHOLESKY_THREADS_MIN_N = 4000      # the same for CortesKDE's Cholesky fit
-KDE_SCORES_THREADS_MIN_WORK = 10 ** 10 # multiply-adds n^2 n_test of Q k_x from which the criterion leaves BLAS all cores
+from .linalg import CHOLESKY_THREADS_MIN_N, EIGH_THREADS_MIN_N, GEMM_THREADS_MIN_WORK  # noqa: E402
+
+KDE_EIGH_THREADS_MIN_N = EIGH_THREADS_MIN_N        # n from which an eigh-based fit (OVKDE, WestonKDE) may use threads
+KDE_CHOLESKY_THREADS_MIN_N = CHOLESKY_THREADS_MIN_N  # the same for CortesKDE's Cholesky fit
+KDE_SCORES_THREADS_MIN_WORK = GEMM_THREADS_MIN_WORK  # multiply-adds n^2 n_test of the criterion's Q k_x
 
 
 def _threads(size: int, min_size: int):

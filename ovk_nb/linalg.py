@@ -21,9 +21,10 @@ from .validation import to_numpy
 
 # %% auto #0
 __all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER', 'SYMMETRY_ROWS', 'NYSTROM_JOBS_BYTES', 'IDLE_CACHE_S', 'IDLE_WINDOW_S',
-           'IDLE_CORES_PER_THREAD', 'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning',
-           'check_condition', 'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator',
-           'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
+           'IDLE_CORES_PER_THREAD', 'EIGH_THREADS_MIN_N', 'CHOLESKY_THREADS_MIN_N', 'GEMM_THREADS_MIN_WORK',
+           'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning', 'check_condition',
+           'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec',
+           'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
            'ov_nystrom_preconditioner', 'check_symmetric', 'landmark_rows', 'cg_solve', 'NystromFeatures',
            'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit',
            'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom',
@@ -2678,6 +2679,10 @@ def idle_cores() -> float:
 
 # %% ../nbs/1_shared/02_linalg.ipynb #88756c5f
 IDLE_CORES_PER_THREAD = 1.5   # idle cores from which a second thread is started (see the decision above)
+# the sizes from which threads pay on an idle machine, per kind of routine (the table above; callers' thresholds name them)
+EIGH_THREADS_MIN_N = 1000           # eigh (driver 'evd') of order n: 2 threads / 1 = 0.85 at 1000, 0.77 at 2000
+CHOLESKY_THREADS_MIN_N = 2000       # Cholesky of order n: 1.41 at 1000 (a loss), 0.68 at 2000, 0.73 at 4000
+GEMM_THREADS_MIN_WORK = 10 ** 9     # multiply-adds of one product: 0.49 at 1000^3, 0.85 at 2000^3, 0.52 at 4000^3
 
 
 def blas_ceiling() -> int:
@@ -2699,7 +2704,7 @@ def blas_ceiling() -> int:
     return max([c.num_threads for c in _controller().lib_controllers if c.user_api == "blas"], default=1)
 
 
-def factor_threads(size: int, min_size: int):
+def factor_threads(size: int, min_size: int, ceiling: int | None = None):
     """The BLAS thread limit for one large factorisation or product: the policy, written once.
 
     1 below ``min_size`` (small work loses to thread start-up). From it, one thread per idle core that *other* processes
@@ -2713,6 +2718,9 @@ def factor_threads(size: int, min_size: int):
         The size of the problem (n, n d, a rank, ...).
     min_size : int
         The size from which threads pay.
+    ceiling : int or None, default=None
+        The most threads allowed; None: `blas_ceiling()`. A caller that holds a lower limit of its own around the call
+        (MVML's one-thread `fit`) passes the ceiling it read before taking that limit.
 
     Returns
     -------
@@ -2726,7 +2734,7 @@ def factor_threads(size: int, min_size: int):
     """
     if size < min_size:
         return 1
-    ceiling = blas_ceiling()
+    ceiling = blas_ceiling() if ceiling is None else int(ceiling)
     if ceiling <= 1:
         return None
     k = min(ceiling, max(1, int(idle_cores() + 2 - IDLE_CORES_PER_THREAD)))

@@ -25,9 +25,9 @@ from .weights import lr_norm_weights
 from .backend import FALLBACK_LAM, loo_lam
 
 # %% auto #0
-__all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'DEFAULT_BANDWIDTHS', 'GS_WINDOW', 'GS_MAX_SWEEPS',
-           'movkl_dense_reference', 'default_operator', 'FunctionalKRR', 'loo_curves', 'kernel_pairs',
-           'default_kernels', 'group_operators', 'kron_sum_matvec', 'relative_residual', 'solve_eig',
+__all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'MOVKL_ALTERNATION_THREADS_MIN_N', 'DEFAULT_BANDWIDTHS',
+           'GS_WINDOW', 'GS_MAX_SWEEPS', 'movkl_dense_reference', 'default_operator', 'FunctionalKRR', 'loo_curves',
+           'kernel_pairs', 'default_kernels', 'group_operators', 'kron_sum_matvec', 'relative_residual', 'solve_eig',
            'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL', 'movkl_loco']
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #797479b6
@@ -75,8 +75,11 @@ def _y_mean(center_y, default_model: bool, Y) -> np.ndarray:
     return Y.mean(0) if center else np.zeros(Y.shape[1])
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #ef539e48
-MOVKL_EIGH_THREADS_MIN_N = 5000             # n from which a fit (its eigh of an n x n Gram) leaves BLAS all cores
-MOVKL_PREDICT_THREADS_MIN_WORK = 10 ** 10   # multiply-adds n_test n d from which predict's product leaves BLAS all cores
+from .linalg import EIGH_THREADS_MIN_N, GEMM_THREADS_MIN_WORK  # noqa: E402
+
+MOVKL_EIGH_THREADS_MIN_N = EIGH_THREADS_MIN_N       # n from which a fit (its Grams, its eigh of an n x n Gram) may use threads
+MOVKL_PREDICT_THREADS_MIN_WORK = GEMM_THREADS_MIN_WORK  # multiply-adds n_test n d from which predict's product may
+MOVKL_ALTERNATION_THREADS_MIN_N = 2000      # n from which PCG's and (15)'s n x n x m products may (provisional, see above)
 
 
 def _threads(size: int, min_size: int):
@@ -88,6 +91,13 @@ def _one_thread(n: int):
     """One BLAS thread inside MovKL's alternation on n curves: below MOVKL_EIGH_THREADS_MIN_N the caller's limit (the fit's,
     `movkl_loco`'s) already holds it, so none is set again (a limit costs about 0.1 ms); above, it is set here."""
     return blas_threads(None if n < MOVKL_EIGH_THREADS_MIN_N else 1)
+
+
+def _alternation_threads(n: int):
+    """PCG's iterations and the products of (15) on n curves (n x n x m products): one thread below
+    MOVKL_ALTERNATION_THREADS_MIN_N, the thread policy from it. Under a caller's one-thread limit (`movkl_loco`, a fit
+    below MOVKL_EIGH_THREADS_MIN_N) the policy's ceiling is that limit, so they stay on one thread."""
+    return blas_threads(None if n < MOVKL_EIGH_THREADS_MIN_N else factor_threads(n, MOVKL_ALTERNATION_THREADS_MIN_N))
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #06ee478e
 class FunctionalKRR(MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -503,7 +513,7 @@ def _alpha_step(est, As, Ts, Ys, Z0):
         if P is None or est._pcg_last > max(8, 2 * est._pcg_fresh):
             P = est._precond = KronPreconditioner(As, Ts, est.lam_)
             est._pcg_fresh = None
-        with _one_thread(len(Ys)):                       # many n x n x m products (see the decision above)
+        with _alternation_threads(len(Ys)):              # many n x n x m products (see the decision above)
             Z, info = solve_pcg(As, Ts, Ys, est.lam_, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
         est._pcg_last = info["iterations"]
         if est._pcg_fresh is None:
@@ -516,9 +526,9 @@ def _alpha_step(est, As, Ts, Ys, Z0):
 def _norms_and_fit(Grams, groups, Ts, d, Z):
     """q_k = <G_k, Z T_g Z^T>_F for the kernels with d_k > 0 (0 for the others), and sum_g A_g Z T_g with
     A_g = sum_{k in g} d_k G_k: per operator group one n x n x m product for S_g = (Z T_g) Z^T and one for the fit,
-    then an O(n^2) inner product per kernel (on one BLAS thread, see the decision above)."""
+    then an O(n^2) inner product per kernel (BLAS threads: `_alternation_threads`, see the decision above)."""
     q = np.zeros(len(Grams)); Yhat = np.zeros_like(Z)
-    with _one_thread(len(Z)):
+    with _alternation_threads(len(Z)):
         for (_, members), Tg in zip(groups, Ts):
             on = [k for k in members if d[k] > 0]
             if not on:
@@ -713,7 +723,7 @@ def fit(self: MovKL, X, Y):
     Ts = [symmetric_operator(T, w) for T, _ in groups]
     _start_solver(self, groups, Ts)
     y_mean = _y_mean(self.center_y, self.kernels is None, Y)
-    with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG, Gauss-Seidel: one thread always
+    with blas_threads(_threads(len(X), MOVKL_EIGH_THREADS_MIN_N)):      # PCG from MOVKL_ALTERNATION_THREADS_MIN_N
         Grams, Ys = _kernel_grams(pairs, w, X, X), (Y - y_mean) * s
         if isinstance(self.lam, str):                                   # 'auto': the decision above
             self.lam_ = _auto_lam(self, Grams, groups, Ts, Ys)

@@ -698,38 +698,43 @@ def _initial_lowrank(G, offs, rcond):
 # %% ../nbs/2_algorithms/05_mvml.ipynb #b0697249
 from sklearn.utils import check_random_state  # noqa: E402
 
-# r (total rank) at and above which the few large routines (the n x r Gram products, eigh of the lifted problem) use the
-# installed BLAS threads; None: never. Measured on the project's 2-core machine (see the decision): threaded eigh lost 3.7-35x
-# and the threaded Gram product 0.97-1.22x against one thread at r = 1000-2400, so one thread everywhere.
-MVML_THREADS_MIN_RANK = None
+import threading  # noqa: E402
 
+from .linalg import EIGH_THREADS_MIN_N, blas_ceiling, factor_threads  # noqa: E402
 
-_INSTALLED = []
+# r (total rank) from which the few large routines (the n x r Gram products, eigh of the lifted problem) take the thread
+# policy (every idle core; one thread when other processes keep the cores busy); None: never. Issue 34: the building
+# blocks' eigh threshold (see the decision).
+MVML_THREADS_MIN_RANK = EIGH_THREADS_MIN_N
 
-
-def _installed_threads() -> int:
-    "The BLAS threads as installed (read once, the first time MVML runs)."
-    if not _INSTALLED:
-        from threadpoolctl import threadpool_info
-        _INSTALLED.append(max([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"], default=1))
-    return _INSTALLED[0]
+_CEILING = threading.local()        # the BLAS threads allowed when fit / predict took its one-thread limit
 
 
 def _threads(size: int) -> int:
-    "BLAS threads for one large routine (a Gram product, an eigh) of size `size`: as installed from MVML_THREADS_MIN_RANK, else 1."
-    return _installed_threads() if MVML_THREADS_MIN_RANK is not None and size >= MVML_THREADS_MIN_RANK else 1
+    """BLAS threads for one large routine (a Gram product, an eigh) of size `size`, inside the one-thread limit of
+    `_one_blas_thread`: the thread policy under the ceiling read before that limit from MVML_THREADS_MIN_RANK, else 1."""
+    if MVML_THREADS_MIN_RANK is None or size < MVML_THREADS_MIN_RANK:
+        return 1
+    ceiling = getattr(_CEILING, "value", 1)
+    k = factor_threads(size, MVML_THREADS_MIN_RANK, ceiling=ceiling)
+    return ceiling if k is None else k
 
 
 def _one_blas_thread(method):
     """Run `fit` / `predict` with one BLAS thread: their many small products (group norms, the alternation's matrix-vector
-    products, the per-view blocks) lose to thread start-up and to a busy machine; the few large routines inside open the
-    installed threads again (`_threads`), see the decision in the notebook."""
+    products, the per-view blocks) lose to thread start-up and to a busy machine; the few large routines inside take the
+    thread policy again, under the user's ceiling read here (`_threads`), see the decision in the notebook."""
     import functools
 
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
-        with blas_threads(1):
-            return method(*args, **kwargs)
+        outer = getattr(_CEILING, "value", None)
+        _CEILING.value = blas_ceiling() if outer is None else outer      # the user's limit, read before ours
+        try:
+            with blas_threads(1):
+                return method(*args, **kwargs)
+        finally:
+            _CEILING.value = outer
     return wrapper
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #fab3483b

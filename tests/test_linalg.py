@@ -308,6 +308,20 @@ def test_factor_threads_policy_and_user_ceiling():
             assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == {1}
 
 
+def test_factor_threads_ceiling_read_before_a_callers_own_limit():
+    """A caller that holds blas_threads(1) for its small work (MVML's fit) passes the ceiling it read before: the idle
+    cores up to that ceiling, one thread when the others are busy, the user's 1 when that was the ceiling."""
+    from unittest import mock
+    import ovk_nb.linalg as la
+    with la.blas_threads(1), mock.patch.object(la, "idle_cores", lambda: 2.0):
+        assert la.factor_threads(10 ** 6, 1000) is None                # the caller's own 1 read as the ceiling
+        assert la.factor_threads(10 ** 6, 1000, ceiling=4) == 2        # the 2 idle cores of a 4-thread BLAS
+        assert la.factor_threads(10 ** 6, 1000, ceiling=2) is None     # all of them: the ceiling itself
+        assert la.factor_threads(10 ** 6, 1000, ceiling=1) is None and la.factor_threads(999, 1000, ceiling=4) == 1
+    with mock.patch.object(la, "idle_cores", lambda: 0.3):
+        assert la.factor_threads(10 ** 6, 1000, ceiling=4) == 1
+
+
 def test_blas_ceiling_reads_the_environment():
     "OPENBLAS_NUM_THREADS=1 set before start is the ceiling, whatever the machine has."
     import os, subprocess, sys

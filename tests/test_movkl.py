@@ -366,6 +366,50 @@ def test_default_kernels_are_fitted_attributes_and_the_users_objects_stay():
 
 
 # ---------------------------------------------------------------- BLAS threads (issue 19, section 5)
+def test_alternation_threads_from_its_threshold_and_never_under_a_one_thread_caller():
+    """Issue 34: PCG's and (15)'s n x n x m products take the thread policy from MOVKL_ALTERNATION_THREADS_MIN_N on an idle
+    machine, one thread below it and whenever the caller holds one (movkl_loco's refits, a busy machine)."""
+    from unittest import mock
+    import ovk_nb.linalg
+    from threadpoolctl import threadpool_info, threadpool_limits
+    from ovk_nb.movkl import MOVKL_ALTERNATION_THREADS_MIN_N as m, MOVKL_EIGH_THREADS_MIN_N, _alternation_threads
+    assert MOVKL_EIGH_THREADS_MIN_N <= m
+    blas = lambda: max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    with threadpool_limits(2):
+        with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0):
+            for n, want in ((m - 1, 1), (m, 2)):
+                with _alternation_threads(n):
+                    assert blas() == want, n
+            with threadpool_limits(1), _alternation_threads(10 * m):
+                assert blas() == 1
+        with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 0.3), _alternation_threads(10 * m):
+            assert blas() == 1
+        assert blas() == 2
+
+
+def test_fit_with_the_alternation_on_threads_equals_the_one_thread_fit(monkeypatch):
+    """Issue 34: with the thresholds at 1 and an idle machine (mocked), the Grams, the eigh and PCG's products run on the
+    BLAS threads as installed; the fit equals the one-thread fit to rounding (`_same_fit_to_rounding`)."""
+    import ovk_nb.linalg
+    import ovk_nb.movkl as mk
+    from threadpoolctl import threadpool_info, threadpool_limits
+    blas = lambda: max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    seen, real = [], mk.kron_sum_matvec
+    monkeypatch.setattr(mk, "kron_sum_matvec", lambda *a: (seen.append(blas()), real(*a))[1])
+    monkeypatch.setattr(mk, "MOVKL_EIGH_THREADS_MIN_N", 1)
+    monkeypatch.setattr(mk, "MOVKL_ALTERNATION_THREADS_MIN_N", 1)
+    monkeypatch.setattr(ovk_nb.linalg, "idle_cores", lambda: 2.0)
+    X, Y, t = problem(5)
+    with threadpool_limits(2):
+        a = MovKL(nine_kernels(t), lam=0.3).fit(X, Y)
+        assert seen and set(seen) == {2}
+        seen.clear()
+        with threadpool_limits(1):
+            b = MovKL(nine_kernels(t), lam=0.3).fit(X, Y)
+        assert seen and set(seen) == {1}
+    _same_fit_to_rounding(a, b, X)
+
+
 def test_thread_limit_rule_and_the_same_fit_under_it():
     """The rule at its edges; a fit under it equals a fit on one thread throughout (to rounding), and leaves the BLAS
     thread count as it found it (a limit is applied when built: never built outside a `with`)."""

@@ -271,6 +271,36 @@ def test_fit_and_predict_run_with_one_blas_thread(monkeypatch):
     assert calls and set(calls) == {1} and blas() == before
 
 
+def test_large_routines_take_the_thread_policy_under_the_users_ceiling(monkeypatch):
+    """Issue 34: from MVML_THREADS_MIN_RANK the Gram product Z^T Z runs on the idle cores (the policy), not the fit's one
+    thread; the small work stays on one; a user's threadpool_limits(1), read before the fit's own limit, still caps it."""
+    import ovk_nb.linalg as la
+    import ovk_nb.mvml as mv
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas():
+        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+    seen, norms, real, real_norms = [], [], BlockNystrom.normal_equations, mv.group_norms
+    monkeypatch.setattr(BlockNystrom, "normal_equations", lambda self, *a, **k: (seen.append(blas()), real(self, *a, **k))[1])
+    monkeypatch.setattr(mv, "group_norms", lambda *a: (norms.append(blas()), real_norms(*a))[1])
+    monkeypatch.setattr(mv, "MVML_THREADS_MIN_RANK", 10)             # r = 3 x 20 landmarks is above it
+    monkeypatch.setattr(la, "idle_cores", lambda: 2.0)               # an idle 2-core machine
+    X, y = _data()
+    with threadpool_limits(2):
+        MVMLClassifier(VIEWS, RBF(0.5), n_components=20, random_state=0).fit(X, np.digitize(y, [-0.5, 0.5]))
+        assert seen == [2] and set(norms) == {1} and blas() == 2
+        seen.clear()
+        with threadpool_limits(1):
+            MVMLClassifier(VIEWS, RBF(0.5), n_components=20, random_state=0).fit(X, np.digitize(y, [-0.5, 0.5]))
+        assert seen == [1]
+    seen.clear()
+    monkeypatch.setattr(la, "idle_cores", lambda: 0.2)               # others busy on both cores: one thread
+    with threadpool_limits(2):
+        MVMLClassifier(VIEWS, RBF(0.5), n_components=20, random_state=0).fit(X, np.digitize(y, [-0.5, 0.5]))
+    assert seen == [1]
+
+
 def test_normalize_y_is_affine_equivariant_and_takes_huge_targets():
     """normalize_y=True (the default): the fit of a y + b is a (fit of y) + b, with the same metric (y standardized, in the
     units of a power of two: exact up to the rounding of the mean and the std); y * 1e154 fits (it was refused by name)."""
