@@ -36,8 +36,9 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                fit_context)
 
 # %% auto #0
-__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'CG_THREADS_MIN_N', 'DASK_RESOLVE_ROWS', 'ridge_dense_reference',
-           'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement', 'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'EIGEN_THREADS_MIN_N', 'NYSTROM_THREADS_MIN_N', 'CG_THREADS_MIN_N',
+           'DASK_RESOLVE_ROWS', 'ridge_dense_reference', 'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference',
+           'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -159,16 +160,19 @@ def _lam_value(est):
     return FALLBACK_LAM if isinstance(est.lam, str) else float(est.lam)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ddec40f9
-BLAS_THREADS_MIN_N = 1000        # order of the factorised matrix (n; n d for 'dense'; rows for Nystrom) from which threads may pay
-CG_THREADS_MIN_N = 4000          # n from which CG's Gram products (n x n times n x d a matvec) may use threads
+from .linalg import CHOLESKY_THREADS_MIN_N, EIGH_THREADS_MIN_N
+
+BLAS_THREADS_MIN_N = CHOLESKY_THREADS_MIN_N  # order of a factorised matrix ('cholesky': n per group; 'dense': n d) from which threads pay
+EIGEN_THREADS_MIN_N = EIGH_THREADS_MIN_N     # n from which the n x n eigh of 'eigen' (and lam='auto') may use threads
+NYSTROM_THREADS_MIN_N = 2 * 4096             # rows from which Nystrom's feature pass has a 4096-row chunk for each of two workers
+CG_THREADS_MIN_N = 4000                      # n from which CG's Gram products (n x n times n x d a matvec) may use threads
 
 
 def _solve_threads(solver, n, d):
     """BLAS thread limit for `_solve`, by the one policy `linalg.factor_threads`: one thread below the size where threads
     pay, from it every core that other processes leave idle (one on a busy machine), at most the user's BLAS threads."""
-    size, min_size = (n * d, BLAS_THREADS_MIN_N) if solver == "dense" else (n, CG_THREADS_MIN_N if solver == "cg"
-                                                                              else BLAS_THREADS_MIN_N)
-    return factor_threads(size, min_size)
+    min_size = {"eigen": EIGEN_THREADS_MIN_N, "nystrom": NYSTROM_THREADS_MIN_N, "cg": CG_THREADS_MIN_N}
+    return factor_threads(n * d if solver == "dense" else n, min_size.get(solver, BLAS_THREADS_MIN_N))
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #3db6ba5c
 def _eigen_factor(parts: KernelParts, X, Y):

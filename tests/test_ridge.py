@@ -389,12 +389,16 @@ def test_solve_threads_rule_and_results():
     from unittest import mock
     from threadpoolctl import threadpool_limits
     import ovk_nb.linalg
-    from ovk_nb.ridge import BLAS_THREADS_MIN_N, CG_THREADS_MIN_N, _solve_threads
-    m = BLAS_THREADS_MIN_N
-    assert [_solve_threads(s, m - 1, 1) for s in ("dense", "eigen", "cholesky", "nystrom", "cg")] == [1] * 5
+    from ovk_nb.ridge import (BLAS_THREADS_MIN_N, CG_THREADS_MIN_N, EIGEN_THREADS_MIN_N, NYSTROM_THREADS_MIN_N,
+                              _solve_threads)
+    # ridge's thresholds name linalg's measured ones (issue 34: a Cholesky of order 1000 lost with two threads)
+    assert BLAS_THREADS_MIN_N == ovk_nb.linalg.CHOLESKY_THREADS_MIN_N and EIGEN_THREADS_MIN_N == ovk_nb.linalg.EIGH_THREADS_MIN_N
+    mins = {"dense": BLAS_THREADS_MIN_N, "eigen": EIGEN_THREADS_MIN_N, "cholesky": BLAS_THREADS_MIN_N,
+            "nystrom": NYSTROM_THREADS_MIN_N, "cg": CG_THREADS_MIN_N}
+    assert [_solve_threads(s, k - 1, 1) for s, k in mins.items()] == [1] * 5
     with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0), mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2):
-        assert [_solve_threads(s, m, 5) for s in ("dense", "eigen", "cholesky", "nystrom")] == [None] * 4
-        assert _solve_threads("cg", CG_THREADS_MIN_N - 1, 5) == 1 and _solve_threads("cg", CG_THREADS_MIN_N, 5) is None
+        assert [_solve_threads(s, k, 1) for s, k in mins.items()] == [None] * 5
+        assert _solve_threads("dense", BLAS_THREADS_MIN_N // 5, 5) is None          # 'dense': the order n d
     with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 0.3), mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2):
         assert [_solve_threads(s, 10 ** 6, 5) for s in ("dense", "eigen", "cholesky", "nystrom", "cg")] == [1] * 5
     rng = np.random.default_rng(3)
