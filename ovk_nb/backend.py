@@ -17,8 +17,9 @@ from .validation import to_numpy      # the host copy, written once on floor 1 (
 
 
 # %% auto #0
-__all__ = ['XP_SOLVERS', 'DEFAULT_LAMS', 'FALLBACK_LAM', 'route_of', 'namespace', 'device_of', 'check_xp_data', 'xp_eigen_factor',
-           'xp_exact_model', 'cond_lower_bound', 'loo_lam', 'xp_ridge_fit', 'xp_ridge_predict']
+__all__ = ['XP_SOLVERS', 'RAYLEIGH_BLOCK', 'DEFAULT_LAMS', 'FALLBACK_LAM', 'route_of', 'namespace', 'device_of', 'check_xp_data',
+           'xp_eigen_factor', 'xp_exact_model', 'rayleigh_pair', 'cond_lower_bound', 'loo_lam', 'xp_ridge_fit',
+           'xp_ridge_predict']
 
 # %% ../nbs/1_shared/09_backend.ipynb #3eca5ac2
 def route_of(X) -> str:
@@ -262,6 +263,65 @@ def xp_exact_model(parts, C, solver, factor=None, info=None) -> dict:
             "feats": None, "n_iter": int(info["iterations"]), "converged": bool(info["converged"]), "rank": None}
 
 # %% ../nbs/1_shared/09_backend.ipynb #4d56eebd
+from .linalg import _chunks
+
+RAYLEIGH_BLOCK = 2 ** 22     # entries of one row block of the pair search (32 MB in float64): no n x n temporary
+
+
+def rayleigh_pair(parts: KernelParts, grams, observed=None):
+    """The two Rayleigh quotients of the bound above, on NumPy Grams, in row blocks of `RAYLEIGH_BLOCK` entries.
+
+    Parameters
+    ----------
+    parts : KernelParts
+        The kernel's separable parts (G_c, T_c).
+    grams : list of ndarray of shape (n, n)
+        ``parts.grams(X, X)`` on the host (read, not changed).
+    observed : ndarray of bool of shape (n, d) or None, default=None
+        The entries in the system; None: all.
+
+    Returns
+    -------
+    q : float
+        min over outputs l and observed pairs i != j of 0.5 (D_ii + D_jj) - D_ij, D = sum_c T_c[l, l] G_c (inf: no pair).
+    pair : tuple of int
+        (i, j, l) where it is reached ((0, 1, 0) without a pair).
+    top : tuple
+        (the largest observed diagonal entry D_kk, k, l) (-inf, 0, 0 with no observed entry).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.array([[0.0], [1.0], [0.0]])
+    >>> parts = KernelParts(Separable(RBF(1.0), np.eye(2)))
+    >>> q, pair, top = rayleigh_pair(parts, parts.grams(X, X))
+    >>> float(q), pair, top
+    (0.0, (0, 2, 0), (1.0, 0, 0))
+    """
+    n = grams[0].shape[0]
+    best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
+    for l in range(parts.d):
+        tl = [(float(parts.T[c][l, l]), grams[j]) for c, j in enumerate(parts.sidx)]
+        rows = None if observed is None else np.flatnonzero(observed[:, l])
+        m = n if rows is None else len(rows)
+        if m == 0:
+            continue
+        diag = sum(t * (np.diag(G) if rows is None else np.diag(G)[rows]) for t, G in tl)
+        k = int(np.argmax(diag))
+        top = max(top, (float(diag[k]), k if rows is None else int(rows[k]), l))
+        if m < 2:
+            continue
+        for r in _chunks(m, max(1, RAYLEIGH_BLOCK // m)):
+            blk = (lambda G: G[r]) if rows is None else (lambda G: G[np.ix_(rows[r], rows)])
+            Q = 0.5 * (diag[r, None] + diag[None, :]) - sum(t * blk(G) for t, G in tl)
+            Q[np.arange(r.stop - r.start), np.arange(r.start, r.stop)] = np.inf
+            a, j = np.unravel_index(int(np.argmin(Q)), Q.shape)
+            i, j = r.start + int(a), int(j)
+            best = min(best, (float(Q[a, j]),) + ((i, j) if rows is None else (int(rows[i]), int(rows[j]))) + (l,))
+    return best[0], best[1:], top
+
+
 def cond_lower_bound(parts: KernelParts, X, lam: float, observed=None) -> float:
     """A lower bound of cond(K + lam I) from Rayleigh quotients (see above), O(n^2 d) on the scalar Grams, any library.
 
@@ -289,21 +349,8 @@ def cond_lower_bound(parts: KernelParts, X, lam: float, observed=None) -> float:
     >>> cond_lower_bound(KernelParts(Separable(RBF(1.0), np.eye(2))), np.vstack([X, X]), 1e-12) > 1e11
     True
     """
-    grams = [to_numpy(G) for G in parts.grams(X, X)]
-    n, hi, lo = grams[0].shape[0], 0.0, np.inf
-    for l in range(parts.d):
-        D = sum(float(parts.T[c][l, l]) * grams[j] for c, j in enumerate(parts.sidx))
-        rows = np.arange(n) if observed is None else np.flatnonzero(observed[:, l])
-        if len(rows) == 0:
-            continue
-        Dl = D[np.ix_(rows, rows)]
-        diag = np.diag(Dl).copy()
-        hi = max(hi, float(diag.max()))
-        if len(rows) > 1:
-            Q = 0.5 * (diag[:, None] + diag[None, :] - 2 * Dl)
-            np.fill_diagonal(Q, np.inf)
-            lo = min(lo, float(max(Q.min(), 0.0)))
-    return (hi + lam) / (lo + lam) if np.isfinite(lo) else 1.0
+    q, _, (hi, _, _) = rayleigh_pair(parts, [to_numpy(G) for G in parts.grams(X, X)], observed)
+    return (hi + lam) / (max(q, 0.0) + lam) if np.isfinite(q) else 1.0
 
 # %% ../nbs/1_shared/09_backend.ipynb #ea2ad55e
 def _host_dtype(A):

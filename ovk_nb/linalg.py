@@ -20,7 +20,7 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER', 'SYMMETRY_ROWS', 'IDLE_CACHE_S', 'IDLE_WINDOW_S',
+__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER', 'SYMMETRY_ROWS', 'NYSTROM_JOBS_BYTES', 'IDLE_CACHE_S', 'IDLE_WINDOW_S',
            'IDLE_CORES_PER_THREAD', 'EIGH_THREADS_MIN_N', 'CHOLESKY_THREADS_MIN_N', 'GEMM_THREADS_MIN_WORK',
            'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning', 'check_condition',
            'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec',
@@ -916,10 +916,15 @@ def _shifted_pcg(U, delta: float, B, anorm: float, kappa: float, rho: float):
     return None
 
 # %% ../nbs/1_shared/02_linalg.ipynb #437b93f9
-def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
+from concurrent.futures import ThreadPoolExecutor
+
+
+def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto", overlap: bool = False):
     """The groups of a single scalar Gram G as the shifted systems (G + s_g I) x = y / t_g, s_g = lam / t_g (NumPy): one
     Cholesky of the group `_shift_plan` picks (in G's memory), the groups it names by `_shifted_pcg` on that factor, the
-    rest by their own Cholesky; warns with the largest condition (9). Returns the rotated coefficients (n, d)."""
+    rest by their own Cholesky; warns with the largest condition (9). Returns the rotated coefficients (n, d). overlap: the
+    factor's condition estimate (pocon, GIL released) runs in a second thread beside the PCG solves, which then run to
+    the bound's cap for an unknown condition (see the decision above)."""
     n = G.shape[0]
     out, todo = np.empty(Yh.shape, dtype=np.result_type(G, Yh)), []
     for col, idx in groups:
@@ -944,7 +949,16 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
     A = _add_diag(np, G, s_f)                                  # the factored group overwrites G
     anorm = _anorm(A)
     F = _spd_factor(np, A)
-    kappa = cho_cond(F, anorm)
+    early = {}
+    if overlap and pcg_groups:                                 # pocon in a second thread while the PCG solves run here
+        with ThreadPoolExecutor(1) as side:
+            fut = side.submit(cho_cond, F, anorm)
+            for g in pcg_groups:
+                s, rhs_g, _ = todo[g]
+                early[g] = _shifted_pcg(F[0], s - s_f, rhs_g, anorm, None, max(s / s_f, s_f / s))
+            kappa = fut.result()
+    else:
+        kappa = cho_cond(F, anorm)
     cond = max(cond, kappa)
     out[:, idx] = _spd_factor_solve(np, F, rhs)
     for g in pcg_groups:
@@ -952,7 +966,10 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
         delta, rho = s - s_f, max(s / s_f, s_f / s)
         lmin = anorm / kappa if math.isfinite(kappa) else 0.0                      # (9)
         cond = max(cond, (anorm + delta) / max(lmin + delta, min(1.0, s / s_f) * lmin, 1e-300))
-        x = _shifted_pcg(F[0], delta, rhs, anorm, kappa, rho) if math.isfinite(kappa) else None
+        if not math.isfinite(kappa):
+            x = None
+        else:
+            x = early[g] if g in early else _shifted_pcg(F[0], delta, rhs, anorm, kappa, rho)
         if x is None:                                          # breakdown or cap: that group's own Cholesky, from U^T U
             U = np.triu(F[0])
             A = _add_diag(np, U.T @ U, s - s_f + 0.0)
@@ -962,7 +979,7 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto"):
     return out
 
 # %% ../nbs/1_shared/02_linalg.ipynb #e3e1bdb2
-def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str = "auto"):
+def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str = "auto", overlap: bool = False):
     """Solve the ridge system (K + lam I) C = Y for a kernel whose output matrices share an eigenbasis.
 
     One Cholesky factorisation per distinct column of eigenvalues (`group_columns`); with a single scalar Gram (NumPy) the
@@ -984,6 +1001,9 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str
     shift_solve : {'auto', 'pcg', 'cholesky'}, default='auto'
         With a single scalar Gram: 'auto' solves a group by PCG on another's factor when (8) predicts it cheaper than its
         own Cholesky, 'pcg' always, 'cholesky' never (one Cholesky per group).
+    overlap : bool, default=False
+        With a single scalar Gram and PCG groups: the factor's condition estimate runs in a second thread beside the PCG
+        solves (the caller says a second core is free; `OVKRidge` does when its thread policy allows two threads).
 
     Returns
     -------
@@ -1014,7 +1034,7 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str
     Yh = Y @ _like(Vinv, Y).T
     groups = group_columns(E)
     if len(grams) == 1 and xp is np and shift_solve != "cholesky":
-        return _one_gram_shifts(parts, grams[0], Yh, groups, lam, shift_solve) @ V.T
+        return _one_gram_shifts(parts, grams[0], Yh, groups, lam, shift_solve, overlap) @ V.T
     blocks, cond = [], 1.0
     for gi, (col, idx) in enumerate(groups):
         coefs = np.zeros(len(grams))
@@ -1816,7 +1836,39 @@ def solve(self: NystromSystem, A, b, lam) -> NystromModel:
     return NystromModel(self.feats, blocks, _like(self.parts.s, A))
 
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
-def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> NystromModel:
+from concurrent.futures import ThreadPoolExecutor
+
+from threadpoolctl import threadpool_limits
+
+NYSTROM_JOBS_BYTES = 2 ** 30    # memory the feature-pass workers may hold together (see the decision above)
+
+
+def _nystrom_jobs(parts: KernelParts, n_jobs: int, rows: int, m: int) -> int:
+    """Workers that fit in `NYSTROM_JOBS_BYTES`: each holds about 5 (rows x m) distance / feature temporaries and two
+    copies of its chunk's normal matrix (at most m x m for one separable part, (m d nc)^2 otherwise)."""
+    size = m if parts.nc == 1 and parts.eig is not None else m * parts.d * parts.nc
+    return max(1, min(int(n_jobs), NYSTROM_JOBS_BYTES // (8 * (5 * rows * m + 2 * size * size))))
+
+
+def _chunk_terms(system, X, Y, slices, n_jobs: int):
+    """`system.terms` of each row chunk, in chunk order. n_jobs > 1 (NumPy, the caller on one BLAS thread): that many
+    worker threads (the chunks are independent, and NumPy releases the GIL in BLAS and in the element-wise passes), at
+    most n_jobs chunks in flight (their terms included) so that memory stays O(n_jobs chunk m)."""
+    if n_jobs <= 1:
+        for sl in slices:
+            yield system.terms(X[sl, ...], Y[sl, ...])
+        return
+    with ThreadPoolExecutor(n_jobs) as pool:
+        todo, futs = iter(slices), []
+        for sl in todo:
+            futs.append(pool.submit(system.terms, X[sl, ...], Y[sl, ...]))
+            if len(futs) >= n_jobs:
+                yield futs.pop(0).result()
+        for f in futs:
+            yield f.result()
+
+
+def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_jobs: int = 1) -> NystromModel:
     """Kernel ridge with every scalar Gram replaced by its Nystrom approximation on landmarks, summed over row chunks.
 
     Parameters
@@ -1833,6 +1885,10 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
         The landmark points.
     chunk : int, default=4096
         Rows per chunk (memory O(chunk m)).
+    n_jobs : int, default=1
+        Worker threads for the feature pass (NumPy inputs), at most as many as fit in `NYSTROM_JOBS_BYTES`; n_jobs > 1
+        runs the whole fit on one BLAS thread per worker and sums the chunks' terms in chunk order, so the result has the
+        bits of n_jobs=1 on one BLAS thread.
 
     Returns
     -------
@@ -1851,12 +1907,15 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096) -> 
     >>> bool(np.allclose(model.predict(X), parts.apply(X, X, C_dense), atol=1e-6))
     True
     """
-    system = NystromSystem(parts, landmarks)
-    A = b = None
-    for sl in _chunks(X.shape[0], chunk):
-        a_, b_ = system.terms(X[sl, ...], Y[sl, ...])
-        A, b = (a_, b_) if A is None else (A + a_, b + b_)
-    return system.solve(A, b, lam)
+    slices = _chunks(X.shape[0], chunk)
+    n_jobs = min(_nystrom_jobs(parts, n_jobs, min(chunk, X.shape[0]), landmarks.shape[0]), len(slices)) \
+        if xp_of(Y) is np else 1
+    with threadpool_limits(1, "blas") if n_jobs > 1 else contextlib.nullcontext():   # one BLAS thread: n_jobs=1's bits
+        system = NystromSystem(parts, landmarks)
+        A = b = None
+        for a_, b_ in _chunk_terms(system, X, Y, slices, n_jobs):
+            A, b = (a_, b_) if A is None else (A + a_, b + b_)
+        return system.solve(A, b, lam)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #920371c5
 from .kernels import CurlFreeRBF, DivFreeRBF

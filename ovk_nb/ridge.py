@@ -26,18 +26,19 @@ from .linalg import masked_solve, masked_solve_dense, check_condition, COND_EPS_
 from .validation import check_X_Y_missing
 from .linalg import (EigenFactor, KernelParts, _chunks, grouped_cholesky, group_columns, jacobi_preconditioner,
                            kernel_matvec, nystrom_fit, pcg, separable_preconditioner, blas_threads,
-                           factor_threads, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
+                           factor_threads, blas_ceiling, field_matvec, is_field_kernel, ov_nystrom_preconditioner, rff_fit,
                            RandomFourierFeatures, _rff_kind)
 from .backend import (DEFAULT_LAMS, FALLBACK_LAM, loo_lam)
-from .backend import (_host_dtype, check_xp_data, cond_lower_bound, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
+from .backend import (_host_dtype, check_xp_data, cond_lower_bound, rayleigh_pair, device_of, is_array_api, route_of, to_numpy, xp_eigen_factor, xp_exact_model,
                             xp_of, xp_ridge_fit, xp_ridge_predict)
 from .kernels import scalar_gram
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
                                fit_context)
 
 # %% auto #0
-__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'CG_THREADS_MIN_N', 'DASK_RESOLVE_ROWS', 'ridge_dense_reference',
-           'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference', 'solver_agreement', 'OVKRidgeCV']
+__all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'EIGEN_THREADS_MIN_N', 'NYSTROM_THREADS_MIN_N', 'CG_THREADS_MIN_N',
+           'DASK_RESOLVE_ROWS', 'ridge_dense_reference', 'OVKRidge', 'knn_laplacian', 'semisupervised_dense_reference',
+           'solver_agreement', 'OVKRidgeCV']
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #1af1b868
 def ridge_dense_reference(kernel: OVKernel, X, Y, lam: float) -> np.ndarray:
@@ -159,16 +160,19 @@ def _lam_value(est):
     return FALLBACK_LAM if isinstance(est.lam, str) else float(est.lam)
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #ddec40f9
-BLAS_THREADS_MIN_N = 1000        # order of the factorised matrix (n; n d for 'dense'; rows for Nystrom) from which threads may pay
-CG_THREADS_MIN_N = 4000          # n from which CG's Gram products (n x n times n x d a matvec) may use threads
+from .linalg import CHOLESKY_THREADS_MIN_N, EIGH_THREADS_MIN_N
+
+BLAS_THREADS_MIN_N = CHOLESKY_THREADS_MIN_N  # order of a factorised matrix ('cholesky': n per group; 'dense': n d) from which threads pay
+EIGEN_THREADS_MIN_N = EIGH_THREADS_MIN_N     # n from which the n x n eigh of 'eigen' (and lam='auto') may use threads
+NYSTROM_THREADS_MIN_N = 2 * 4096             # rows from which Nystrom's feature pass has a 4096-row chunk for each of two workers
+CG_THREADS_MIN_N = 4000                      # n from which CG's Gram products (n x n times n x d a matvec) may use threads
 
 
 def _solve_threads(solver, n, d):
     """BLAS thread limit for `_solve`, by the one policy `linalg.factor_threads`: one thread below the size where threads
     pay, from it every core that other processes leave idle (one on a busy machine), at most the user's BLAS threads."""
-    size, min_size = (n * d, BLAS_THREADS_MIN_N) if solver == "dense" else (n, CG_THREADS_MIN_N if solver == "cg"
-                                                                              else BLAS_THREADS_MIN_N)
-    return factor_threads(size, min_size)
+    min_size = {"eigen": EIGEN_THREADS_MIN_N, "nystrom": NYSTROM_THREADS_MIN_N, "cg": CG_THREADS_MIN_N}
+    return factor_threads(n * d if solver == "dense" else n, min_size.get(solver, BLAS_THREADS_MIN_N))
 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #3db6ba5c
 def _eigen_factor(parts: KernelParts, X, Y):
@@ -193,7 +197,7 @@ def _solve(est, solver, parts, X, Y, lam):
         check_condition(est._eig_cache.cond(lam), lam, "eigen")        # exact from the eigenvalues (linalg's decision)
         est.coef_ = est._eig_cache.coef(lam)
     elif solver == "cholesky":
-        est.coef_ = grouped_cholesky(parts, X, Y, lam)
+        est.coef_ = grouped_cholesky(parts, X, Y, lam, overlap=blas_ceiling() > 1)   # pocon beside PCG on a free core
     elif solver == "cg":
         L = X[_landmark_rows(est, len(X))] if est.preconditioner in ("auto", "nystrom") else None
         est.coef_, est.n_iter_, ok = _cg_solve(parts, X, Y, lam, est.tol, est.max_iter, est.preconditioner, L)
@@ -204,7 +208,7 @@ def _solve(est, solver, parts, X, Y, lam):
         est.n_components_ = int(est.n_components)
     else:
         est.landmarks_ = X[_landmark_rows(est, len(X))]
-        est._nystrom = nystrom_fit(parts, X, Y, lam, est.landmarks_)
+        est._nystrom = nystrom_fit(parts, X, Y, lam, est.landmarks_, n_jobs=blas_ceiling())   # the policy's threads, as workers
         est.n_components_ = [f.rank for f in est._nystrom.feats]      # numerical rank kept per scalar kernel
 
 
@@ -819,19 +823,8 @@ def _gmres_cond_lower_bound(parts: KernelParts, grams, X, mv, lam: float, b, pre
     n, d = X.shape[0], parts.d
     if n < 2:
         return 1.0
-    if parts.separable:                    # the Rayleigh pair and the largest diagonal of K, as cond_lower_bound
-        best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
-        for l in range(d):                 # in row blocks: no n x n temporary beside the Grams
-            tl = [(float(parts.T[c][l, l]), grams[j]) for c, j in enumerate(parts.sidx)]
-            diag = sum(t * np.diag(G) for t, G in tl)
-            top = max(top, (float(diag.max()), int(np.argmax(diag)), l))
-            for r in _chunks(n, max(1, 2 ** 22 // n)):
-                Q = 0.5 * (diag[r, None] + diag[None, :]) - sum(t * G[r] for t, G in tl)
-                Q[np.arange(r.stop - r.start), np.arange(r.start, r.stop)] = np.inf
-                a, j = np.unravel_index(int(np.argmin(Q)), Q.shape)
-                best = min(best, (float(Q[a, j]), r.start + int(a), int(j), l))
-        _, i, j, l = best
-        _, k, lk = top
+    if parts.separable:                    # the Rayleigh pair and the largest diagonal of K: `backend.rayleigh_pair`
+        _, (i, j, l), (_, k, lk) = rayleigh_pair(parts, grams)
     else:                                  # a generic part: the two nearest rows of X, output 0
         D2 = sq_distances(X, X)
         np.fill_diagonal(D2, np.inf)

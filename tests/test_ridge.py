@@ -320,18 +320,85 @@ def test_auto_solver_choice():
     assert rel(m9.coef_, OVKRidge(nine, lam=0.1, solver="cholesky").fit(X, Y9).coef_) < 1e-9
 
 
+def test_nystrom_fit_on_the_policy_threads_as_workers_same_bits():
+    """Issue 34: OVKRidge's Nystrom fit runs its feature pass in as many worker threads as the thread policy allows (one
+    BLAS thread each, the chunks' terms summed in chunk order): on an idle 2-core machine (mocked) it uses two workers and
+    has the bits of a one-thread fit; on a busy one, or under threadpool_limits(1), one worker."""
+    from unittest import mock
+    from threadpoolctl import threadpool_limits
+    import ovk_nb.linalg
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(9000, 3)), rng.normal(size=(9000, 2))        # 3 chunks of 4096 rows
+    make = lambda: OVKRidge(gaussian_times_J(2, 0.5), lam=0.1, solver="nystrom", n_components=60, random_state=0)
+    with threadpool_limits(1):
+        ref = make().fit(X, Y)
+    seen = []
+    real = ovk_nb.linalg._chunk_terms
+    def spy(system, X_, Y_, slices, n_jobs):
+        seen.append(n_jobs)
+        return real(system, X_, Y_, slices, n_jobs)
+    with mock.patch.object(ovk_nb.linalg, "_chunk_terms", spy):
+        with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0), \
+                mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2), mock.patch.object(ridge, "blas_ceiling", lambda: 2):
+            m2 = make().fit(X, Y)
+        with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 0.3):
+            make().fit(X, Y)
+        with threadpool_limits(1):
+            make().fit(X, Y)
+    assert seen == [2, 1, 1]
+    assert np.array_equal(m2.predict(X[:100]), ref.predict(X[:100]))
+
+
+def test_nystrom_workers_capped_by_memory():
+    """Issue 34: the feature-pass workers hold about 5 chunk x m temporaries and two of their chunk's normal matrices each;
+    no more of them than fit in NYSTROM_JOBS_BYTES (1 GiB), at least one."""
+    from ovk_nb.linalg import NYSTROM_JOBS_BYTES, _nystrom_jobs
+    sep, summ = ridge.KernelParts(gaussian_times_J(5, 1.0)), ridge.KernelParts(linear_quadratic(5, 0.3))
+    per = lambda size: 8 * (5 * 4096 * 1000 + 2 * size ** 2)
+    assert _nystrom_jobs(sep, 16, 4096, 1000) == NYSTROM_JOBS_BYTES // per(1000) == 5
+    assert _nystrom_jobs(sep, 2, 4096, 1000) == 2 and _nystrom_jobs(sep, 1, 4096, 1000) == 1
+    assert _nystrom_jobs(summ, 2, 4096, 1000) == 1                     # (2 x 5 x 1000)^2 normal matrices: one worker
+    assert _nystrom_jobs(summ, 8, 4096, 100) == 8 < NYSTROM_JOBS_BYTES // (8 * (5 * 4096 * 100 + 2 * 1000 ** 2))
+
+
+def test_grouped_cholesky_overlap_same_bits():
+    """Issue 34: with a second core free, the exact route estimates the factor's condition (pocon) in a second thread
+    beside the PCG solves of the other shifts: the same bits as one after the other, the same warning, and a singular
+    factor (pocon's inf, mocked) still falls back to the group's own Cholesky."""
+    from unittest import mock
+    import ovk_nb.linalg as la
+    from ovk_nb.datasets import make_paper000_synthetic
+    X, Y = make_paper000_synthetic(600, 4, random_state=0, return_X_y=True)
+    for K, lam in [(gaussian_times_J(4, 0.1), 1e-3), (Separable(RBF(1.0), np.diag([1.0, 2.0, 5.0, 9.0])), 1e-2)]:
+        P = ridge.KernelParts(K)
+        for mode in ("auto", "pcg"):
+            a = la.grouped_cholesky(P, X, Y, lam, shift_solve=mode)
+            assert np.array_equal(a, la.grouped_cholesky(P, X, Y, lam, shift_solve=mode, overlap=True))
+    P = ridge.KernelParts(gaussian_times_J(4, 0.1))                  # two shifts: one factor, one PCG group
+    a, calls, orig = la.grouped_cholesky(P, X, Y, 1e-3, shift_solve="pcg"), [], la._shifted_pcg
+    with mock.patch.object(la, "cho_cond", lambda F, anorm: np.inf), \
+            mock.patch.object(la, "_shifted_pcg", lambda *a: calls.append(1) or orig(*a)), \
+            pytest.warns(la.IllConditionedWarning):
+        b = la.grouped_cholesky(P, X, Y, 1e-3, shift_solve="pcg", overlap=True)
+    assert calls and rel(b, a) < 1e-10          # PCG ran beside, its result dropped for the group's own Cholesky
+
+
 def test_solve_threads_rule_and_results():
     """The one thread policy for every solver: one BLAS thread below the size where threads pay, all cores from it while
     the other processes leave them idle (one on a busy machine); the limit moves results by rounding only."""
     from unittest import mock
     from threadpoolctl import threadpool_limits
     import ovk_nb.linalg
-    from ovk_nb.ridge import BLAS_THREADS_MIN_N, CG_THREADS_MIN_N, _solve_threads
-    m = BLAS_THREADS_MIN_N
-    assert [_solve_threads(s, m - 1, 1) for s in ("dense", "eigen", "cholesky", "nystrom", "cg")] == [1] * 5
+    from ovk_nb.ridge import (BLAS_THREADS_MIN_N, CG_THREADS_MIN_N, EIGEN_THREADS_MIN_N, NYSTROM_THREADS_MIN_N,
+                              _solve_threads)
+    # ridge's thresholds name linalg's measured ones (issue 34: a Cholesky of order 1000 lost with two threads)
+    assert BLAS_THREADS_MIN_N == ovk_nb.linalg.CHOLESKY_THREADS_MIN_N and EIGEN_THREADS_MIN_N == ovk_nb.linalg.EIGH_THREADS_MIN_N
+    mins = {"dense": BLAS_THREADS_MIN_N, "eigen": EIGEN_THREADS_MIN_N, "cholesky": BLAS_THREADS_MIN_N,
+            "nystrom": NYSTROM_THREADS_MIN_N, "cg": CG_THREADS_MIN_N}
+    assert [_solve_threads(s, k - 1, 1) for s, k in mins.items()] == [1] * 5
     with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 2.0), mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2):
-        assert [_solve_threads(s, m, 5) for s in ("dense", "eigen", "cholesky", "nystrom")] == [None] * 4
-        assert _solve_threads("cg", CG_THREADS_MIN_N - 1, 5) == 1 and _solve_threads("cg", CG_THREADS_MIN_N, 5) is None
+        assert [_solve_threads(s, k, 1) for s, k in mins.items()] == [None] * 5
+        assert _solve_threads("dense", BLAS_THREADS_MIN_N // 5, 5) is None          # 'dense': the order n d
     with mock.patch.object(ovk_nb.linalg, "idle_cores", lambda: 0.3), mock.patch.object(ovk_nb.linalg, "blas_ceiling", lambda: 2):
         assert [_solve_threads(s, 10 ** 6, 5) for s in ("dense", "eigen", "cholesky", "nystrom", "cg")] == [1] * 5
     rng = np.random.default_rng(3)
@@ -583,6 +650,36 @@ def test_masked_and_graph_routes_warn_when_ill_conditioned(solver, kw):
     with warnings.catch_warnings():
         warnings.simplefilter("error", IllConditionedWarning)
         ridge.OVKRidge(lam=0.1, solver=solver, **kw).fit(X, Y1)
+
+
+@pytest.mark.parametrize("observed", [False, True])
+def test_rayleigh_pair_is_the_brute_force_search_in_row_blocks(observed, monkeypatch):
+    """Review of issue 34: the Rayleigh-pair search behind `cond_lower_bound` and the GMRES bound is written once
+    (`backend.rayleigh_pair`), in row blocks: the same value, pair and largest diagonal as the n x n search of every output,
+    with one block or many (blocks of 50 entries: rows split mid-output), with and without an observed mask."""
+    from ovk_nb import backend
+    r = np.random.default_rng(3)
+    X = r.normal(size=(40, 2)); X[7] = X[30] + 1e-3                      # one close pair, on every output
+    for K in (linear_quadratic(3, 0.3), gaussian_times_J(3, 0.7)):
+        parts = ridge.KernelParts(K)
+        grams = parts.grams(X, X)
+        obs = r.random((40, 3)) > 0.3 if observed else np.ones((40, 3), bool)
+        best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
+        for l in range(3):
+            D = sum(float(parts.T[c][l, l]) * grams[j] for c, j in enumerate(parts.sidx))
+            rows = np.flatnonzero(obs[:, l])
+            Q = 0.5 * (np.diag(D)[:, None] + np.diag(D)[None, :]) - D
+            Q[np.arange(40), np.arange(40)] = np.inf
+            Q[~obs[:, l]] = np.inf; Q[:, ~obs[:, l]] = np.inf
+            i, j = np.unravel_index(np.argmin(Q), Q.shape)
+            best = min(best, (Q[i, j], int(i), int(j), l))
+            k = int(rows[np.argmax(np.diag(D)[rows])])
+            top = max(top, (np.diag(D)[k], k, l))
+        for block in (backend.RAYLEIGH_BLOCK, 50):
+            monkeypatch.setattr(backend, "RAYLEIGH_BLOCK", block)
+            q, pair, tp = backend.rayleigh_pair(parts, grams, obs if observed else None)
+            assert pair == best[1:] and tp[1:] == top[1:], (block, pair, best, tp, top)
+            assert q == pytest.approx(best[0], rel=1e-12, abs=1e-12 * top[0]) and tp[0] == top[0]
 
 
 @pytest.mark.parametrize("case", ["duplicated", "1e-9 apart"])
