@@ -26,10 +26,10 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS',
            'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS', 'POLISH_TOL',
-           'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
-           'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
-           'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
-           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS',
+           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
+           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
+           'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -1477,12 +1477,13 @@ def _restart_theta(theta0, bounds, rng):
 def _profile(lik, bounds):
     """(inner, outer, reset) of the profile likelihood: inner(theta_k) maximises over (T, noise) at that bandwidth (an
     inner L-BFGS-B in the kept eigenbasis, O(n d^2) per evaluation); outer(theta_k) -> (-L, -dL/dtheta_k) at the inner
-    optimum (envelope theorem); reset(theta0) starts the inner problem from theta0's (T, noise) again."""
+    optimum (envelope theorem); reset(theta0) starts the inner problem from theta0's (T, noise) again.
+    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve)."""
     nk = lik.nk
     warm, best = [None], [np.inf, None]
     b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
 
-    def inner(tk):
+    def inner(tk, options=None):
         def obj(ti):
             with np.errstate(all="ignore"):
                 try:
@@ -1492,7 +1493,7 @@ def _profile(lik, bounds):
             return (-f, -g) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(ti))
         # from the last inner optimum and from the best one so far: the inner problem (W W^T + diag(kappa)) has local
         # optima, and a warm start alone can carry a poor one from a far bandwidth back (measured: LML -363.6 vs -281.9)
-        res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in) for t0 in
+        res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in, options=options) for t0 in
                    ([warm[0]] if best[1] is None or np.array_equal(best[1], warm[0]) else [warm[0], best[1]])),
                   key=lambda r: r.fun)
         if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):   # no finite inner optimum: the warm start stays
@@ -1588,7 +1589,9 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5):
 # %% ../nbs/2_algorithms/08_gp.ipynb #e0a9c6a9
 SURROGATE_ROWS = 500        # an exact fit of more than 2x this many rows searches its bandwidth on this many first
 POLISH_STEPS = 8            # then at most this many exact evaluations (one eigh each) polish it
-POLISH_TOL = 1e-7           # stop when the quadratic model's remaining gain is below this, relative to |L|
+POLISH_TOL = 2.5e-7         # stop when the quadratic model's remaining gain is below this, relative to |L|
+SURROGATE_TOL = 1e-5        # the subsample's search stops at this remaining gain (its optimum is not the exact one)
+INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
 
 
 def _surrogate_ok(est, lik, bounds) -> bool:
@@ -1606,11 +1609,14 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     sub = SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows])
     s_inner, s_outer, s_reset = _profile(sub, bounds)
     s_reset(theta)
-    res = minimize(s_outer, theta[:1], method="L-BFGS-B", jac=True, bounds=[tuple(bounds[0])])
-    ts = np.r_[res.x, s_inner(res.x)]
-    # the subsample's curvature (L-BFGS-B's last secant): the first step's only if the exact one fails (measured on
-    # bench_gp's ICM draws: 331 at m = 500 vs 460 on all n = 1500 rows; 490 vs 486 at n = 3000)
-    c0 = float(1.0 / res.hess_inv.todense()[0, 0])
+    lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
+    # the same secant steps on the subsample from a unit step, to SURROGATE_TOL; its last secant is the exact polish's
+    # first curvature only if the exact one fails (measured on bench_gp's ICM draws: 331 at m = 500 vs 460 on all
+    # n = 1500 rows; 490 vs 486 at n = 3000)
+    x, done, c0 = _secant_polish(s_outer, float(theta[0]), lo, hi, np.nan, tol=SURROGATE_TOL)
+    if not done:
+        x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
+    ts = np.r_[x, s_inner(np.array([x]))]
     inner, outer, reset = _profile(lik, bounds)
     reset(ts)
 
@@ -1621,17 +1627,19 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
                 return (-lik(t, False), *_profile_curvature(lik, t, bounds))
             except (np.linalg.LinAlgError, ValueError):
                 return np.inf, 0.0, np.nan
-    x, done = _secant_polish(outer, float(ts[0]), float(bounds[0, 0]), float(bounds[0, 1]), float(c0), first)
+    x, done, _ = _secant_polish(outer, float(ts[0]), lo, hi, c0, first)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
-    return _final(lik, np.r_[x, inner(np.array([x]))], lik)
+    return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
 
 
-def _secant_polish(outer, x, lo, hi, c, first=None):
+def _secant_polish(outer, x, lo, hi, c, first=None, tol=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
-    curvature quadrupled). (x, True) when 0.5 F'^2 / c <= POLISH_TOL max(1, |F|) or at a bound, else (x, False) after
-    POLISH_STEPS. `first(x) -> (F, F', F'')`, when given, makes the first evaluation, its F'' the first curvature."""
+    curvature quadrupled). (x, True, c) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
+    bound, else (x, False, c) after POLISH_STEPS. `first(x) -> (F, F', F'')`, when given, makes the first evaluation,
+    its F'' the first curvature."""
+    tol = POLISH_TOL if tol is None else tol
     if first is None:
         F, g = outer(np.array([x]))
         g = float(g[0])
@@ -1640,14 +1648,14 @@ def _secant_polish(outer, x, lo, hi, c, first=None):
         c = c1 if np.isfinite(c1) and c1 > 0 else c
     for _ in range(POLISH_STEPS):
         if not np.isfinite(F):
-            return x, False
+            return x, False, c
         if not (np.isfinite(c) and c > 0):
             c = max(abs(g), 1e-12)                       # no usable curvature: a unit step
-        if 0.5 * g * g / c <= POLISH_TOL * max(1.0, abs(F)):
-            return x, True
+        if 0.5 * g * g / c <= tol * max(1.0, abs(F)):
+            return x, True, c
         x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
         if x1 == x:
-            return x, True
+            return x, True, c
         F1, g1 = outer(np.array([x1]))
         g1 = float(g1[0])
         if not (np.isfinite(F1) and F1 <= F):
@@ -1656,7 +1664,7 @@ def _secant_polish(outer, x, lo, hi, c, first=None):
         cs = (g1 - g) / (x1 - x)
         c = cs if cs > 0 else c
         x, F, g = x1, F1, g1
-    return x, False
+    return x, False, c
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #974f6284
 def _final(lik, theta, f_of):
