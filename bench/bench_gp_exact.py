@@ -1,7 +1,7 @@
 """Issue 31.1: the exact OVKGaussianProcess fit in units of one eigh of the n x n Gram, with where its time goes.
 
-  python bench/bench_gp_exact.py            # n = 1500 and 3000, best of 3 (about 2.5 min on a quiet 2-core machine)
-  python bench/bench_gp_exact.py --quick    # n = 1500, best of 2 (about 40 s)
+  python bench/bench_gp_exact.py            # n = 1500 and 3000, best of 3 (about 2 min on a quiet 2-core machine)
+  python bench/bench_gp_exact.py --quick    # n = 1500, best of 2 (about 20 s quiet; 70 s at load 9)
   python bench/bench_gp_exact.py 2000 ...   # other sizes
   -> bench/results/gp_exact.csv (rows of other n kept) and bench/results/gp_exact.md
 
