@@ -25,10 +25,11 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS',
-           'RESTARTS_AUTO_N', 'GUARD_ROWS', 'SURROGATE_ROWS', 'POLISH_STEPS', 'POLISH_TOL', 'NYSTROM_SUBSAMPLE',
-           'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
-           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
-           'gp_nystrom_dense_reference', 'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS', 'POLISH_TOL',
+           'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS',
+           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
+           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
+           'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -174,13 +175,32 @@ class SeparableLikelihood:
         return self._cache
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0b355cd5
+class _CoregAt:
+    """Coregionalization's T = W W^T + diag(kappa) and `theta_gradient` at theta without a clone: the inner optimizer's
+    evaluations are O(n d^2), and the clone's checks were half of one at n = 500 (0.8 of 1.5 ms, measured)."""
+    def __init__(self, T, theta):
+        d = T.output_dim
+        r = len(theta) // d - 1
+        self.W, self.kappa = theta[:d * r].reshape(d, r), np.exp(theta[d * r:])
+        if not (np.isfinite(self.W).all() and np.isfinite(self.kappa).all() and (self.kappa > 0).all()):
+            raise ValueError(f"W and kappa must be finite with kappa > 0, got theta {theta!r}")
+        self.matrix = self.W @ self.W.T
+        self.matrix[np.diag_indices(d)] += self.kappa
+
+    def theta_gradient(self, G):
+        "As Coregionalization.theta_gradient: (G + G^T) W for W, kappa * diag(G) for log kappa."
+        G = np.asarray(G, dtype=float)
+        return np.r_[((G + G.T) @ self.W).ravel(), self.kappa * np.diag(G)]
+
+
 @patch
 def state(self: SeparableLikelihood, theta):
     """The factors at theta: (s, U, e, V, Vy, Vh, Yt, lam, D, scalar kernel, T object, T~, dKx) with T~ = V diag(e) V^T
     (V orthogonal), Vy = D^{-1/2} V, Vh = D^{1/2} V, Yt = U^T Y Vy and lam = s e^T + 1."""
     theta = np.asarray(theta, dtype=float)
     s, U, UY, dKx, sk = self._scalar(theta[:self.nk])
-    T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
+    tT = theta[self.nk:self.nk + self.nT]
+    T = (_CoregAt(self.T, tT) if type(self.T) is Coregionalization else self.T.clone_with_theta(tT)) if self.nT else self.T
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
     r = 1.0 / np.sqrt(D)
@@ -1457,12 +1477,13 @@ def _restart_theta(theta0, bounds, rng):
 def _profile(lik, bounds):
     """(inner, outer, reset) of the profile likelihood: inner(theta_k) maximises over (T, noise) at that bandwidth (an
     inner L-BFGS-B in the kept eigenbasis, O(n d^2) per evaluation); outer(theta_k) -> (-L, -dL/dtheta_k) at the inner
-    optimum (envelope theorem); reset(theta0) starts the inner problem from theta0's (T, noise) again."""
+    optimum (envelope theorem); reset(theta0) starts the inner problem from theta0's (T, noise) again.
+    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve)."""
     nk = lik.nk
     warm, best = [None], [np.inf, None]
     b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
 
-    def inner(tk):
+    def inner(tk, options=None):
         def obj(ti):
             with np.errstate(all="ignore"):
                 try:
@@ -1472,7 +1493,7 @@ def _profile(lik, bounds):
             return (-f, -g) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(ti))
         # from the last inner optimum and from the best one so far: the inner problem (W W^T + diag(kappa)) has local
         # optima, and a warm start alone can carry a poor one from a far bandwidth back (measured: LML -363.6 vs -281.9)
-        res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in) for t0 in
+        res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in, options=options) for t0 in
                    ([warm[0]] if best[1] is None or np.array_equal(best[1], warm[0]) else [warm[0], best[1]])),
                   key=lambda r: r.fun)
         if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):   # no finite inner optimum: the warm start stays
@@ -1515,10 +1536,62 @@ def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, lik)
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #a7fed812
+CURVATURE_TAU = 1e-6        # the profile's curvature keeps the eigenvectors with s e_max / (1 + s e_max) above this
+
+
+def _profile_curvature(lik, theta, bounds, h: float = 1e-5):
+    """(F', F'') of the negative profile F(x) = -max_phi log p(x, phi), x the one bandwidth entry, at theta = (x, phi*)
+    (phi* the inner optimum), from the kept eigenbasis: O(n^2 (r + d)) for the r = |{a: s_a e_max / lam > CURVATURE_TAU}|
+    leading eigenvectors, one more Gram gradient (Kx'' by a forward difference) and 2 (dim phi) O(n d^2) evaluations."""
+    nk = lik.nk
+    theta = np.asarray(theta, dtype=float)
+    s, U, e, V, _, _, Yt, lam, _, sk, _, _, dKx = lik.state(theta)
+    dK = dKx[0]
+    dK2 = (sk.clone_with_theta(theta[:nk] + h).gram_gradient(lik.X)[1][0] - dK) / h      # Kx''
+    top = np.flatnonzero(s * e.max() / (1.0 + s * e.max()) > CURVATURE_TAU)
+    Ur, sr = U[:, top], s[top]
+    R, R2 = dK @ Ur, dK2 @ Ur                         # P and Q = U^T Kx'' U on the leading columns
+    p_r, q_r, P2 = np.einsum("ia,ia->a", Ur, R), np.einsum("ia,ia->a", Ur, R2), np.sum(R * R, axis=0)
+    Prr = Ur.T @ R
+    beta = sr[:, None] * e / (1.0 + sr[:, None] * e)  # s_a e_l / lam_al (= 1 - 1/lam_al) on the leading rows
+    Ah = (Yt / lam * np.sqrt(e)) @ V.T                # Ah Ah^T = At diag(e) At^T, invariant to V's signs and order
+    Z = U @ Ah
+    KZ = dK @ Z
+    H = U.T @ KZ                                      # P Ah
+    tr1, tr2 = float(np.trace(dK)), float(np.trace(dK2))
+    Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
+    T1 = float(np.sum(e * (H @ V) ** 2 / lam))
+    T2 = float(np.sum(Z * (dK2 @ Z)))
+    PF = float(np.sum(dK * dK))
+    T3 = float(sum(e[l] ** 2 * (PF - 2 * beta[:, l] @ P2 + beta[:, l] @ (Prr ** 2) @ beta[:, l]) for l in range(len(e))))
+    T4 = float(e @ (tr2 - beta.T @ q_r))
+    Lxx = -T1 + 0.5 * (T2 + T3 - T4)
+    b, phi = np.asarray(bounds, dtype=float)[nk:], theta[nk:]
+    free = np.flatnonzero((phi > b[:, 0] + 1e-8) & (phi < b[:, 1] - 1e-8))    # entries at a bound stay there
+
+    def parts(t):                                     # (Ah, the trace part of L_x, the inner gradient) at t: O(n d^2)
+        _, _, e_, V_, _, _, Yt_, lam_, *_ = lik.state(t)
+        be = sr[:, None] * e_ / (1.0 + sr[:, None] * e_)
+        return (Yt_ / lam_ * np.sqrt(e_)) @ V_.T, -0.5 * float(e_ @ (tr1 - be.T @ p_r)), lik(t, True, kernel_grad=False)[1]
+    Lxp, Hpp = np.zeros(len(free)), np.zeros((len(free), len(free)))
+    for j, k in enumerate(free):                      # central differences in the inner entries
+        tp, tm = theta.copy(), theta.copy()
+        tp[nk + k] += h
+        tm[nk + k] -= h
+        (Ap, lp, gp), (Am, lm, gm) = parts(tp), parts(tm)
+        Lxp[j] = (float(np.sum((Ap - Am) * H)) + lp - lm) / (2 * h)
+        Hpp[:, j] = (gp - gm)[free] / (2 * h)
+    Hpp = 0.5 * (Hpp + Hpp.T)
+    corr = float(Lxp @ np.linalg.lstsq(Hpp, Lxp, rcond=1e-10)[0]) if len(free) else 0.0
+    return -Lx, -(Lxx - corr)
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #e0a9c6a9
 SURROGATE_ROWS = 500        # an exact fit of more than 2x this many rows searches its bandwidth on this many first
 POLISH_STEPS = 8            # then at most this many exact evaluations (one eigh each) polish it
-POLISH_TOL = 1e-7           # stop when the quadratic model's remaining gain is below this, relative to |L|
+POLISH_TOL = 2.5e-7         # stop when the quadratic model's remaining gain is below this, relative to |L|
+SURROGATE_TOL = 1e-5        # the subsample's search stops at this remaining gain (its optimum is not the exact one)
+INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
 
 
 def _surrogate_ok(est, lik, bounds) -> bool:
@@ -1529,42 +1602,60 @@ def _surrogate_ok(est, lik, bounds) -> bool:
 
 def _surrogate_profile(est, lik, theta, bounds, more=()):
     """(theta, lml): the profile optimum on SURROGATE_ROWS evenly spaced rows (their eighs cost (m / n)^3 of one exact
-    eigh), then `_secant_polish` on the exact profile from there (and L-BFGS-B if it did not converge)."""
+    eigh), then `_secant_polish` on the exact profile from there, its first step on the exact curvature
+    (`_profile_curvature`), and L-BFGS-B if it did not converge."""
     n = lik.X.shape[0]
     rows = np.unique(np.linspace(0, n - 1, SURROGATE_ROWS).astype(int))
     sub = SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows])
     s_inner, s_outer, s_reset = _profile(sub, bounds)
     s_reset(theta)
-    res = minimize(s_outer, theta[:1], method="L-BFGS-B", jac=True, bounds=[tuple(bounds[0])])
-    ts = np.r_[res.x, s_inner(res.x)]
-    # the first Newton step's curvature: the subsample's (L-BFGS-B's last secant), unscaled (measured on bench_gp's ICM
-    # draws: 331 at m = 500 vs 460 on all n = 1500 rows; 490 vs 486 at n = 3000: it does not grow like n)
-    c0 = float(1.0 / res.hess_inv.todense()[0, 0])
+    lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
+    # the same secant steps on the subsample from a unit step, to SURROGATE_TOL; its last secant is the exact polish's
+    # first curvature only if the exact one fails (measured on bench_gp's ICM draws: 331 at m = 500 vs 460 on all
+    # n = 1500 rows; 490 vs 486 at n = 3000)
+    x, done, c0 = _secant_polish(s_outer, float(theta[0]), lo, hi, np.nan, tol=SURROGATE_TOL)
+    if not done:
+        x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
+    ts = np.r_[x, s_inner(np.array([x]))]
     inner, outer, reset = _profile(lik, bounds)
     reset(ts)
-    x, done = _secant_polish(outer, float(ts[0]), float(bounds[0, 0]), float(bounds[0, 1]), float(c0))
+
+    def first(x):                                       # the first exact point: F, F' and the exact F''
+        with np.errstate(all="ignore"):
+            try:
+                t = np.r_[x, inner(np.array([x]))]
+                return (-lik(t, False), *_profile_curvature(lik, t, bounds))
+            except (np.linalg.LinAlgError, ValueError):
+                return np.inf, 0.0, np.nan
+    x, done, _ = _secant_polish(outer, float(ts[0]), lo, hi, c0, first)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
-    return _final(lik, np.r_[x, inner(np.array([x]))], lik)
+    return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
 
 
-def _secant_polish(outer, x, lo, hi, c):
+def _secant_polish(outer, x, lo, hi, c, first=None, tol=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
-    curvature quadrupled). (x, True) when 0.5 F'^2 / c <= POLISH_TOL max(1, |F|) or at a bound, else (x, False) after
-    POLISH_STEPS."""
-    F, g = outer(np.array([x]))
-    g = float(g[0])
+    curvature quadrupled). (x, True, c) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
+    bound, else (x, False, c) after POLISH_STEPS. `first(x) -> (F, F', F'')`, when given, makes the first evaluation,
+    its F'' the first curvature."""
+    tol = POLISH_TOL if tol is None else tol
+    if first is None:
+        F, g = outer(np.array([x]))
+        g = float(g[0])
+    else:
+        F, g, c1 = first(x)
+        c = c1 if np.isfinite(c1) and c1 > 0 else c
     for _ in range(POLISH_STEPS):
         if not np.isfinite(F):
-            return x, False
+            return x, False, c
         if not (np.isfinite(c) and c > 0):
             c = max(abs(g), 1e-12)                       # no usable curvature: a unit step
-        if 0.5 * g * g / c <= POLISH_TOL * max(1.0, abs(F)):
-            return x, True
+        if 0.5 * g * g / c <= tol * max(1.0, abs(F)):
+            return x, True, c
         x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
         if x1 == x:
-            return x, True
+            return x, True, c
         F1, g1 = outer(np.array([x1]))
         g1 = float(g1[0])
         if not (np.isfinite(F1) and F1 <= F):
@@ -1573,7 +1664,7 @@ def _secant_polish(outer, x, lo, hi, c):
         cs = (g1 - g) / (x1 - x)
         c = cs if cs > 0 else c
         x, F, g = x1, F1, g1
-    return x, False
+    return x, False, c
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #974f6284
 def _final(lik, theta, f_of):

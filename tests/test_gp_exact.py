@@ -1,0 +1,69 @@
+"""Issue 31.1: the exact fit in a few factorizations. The exact profile's curvature in the eigenbasis
+(`_profile_curvature`) against differences of the exact profile gradient, and the surrogate route's count of n x n
+eighs with its optimum compared by objective to the plain profile L-BFGS-B."""
+import numpy as np
+import pytest
+
+import ovk_nb.gp as gpm
+from ovk_nb.gp import OVKGaussianProcess
+
+
+def _icm(n, seed):
+    "An ICM-like draw: 4 correlated outputs of smooth functions of 2 inputs, noise 0.1."
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 2))
+    Y = np.sin(X @ rng.normal(size=(2, 4))) @ rng.normal(size=(4, 4)) + 0.1 * rng.normal(size=(n, 4))
+    return X, Y
+
+
+def _profile_at(n, seed):
+    "The likelihood, bounds and profile functions of the default fit's first steps on _icm(n, seed)."
+    est = OVKGaussianProcess()
+    X, Y = _icm(n, seed)
+    X, Y, Yn, y1d, mu, sd, kernel, lik, v = gpm._fit_data(est, X, Y)
+    theta, bounds, n_noise, more = gpm._start(est, X, kernel, lik, v)
+    inner, outer, reset = gpm._profile(lik, bounds)
+    reset(theta)
+    return lik, bounds, inner, outer
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_profile_curvature_against_differences(seed):
+    """F' from the kept eigenbasis equals the Gram-contracting gradient at the same theta (to the truncation the
+    eigenvectors with s e / lam <= CURVATURE_TAU make: |dF'| <= tau/2 sum_l e_l sum_a |P_aa|, bounded by n max|Kx'|); F''
+    equals central differences of the exact profile gradient (the inner optimum re-solved at x +- dx) to their error."""
+    lik, bounds, inner, outer = _profile_at(300, seed)
+    x = 0.1                                              # a bandwidth near the optimum
+    t = np.r_[x, inner(np.array([x]))]
+    g_exact = -lik(t, True)[1][0]
+    Fp, Fpp = gpm._profile_curvature(lik, t, bounds)
+    s, U, e, *_, dKx = lik.state(t)
+    bound = 0.5 * gpm.CURVATURE_TAU * e.sum() * len(s) * np.abs(dKx[0]).max() + 1e3 * np.finfo(float).eps * abs(g_exact)
+    assert abs(Fp - g_exact) <= bound
+    dx = 1e-2                                            # the inner optimum's tolerance over dx stays below 1e-3 of F''
+    outer(np.array([x]))
+    gp_, gm_ = outer(np.array([x + dx]))[1][0], outer(np.array([x - dx]))[1][0]
+    fd = (gp_ - gm_) / (2 * dx)
+    assert Fpp > 0
+    assert Fpp == pytest.approx(fd, rel=2e-2)           # the subsample's L-BFGS-B secant, the first curvature before, was 28-43% off
+
+
+def test_exact_fit_two_eighs_same_optimum(monkeypatch):
+    """The subsample's search then one exact Newton step on the exact curvature: 2 eighs of the n x n Gram (the step's
+    point and its check; 7 before on this draw), the same optimum as the plain profile L-BFGS-B by objective (1e-6 relative)."""
+    X, Y = _icm(600, 0)
+    sizes, eigh = [], gpm.eigh_psd
+
+    def counted(A, *a, **k):
+        sizes.append(A.shape[0])
+        return eigh(A, *a, **k)
+
+    monkeypatch.setattr(gpm, "eigh_psd", counted)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
+    ref = OVKGaussianProcess().fit(X, Y)
+    sizes.clear()
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
+    gp = OVKGaussianProcess().fit(X, Y)
+    lr, lg = ref.log_marginal_likelihood_value_, gp.log_marginal_likelihood_value_
+    assert lg >= lr - 1e-6 * abs(lr)
+    assert sizes.count(600) <= 2, sizes
