@@ -1,0 +1,276 @@
+"""Issue 31.5: OVKGaussianProcess(method='nystrom') (the collapsed SGPR bound) side by side with GPyTorch's scalable route,
+its variational multitask GP (LMCVariationalStrategy over inducing points, Adam on minibatches, VariationalELBO, as its
+"SVGP multitask" tutorial trains it) at n = 1e5.
+
+  bash bench/peers/gpytorch_venv.sh                   # once: bench/.venv-gpytorch (torch CPU, gpytorch)
+  python bench/bench_gp_gpytorch_svgp.py              # n = 1e5, p = 2, one thread -> bench/results/gp_gpytorch_svgp.{csv,md}
+  python bench/bench_gp_gpytorch_svgp.py --threads 2  # the same, both sides with 2 threads (as installed on 2 cores)
+  python bench/bench_gp_gpytorch_svgp.py --quick      # n = 1e4, GPyTorch capped at 60 s: the pipeline in ~2 min
+  options: --n N --p P --m M (our landmarks = its inducing points per latent) --inducing MI (its, if not M) --latents Q --batch B --lr LR --cap-s S
+           --ours-reps R --tol T --patience K --float32 (GPyTorch in float32, as its tutorials) --only ours|gpytorch
+           --report (rewrite the .md from the .csv)
+
+Protocol (written in the .md too):
+- Data: `icm_data(n, n_test)` of bench_gp.py (an ICM draw, d = 4 outputs, p inputs, noise 0.05), float64, saved once to
+  .npy files in a temporary directory that both sides load (same arrays).
+- GPyTorch: Q = 4 latent GPs (full rank, as our T), each `ScaleKernel(RBFKernel)` with a constant mean, M inducing points
+  per latent started at M random training rows (learned), `CholeskyVariationalDistribution`, `LMCVariationalStrategy`,
+  `MultitaskGaussianLikelihood(num_tasks=4)` (a noise per output + a shared one), Y standardized per output as ours
+  (`normalize_y`), Adam(lr) on all parameters, shuffled minibatches of B rows, `VariationalELBO(num_data=n)`.
+  After every epoch the held-out NLPD (mean over entries of -log N(y; mean, latent variance + noise)) is evaluated; the
+  evaluation time is EXCLUDED from its training clock. Converged: the NLPD changed by less than `tol` (absolute, nats per
+  entry; default 1e-3) over `patience` (3) consecutive epochs; "its converged NLPD" is the NLPD at that epoch; "time to
+  reach" is its training clock at the first evaluation at or below that NLPD. Capped at `cap_s` seconds of training: if
+  not converged by then, the best NLPD and the time to it are reported instead, and the row says so.
+- Ours: `OVKGaussianProcess(method='nystrom', n_components=M, random_state=0)` (every other argument default: the
+  default ICM kernel with a full-rank learned T, a noise per output, normalize_y); fit time (best of `ours_reps` fits, all
+  listed), the same held-out NLPD (latent variance + the learned noise, scaled back).
+- Threads: both sides the same: OPENBLAS/OMP/MKL_NUM_THREADS and torch.set_num_threads. Every row carries the load
+  average at its start and end.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RES = HERE / "results"
+CSV, MD = RES / "gp_gpytorch_svgp.csv", RES / "gp_gpytorch_svgp.md"
+
+
+def _bench_gp(threads):
+    "bench_gp.py imported with `threads` BLAS threads in its subprocess environment (ENV1 is read at import)."
+    os.environ["BENCH_GP_THREADS"] = str(threads)
+    sys.path.insert(0, str(HERE))
+    import bench_gp
+    bench_gp.ENV1.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    return bench_gp
+
+
+def _load():
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def _nlpd(mu, var, Y):
+    "Mean per-entry negative log predictive density of Y under N(mu, var) (var: latent variance + noise) and the MSE."
+    return float(np.mean(0.5 * np.log(2 * np.pi * var) + 0.5 * (Y - mu) ** 2 / var)), float(np.mean((Y - mu) ** 2))
+
+
+# ---------------------------------------------------------------- ours (main venv, fresh subprocess)
+def ours_case(data, m, reps):
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y, Xte, Yte = (np.load(Path(data) / f"{k}.npy") for k in ("X", "Y", "Xte", "Yte"))
+    load0, times, cpus = _load(), [], []
+    for _ in range(reps):
+        t, c = time.perf_counter(), time.process_time()
+        gp = OVKGaussianProcess(method="nystrom", n_components=m, random_state=0).fit(X, Y)
+        times.append(time.perf_counter() - t); cpus.append(time.process_time() - c)
+    t = time.perf_counter()
+    mu, sd = gp.predict(Xte, return_std=True)
+    t_pred = time.perf_counter() - t
+    noise = np.broadcast_to(gp.noise_ * gp._sd ** 2, (Y.shape[1],))      # the learned noise in Y's units
+    nlpd, mse = _nlpd(mu, sd ** 2 + noise, Yte)
+    return {"fit_s": min(times), "cpu_s": cpus[int(np.argmin(times))], "fit_all_s": " / ".join(f"{x:.1f}" for x in times), "predict_s": t_pred, "nlpd": nlpd,
+            "mse": mse, "lml": gp.log_marginal_likelihood_value_, "gamma": gp.kernel_.scalar_kernel.gamma,
+            "noise": " ".join(f"{x:.4f}" for x in noise), "load": f"{load0}-{_load()}"}
+
+
+# ---------------------------------------------------------------- GPyTorch's variational LMC (its venv, fresh subprocess)
+GPYTORCH = r"""
+import json, os, sys, time
+import numpy as np, torch, gpytorch
+a = json.load(sys.stdin)
+torch.set_num_threads(a["threads"]); torch.manual_seed(0)
+dt = torch.float32 if a["float32"] else torch.float64
+ld = lambda k: torch.tensor(np.load(os.path.join(a["data"], k + ".npy")), dtype=dt)
+X, Y, Xte = ld("X"), ld("Y"), ld("Xte")
+Yte = np.load(os.path.join(a["data"], "Yte.npy"))
+n, d = Y.shape; Q, M = a["latents"], a["m"]
+mu_y, sd_y = Y.mean(0), Y.std(0)
+Ys = (Y - mu_y) / sd_y                                   # standardized per output, as ours (normalize_y)
+load0 = os.getloadavg()[0]
+t0, c0 = time.perf_counter(), time.process_time()
+g = torch.Generator().manual_seed(0)
+Z0 = torch.stack([X[torch.randperm(n, generator=g)[:M]] for _ in range(Q)])      # (Q, M, p) random training rows
+class LMC(gpytorch.models.ApproximateGP):
+    def __init__(self):
+        q = gpytorch.variational.CholeskyVariationalDistribution(M, batch_shape=torch.Size([Q]))
+        s = gpytorch.variational.LMCVariationalStrategy(
+            gpytorch.variational.VariationalStrategy(self, Z0, q, learn_inducing_locations=True),
+            num_tasks=d, num_latents=Q, latent_dim=-1)
+        super().__init__(s)
+        self.mean_module = gpytorch.means.ConstantMean(batch_shape=torch.Size([Q]))
+        self.covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel(batch_shape=torch.Size([Q])),
+                                                         batch_shape=torch.Size([Q]))
+    def forward(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+model = LMC().to(dt)
+lik = gpytorch.likelihoods.MultitaskGaussianLikelihood(num_tasks=d).to(dt)
+opt = torch.optim.Adam([{"params": model.parameters()}, {"params": lik.parameters()}], lr=a["lr"])
+mll = gpytorch.mlls.VariationalELBO(lik, model, num_data=n)
+def evaluate():
+    model.eval(); lik.eval()
+    with torch.no_grad():
+        pr = lik(model(Xte))
+        mu = (pr.mean * sd_y + mu_y).double().numpy(); var = (pr.variance * sd_y ** 2).double().numpy()
+    model.train(); lik.train()
+    return float(np.mean(0.5 * np.log(2 * np.pi * var) + 0.5 * (Yte - mu) ** 2 / var)), float(np.mean((Yte - mu) ** 2))
+train_s = time.perf_counter() - t0                       # model construction counts as training time
+train_cpu = time.process_time() - c0                     # and its CPU seconds (all threads): the load-robust clock
+trace, eval_s, small = [], 0.0, 0
+model.train(); lik.train()
+for epoch in range(1, 100000):
+    t, c = time.perf_counter(), time.process_time()
+    perm = torch.randperm(n, generator=g)
+    for i in range(0, n, a["batch"]):
+        idx = perm[i:i + a["batch"]]
+        opt.zero_grad()
+        loss = -mll(model(X[idx]), Ys[idx])
+        loss.backward()
+        opt.step()
+    train_s += time.perf_counter() - t; train_cpu += time.process_time() - c
+    t = time.perf_counter(); nlpd, mse = evaluate(); eval_s += time.perf_counter() - t
+    trace.append([epoch, round(train_s, 3), nlpd, mse, float(loss), round(train_cpu, 3), round(os.getloadavg()[0], 1)])
+    print(json.dumps(trace[-1]), file=open(os.path.join(a["data"], a["tag"] + "_trace.jsonl"), "a"))
+    small = small + 1 if len(trace) > 1 and abs(trace[-1][2] - trace[-2][2]) < a["tol"] else 0
+    if small >= a["patience"] or train_s >= a["cap_s"]:
+        break
+print(json.dumps({"trace": trace, "converged": small >= a["patience"], "eval_s": eval_s, "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}",
+                  "noise": (lik.task_noises.detach() * sd_y ** 2 + lik.noise.detach() * sd_y ** 2).double().numpy().tolist(),
+                  "threads": torch.get_num_threads(),
+                  "versions": f"torch {torch.__version__}, gpytorch {gpytorch.__version__}"}))
+"""
+
+
+def summarize(out):
+    "Its converged NLPD (or, capped, its best) and the training time to the first evaluation at or below it."
+    tr = out["trace"]
+    target = tr[-1][2] if out["converged"] else min(r[2] for r in tr)
+    hit = next(r for r in tr if r[2] <= target)
+    return {"target_nlpd": target, "time_to_target_s": hit[1], "cpu_to_target_s": hit[5], "epoch_to_target": hit[0], "epochs": tr[-1][0],
+            "train_s": tr[-1][1], "best_nlpd": min(r[2] for r in tr), "final_mse": tr[-1][3]}
+
+
+def run(a):
+    bg = _bench_gp(a.threads)
+    row = {"n": a.n, "p": a.p, "d": 4, "n_test": a.n_test, "m": a.m, "threads": a.threads}
+    with tempfile.TemporaryDirectory(prefix="svgp_") as data:
+        X, Y, Xte, Yte = bg.icm_data(a.n, n_test=a.n_test, p=a.p)
+        for k, v in zip(("X", "Y", "Xte", "Yte"), (X, Y, Xte, Yte)):
+            np.save(Path(data) / f"{k}.npy", v)
+        tag = f"gpyt_n{a.n}_t{a.threads}"
+        rows = []
+        if a.only in (None, "gpytorch"):
+            print(f"GPyTorch: load {_load()}, trace in {data}/{tag}_trace.jsonl", flush=True)
+            M = a.inducing or a.m
+            pay = {"data": data, "threads": a.threads, "m": M, "latents": a.latents, "batch": a.batch, "lr": a.lr,
+                   "tol": a.tol, "patience": a.patience, "cap_s": a.cap_s, "float32": a.float32, "tag": tag}
+            out = bg._sub(["-c", GPYTORCH], pay, python=bg.PEER, timeout=int(a.cap_s * 3 + 600))
+            if out is None:
+                sys.exit("GPyTorch case failed (stderr above)")
+            s = summarize(out)
+            rows.append({**row, "model": f"GPyTorch LMC SVGP M={M} Q={a.latents} B={a.batch} lr={a.lr} "
+                         f"{'float32' if a.float32 else 'float64'} ({out['versions']})",
+                         "fit_s": round(s["time_to_target_s"], 1), "cpu_s": round(s["cpu_to_target_s"], 1), "nlpd": round(s["target_nlpd"], 4),
+                         "converged": out["converged"], "epochs": f"{s['epoch_to_target']} of {s['epochs']}",
+                         "train_s": round(s["train_s"], 1), "eval_s": round(out["eval_s"], 1),
+                         "best_nlpd": round(s["best_nlpd"], 4), "mse": round(s["final_mse"], 5),
+                         "noise": " ".join(f"{x:.4f}" for x in out["noise"]), "load": out["load"],
+                         "trace": json.dumps([[r[0], r[1], r[5], round(r[2], 5)] for r in out["trace"]])})
+            print(rows[-1], flush=True)
+        if a.only in (None, "ours"):
+            print(f"ours: load {_load()}", flush=True)
+            o = bg._sub([__file__, "--ours-case", data, str(a.m), str(a.ours_reps)])
+            if o is None:
+                sys.exit("our case failed (stderr above)")
+            rows.append({**row, "model": "ours OVKGaussianProcess(method='nystrom') collapsed bound",
+                         "fit_s": round(o["fit_s"], 1), "cpu_s": round(o["cpu_s"], 1), "nlpd": round(o["nlpd"], 4), "converged": "",
+                         "epochs": "", "train_s": o["fit_all_s"], "eval_s": round(o["predict_s"], 2), "best_nlpd": "",
+                         "mse": round(o["mse"], 5), "noise": o["noise"], "load": o["load"],
+                         "trace": f"lml {o['lml']:.3f}, gamma {o['gamma']:.4f}"})
+            print(rows[-1], flush=True)
+    key = lambda r: (str(r["n"]), str(r["p"]), str(r["m"]), str(r["threads"]), r["model"])
+    new = {key(r) for r in rows}
+    old = [r for r in bg._read(CSV) if key(r) not in new]
+    bg._write(CSV, old + rows)
+    report(bg)
+
+
+def report(bg):
+    rows = bg._read(CSV)
+    L = ["# OVKGaussianProcess(method='nystrom') vs GPyTorch's variational multitask GP (issue 31.5)", "",
+         "Written by `python bench/bench_gp_gpytorch_svgp.py [--threads 2] [--report]` from `gp_gpytorch_svgp.csv`. "
+         "The protocol (data, models, training, convergence, timing) is in the script's docstring; in short: the same "
+         "float64 `icm_data(n)` arrays (d = 4, noise 0.05) on both sides; GPyTorch: `LMCVariationalStrategy` over Q latent "
+         "`ScaleKernel(RBFKernel)` GPs with M learned inducing points each (started at random training rows), "
+         "`CholeskyVariationalDistribution`, `MultitaskGaussianLikelihood`, Adam on shuffled minibatches, "
+         "`VariationalELBO`; the held-out NLPD after every epoch (evaluation time excluded from its clock). Its `fit (s)` "
+         "is its training time to the first epoch at or below its converged NLPD (NLPD changed < tol for `patience` "
+         "epochs; if capped, its best NLPD); ours is the whole `fit` (best of the listed fits). NLPD: mean per-entry "
+         "-log N(y; mean, latent variance + noise) on the held-out set, in Y's units. Threads: BLAS threads = torch "
+         "threads on both sides; load: the 1-minute load average at the case's start and end (the machine is shared: "
+         "read the ratio within a run).", "",
+         "| n | p | M | threads | model | fit / time to target (s) | its CPU s | NLPD (target) | converged | epochs (target of run) | "
+         "training (s) | eval (s) | best NLPD | test MSE | noise | load |", "|" + "---|" * 16]
+    for r in rows:
+        L.append("| " + " | ".join(str(r[k]) for k in ("n", "p", "m", "threads", "model", "fit_s", "cpu_s", "nlpd", "converged",
+                                                          "epochs", "train_s", "eval_s", "best_nlpd", "mse", "noise",
+                                                          "load")) + " |")
+    L += ["", "## Ratio", "", "`ratio` = our fit / GPyTorch's time to its target (wall; CPU: the same with each side's CPU "
+          "seconds, robust to the machine's load at one thread). `GPyTorch to our NLPD`: its training clock (wall / CPU) at "
+          "the first epoch whose held-out NLPD is at or below ours (from its trace; 'never' within its run).", "",
+          "| n | p | M ours | threads | GPyTorch config | ours fit (s) | ours CPU (s) | GPyTorch time to its NLPD (s) | its CPU (s) | "
+          "ratio (wall) | ratio (CPU) | NLPD ours | NLPD GPyTorch (target) | ours at same or better NLPD | "
+          "GPyTorch to our NLPD (wall / CPU s) |", "|" + "---|" * 15]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["n"], r["p"], r["m"], r["threads"]), []).append(r)
+    for k, rs in groups.items():
+        ours = [r for r in rs if r["model"].startswith("ours")]
+        for t in (r for r in rs if r["model"].startswith("GPyTorch")):
+            cfg = t["model"].split(" (")[0].replace("GPyTorch LMC SVGP ", "")
+            tr = json.loads(t["trace"])
+            for o in ours:
+                hit = next((e for e in tr if e[3] <= float(o["nlpd"])), None)
+                reach = "never" if hit is None else f"{hit[1]:.1f} / {hit[2]:.1f} (epoch {hit[0]})"
+                L.append(f"| {' | '.join(k)} | {cfg} | {o['fit_s']} | {o['cpu_s']} | {t['fit_s']} | {t['cpu_s']} | "
+                         f"{float(o['fit_s']) / float(t['fit_s']):.3f} | {float(o['cpu_s']) / float(t['cpu_s']):.3f} | "
+                         f"{o['nlpd']} | {t['nlpd']} | {float(o['nlpd']) <= float(t['nlpd'])} | {reach} |")
+    L += ["", "GPyTorch's held-out NLPD per epoch (epoch, training wall s, training CPU s, NLPD) is the `trace` column of the CSV."]
+    MD.write_text("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--ours-case"]:
+        print(json.dumps(ours_case(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+        sys.exit()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=100000)
+    ap.add_argument("--p", type=int, default=2)
+    ap.add_argument("--n-test", type=int, default=2000)
+    ap.add_argument("--m", type=int, default=500, help="our landmarks = its inducing points per latent")
+    ap.add_argument("--inducing", type=int, help="GPyTorch's inducing points per latent (default: --m)")
+    ap.add_argument("--latents", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--tol", type=float, default=1e-3)
+    ap.add_argument("--patience", type=int, default=3)
+    ap.add_argument("--cap-s", type=float, default=900.0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--ours-reps", type=int, default=2)
+    ap.add_argument("--float32", action="store_true")
+    ap.add_argument("--only", choices=("ours", "gpytorch"))
+    ap.add_argument("--quick", action="store_true", help="n = 1e4, GPyTorch capped at 60 s")
+    ap.add_argument("--report", action="store_true")
+    a = ap.parse_args()
+    if a.report:
+        report(_bench_gp(a.threads))
+        sys.exit()
+    if a.quick:
+        a.n, a.cap_s = 10000, 60.0
+    run(a)
