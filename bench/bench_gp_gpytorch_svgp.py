@@ -7,7 +7,7 @@ its variational multitask GP (LMCVariationalStrategy over inducing points, Adam 
   python bench/bench_gp_gpytorch_svgp.py --threads 2  # the same, both sides with 2 threads (as installed on 2 cores)
   python bench/bench_gp_gpytorch_svgp.py --quick      # n = 1e4, GPyTorch capped at 60 s: the pipeline in ~2 min
   options: --n N --p P --m M (our landmarks = its inducing points per latent) --inducing MI (its, if not M) --latents Q --batch B --lr LR --cap-s S
-           --ours-reps R --tol T --patience K --float32 (GPyTorch in float32, as its tutorials) --only ours|gpytorch
+           --ours-reps R --tol T --patience K --float32 (GPyTorch in float32, as its tutorials) --only ours|gpytorch --label L (our row kept beside earlier ones)
            --report (rewrite the .md from the .csv)
 
 Protocol (written in the .md too):
@@ -188,7 +188,7 @@ def run(a):
             o = bg._sub([__file__, "--ours-case", data, str(a.m), str(a.ours_reps)])
             if o is None:
                 sys.exit("our case failed (stderr above)")
-            rows.append({**row, "model": "ours OVKGaussianProcess(method='nystrom') collapsed bound",
+            rows.append({**row, "model": "ours OVKGaussianProcess(method='nystrom') collapsed bound" + (f" [{a.label}]" if a.label else ""),
                          "fit_s": round(o["fit_s"], 1), "cpu_s": round(o["cpu_s"], 1), "nlpd": round(o["nlpd"], 4), "converged": "",
                          "epochs": "", "train_s": o["fit_all_s"], "eval_s": round(o["predict_s"], 2), "best_nlpd": "",
                          "mse": round(o["mse"], 5), "noise": o["noise"], "load": o["load"],
@@ -267,6 +267,7 @@ if __name__ == "__main__":
     ap.add_argument("--only", choices=("ours", "gpytorch"))
     ap.add_argument("--quick", action="store_true", help="n = 1e4, GPyTorch capped at 60 s")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--label", default="", help="appended to our row's model name (keeps a rerun's row beside the first)")
     a = ap.parse_args()
     if a.report:
         report(_bench_gp(a.threads))
