@@ -229,8 +229,8 @@ def report(bg):
           "GPyTorch to our NLPD (wall / CPU s) |", "|" + "---|" * 15]
     groups = {}
     for r in rows:
-        groups.setdefault((r["n"], r["p"], r["m"], r["threads"]), []).append(r)
-    for k, rs in groups.items():
+        groups.setdefault((r["n"], r["p"], r["threads"]), []).append(r)
+    for (n, p, th), rs in groups.items():
         ours = [r for r in rs if r["model"].startswith("ours")]
         for t in (r for r in rs if r["model"].startswith("GPyTorch")):
             cfg = t["model"].split(" (")[0].replace("GPyTorch LMC SVGP ", "")
@@ -238,7 +238,7 @@ def report(bg):
             for o in ours:
                 hit = next((e for e in tr if e[3] <= float(o["nlpd"])), None)
                 reach = "never" if hit is None else f"{hit[1]:.1f} / {hit[2]:.1f} (epoch {hit[0]})"
-                L.append(f"| {' | '.join(k)} | {cfg} | {o['fit_s']} | {o['cpu_s']} | {t['fit_s']} | {t['cpu_s']} | "
+                L.append(f"| {n} | {p} | {o['m']}{o['model'].partition(' [')[1]}{o['model'].partition(' [')[2]} | {th} | {cfg} | {o['fit_s']} | {o['cpu_s']} | {t['fit_s']} | {t['cpu_s']} | "
                          f"{float(o['fit_s']) / float(t['fit_s']):.3f} | {float(o['cpu_s']) / float(t['cpu_s']):.3f} | "
                          f"{o['nlpd']} | {t['nlpd']} | {float(o['nlpd']) <= float(t['nlpd'])} | {reach} |")
     L += ["", "GPyTorch's held-out NLPD per epoch (epoch, training wall s, training CPU s, NLPD) is the `trace` column of the CSV."]
