@@ -147,25 +147,29 @@ print(json.dumps({"trace": trace, "converged": small >= a["patience"], "eval_s":
 """
 
 
-NOTES = """## Reading the committed run (2026-11-29, 01:07-01:58 UTC, one thread each, 2 cores shared with six other jobs)
+NOTES = """## Reading the committed run (2026-11-29, 01:07-02:13 UTC, one thread each, 2 cores shared with six other jobs)
 
-- Load: 5.5 at the start, 7-13 during the GPyTorch runs (two of them ran at the same time as each other), 8-12 during ours.
-  Wall times are inflated 3-7x by the load (ours: 97.5 s wall for 14.2 s CPU; rerun at load 8: 41.5 s wall, 15.3 s
-  CPU); at one thread the CPU seconds are the load-robust clock, and the CPU ratio is the figure to read.
-- Neither GPyTorch run met the convergence rule (NLPD change < 1e-3 for 3 epochs) within the 15-minute cap: with Adam at
-  lr 0.01 on minibatches of 1024 its held-out NLPD moves by 1-4e-3 per epoch (minibatch noise) while still drifting down
-  (M = 100, p = 2: -0.0731 at epoch 10, -0.0751 at 18, -0.0765 at 20), so "its target" is its best NLPD in the cap and
-  the time to it is a LOWER bound on its time to converge. M = 500 (our m) costs 78 CPU s an epoch (M = 100: 7.9,
-  M = 200: 17.5) and reached 3 epochs in the cap.
-- p = 2: ours reaches NLPD -0.0819 (the oracle, true f and noise: -0.0820; test MSE 0.0497 = the oracle's) in 14-15 CPU
-  s; GPyTorch never reached it (best -0.0765 after 159 CPU s with M = 100). Ratio <= 0.09-0.10 by CPU (0.05-0.11 wall).
+- Load: 5.5 at the start, 7-13 during the first GPyTorch runs (two of mine ran at the same time), 8-12 during our first
+  fits, 4.5-8 for the last runs. Wall times are inflated 2-7x by the load (ours, m = 500: 97.5 s wall for 14.2 s CPU;
+  rerun at load 8: 41.5 s wall, 15.3 s CPU); at one thread the CPU seconds are the load-robust clock: read the CPU ratio.
+- GPyTorch float64, lr 0.01 (M = 100, 500; p = 5: M = 200) never met the convergence rule (NLPD change < 1e-3 for 3
+  epochs) in the 15-minute cap: its held-out NLPD moves 1-4e-3 an epoch (minibatch noise) while still drifting down
+  (M = 100: -0.0731 at epoch 10, -0.0751 at 18, -0.0765 at 20), so its "target" there is its best NLPD in the cap and
+  the time to it a LOWER bound on its time to converge. Cost per epoch (CPU s): M = 100: 7.9 (float32: 4.3), M = 200:
+  17.5, M = 500: 78 (3 epochs in the cap). float32 M = 100 (cap 600 s) met the rule at epoch 48 (NLPD -0.0754, a
+  plateau in the noise: its best was -0.0770), first reached at epoch 12: 56.4 CPU s. lr 0.1 (the multitask tutorial's)
+  is faster in epoch 1 and then noisier and worse (best -0.0612 in 36 epochs, cap 600 s).
+- p = 2: ours reaches NLPD -0.0819 (the oracle, true f and noise: -0.0820; test MSE 0.0497 = the oracle's) with m = 500
+  in 14-15 CPU s and with m = 200 in 3.7 CPU s; no GPyTorch run reached it (best -0.0770). Against its float64 runs the
+  ratio is <= 0.06-0.10 (CPU; lower bounds of its time); against float32 M = 100's rule-converged NLPD (56.4 CPU s)
+  it is 0.25-0.27 with our default m = 500 (NOT within 0.2x) and 0.066 with m = 200 (same NLPD).
 - p = 5 (a 5-D RBF draw with gamma = 1 on [-2, 2]^5: far more structure than 500-1000 inducing points hold): both are far
   from the oracle (-0.0799). Ours with the default m = 500 (14.5 CPU s) ends at 1.0916, WORSE than GPyTorch's capped 1.0842
-  (M = 200 per latent x 4 latents, learned locations, 158 CPU s, still falling ~0.02 an epoch): the 0.2x target is not
-  met there at m = 500. With m = 1000 ours reaches 0.870 (58.4 CPU s), better than anything GPyTorch reached in its cap:
-  0.37x of its CPU to its best (not to its converged NLPD, which the cap did not reach).
-- An attempt at two threads each was stopped after one GPyTorch epoch: at load 12-13 it took 304 s wall / 62 CPU s for
-  the epoch that one thread did in 46 s / 9.5 CPU s (oversubscribed threads); rerun on a quiet machine with --threads 2.
+  (M = 200 per latent x 4 latents, learned locations, 158 CPU s, still falling ~0.02 an epoch): the target is not met
+  there at m = 500. With m = 1000 ours reaches 0.870 (58.4 CPU s), better than anything GPyTorch reached in its cap:
+  0.37x of its CPU to its best (its converged NLPD and time were not reached: undetermined).
+- Two threads each: stopped after one GPyTorch epoch (at load 12-13 it took 304 s wall / 62 CPU s for the epoch one
+  thread did in 46 s / 9.5 CPU s: oversubscribed threads); not measured, rerun on a quiet machine with --threads 2.
 """
 
 
