@@ -162,7 +162,11 @@ NOTES = """## Reading the committed run (2026-11-29, 01:07-02:13 UTC, one thread
 - p = 2: ours reaches NLPD -0.0819 (the oracle, true f and noise: -0.0820; test MSE 0.0497 = the oracle's) with m = 500
   in 14-15 CPU s and with m = 200 in 3.7 CPU s; no GPyTorch run reached it (best -0.0770). Against its float64 runs the
   ratio is <= 0.06-0.10 (CPU; lower bounds of its time); against float32 M = 100's rule-converged NLPD (56.4 CPU s)
-  it is 0.25-0.27 with our default m = 500 (NOT within 0.2x) and 0.066 with m = 200 (same NLPD).
+  it is 0.25-0.27 with our default m = 500 (NOT within 0.2x) and 0.066 with m = 200 (same NLPD). Where our m = 500
+  time goes (cProfile, one thread, load 4.3, 13.1 CPU s / 19.7 s wall): `NystromLikelihood._bandwidth_pass` (the
+  O(n m^2) passes over X: 18 calls, 3.94 passes of the n rows) 14.5 s cumulative of 18.9 (profiler overhead included),
+  `_trsm_right` 3.7 s of it; the m x m algebra of the ~2000 small evaluations (eigh of m x m, 1991 calls) about 2 s.
+  To reach 0.2x of 56.4 CPU s at m = 500 the fit must drop to <= 11.3 CPU s: fewer passes (< 3) or a cheaper pass.
 - p = 5 (a 5-D RBF draw with gamma = 1 on [-2, 2]^5: far more structure than 500-1000 inducing points hold): both are far
   from the oracle (-0.0799). Ours with the default m = 500 (14.5 CPU s) ends at 1.0916, WORSE than GPyTorch's capped 1.0842
   (M = 200 per latent x 4 latents, learned locations, 158 CPU s, still falling ~0.02 an epoch): the target is not met
