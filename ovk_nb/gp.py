@@ -24,11 +24,12 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                check_X_Y_missing, fit_context, to_numpy)
 
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS',
-           'RESTARTS_AUTO_N', 'GUARD_ROWS', 'SURROGATE_ROWS', 'POLISH_STEPS', 'POLISH_TOL', 'NYSTROM_SUBSAMPLE',
-           'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
-           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
-           'gp_nystrom_dense_reference', 'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
+           'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'SURROGATE_ROWS', 'POLISH_STEPS', 'POLISH_TOL',
+           'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
+           'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
+           'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
+           'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -930,6 +931,95 @@ def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
         rz = rz_new
         it += 1
     return Z, it
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #ba3d9ff0
+from .linalg import NystromFeatures
+
+MASKED_PRECOND_CORE = 8000      # r d: the size of the masked Nystrom preconditioner's Woodbury core H (its Cholesky)
+
+
+class MaskedNystromPreconditioner:
+    """R -> (D_o + F F^T)^{-1} R: the exact inverse, by Woodbury, of the masked system with K_x replaced by its Nystrom
+    approximation Phi Phi^T (the mask inside, one core term per output pattern); never an n x n matrix.
+
+    Parameters
+    ----------
+    scalar_kernel : ScalarKernel
+        k of the separable kernel k T.
+    T : ndarray of shape (d, d)
+        The output matrix (symmetric PSD; a part's weight folded in).
+    X : ndarray of shape (n, p)
+        The training inputs.
+    mask : ndarray of bool of shape (n, d)
+        True at the observed entries.
+    noise : float or ndarray of shape (d,)
+        The noise variance(s), > 0.
+    n_landmarks : int or None, default=None
+        r, the landmarks (all rows when n is smaller); None: MASKED_PRECOND_CORE // d.
+    random_state : int, Generator or None, default=0
+        Seed of the landmark draw.
+    rcond : float, default=1e-10
+        `NystromFeatures`' eigenvalue cut-off.
+
+    Attributes
+    ----------
+    rank_ : int
+        The number of Nystrom features.
+    logdet_ : float
+        log det(D_o + F F^T), the preconditioner's own log-determinant.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.random.default_rng(0).normal(size=(30, 2)); T = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> mask = np.random.default_rng(1).random((30, 2)) > 0.3
+    >>> pc = MaskedNystromPreconditioner(RBF(1.0), T, X, mask, 0.1, n_landmarks=30)
+    >>> Ko = Separable(RBF(1.0), T).gram(X)[np.ix_(mask.ravel(), mask.ravel())] + 0.1 * np.eye(mask.sum())
+    >>> R = np.where(mask, 1.0, 0.0)
+    >>> bool(np.allclose(pc(R)[mask], np.linalg.solve(Ko, R[mask]), atol=1e-6))
+    True
+    """
+    def __init__(self, scalar_kernel, T, X, mask, noise, n_landmarks=None, random_state=0, rcond: float = 1e-10):
+        mask = np.asarray(mask, dtype=bool)
+        n, d = mask.shape
+        s2 = np.broadcast_to(np.asarray(noise, dtype=float), (d,))
+        if not (np.isfinite(s2).all() and (s2 > 0).all()):
+            raise ValueError(f"noise must be finite and > 0, got {noise!r}")
+        r = min(n, max(1, MASKED_PRECOND_CORE // d) if n_landmarks is None else int(n_landmarks))
+        Z = X[np.sort(np.random.default_rng(random_state).choice(n, r, replace=False))]
+        self.Phi = NystromFeatures(scalar_kernel, Z, rcond)(X)                 # K_x ~ Phi Phi^T
+        e, V = np.linalg.eigh((np.asarray(T, dtype=float) + np.asarray(T, dtype=float).T) / 2)
+        self.S = (V * np.sqrt(np.clip(e, 0, None))) @ V.T                      # T^{1/2}
+        self.Dinv = mask / s2                                                   # D_o^{-1}, zero at the missing entries
+        self.rank_ = rk = self.Phi.shape[1]
+        H = np.zeros((rk, d, rk, d))
+        pats, inv = np.unique(mask, axis=0, return_inverse=True)
+        if len(pats) <= d:                                                       # one term per output pattern
+            terms = [(self.Phi[inv.ravel() == p], self.S @ ((pats[p] / s2)[:, None] * self.S)) for p in range(len(pats))]
+        else:                                                                    # or one per output
+            terms = [(self.Phi[mask[:, k]], np.outer(self.S[:, k], self.S[:, k]) / s2[k]) for k in range(d)]
+        for Pp, B in terms:
+            G = Pp.T @ Pp
+            for l in range(d):
+                for m in range(d):
+                    if B[l, m] != 0:
+                        H[:, l, :, m] += B[l, m] * G
+        H = H.reshape(rk * d, rk * d)
+        H[np.diag_indices_from(H)] += 1.0
+        self.H = sla.cho_factor(H, lower=True, overwrite_a=True, check_finite=False)
+        self.logdet_ = float(np.log(np.broadcast_to(s2, mask.shape)[mask]).sum() + 2 * np.log(np.diag(self.H[0])).sum())
+
+    def __call__(self, R):
+        "The preconditioner on an (n, d) matrix or an (n, N, d) stack (N right-hand sides); zero at the missing entries."
+        n, d, rk = len(R), R.shape[-1], self.rank_
+        R3 = R.reshape(n, -1, d) * self.Dinv[:, None, :]
+        N = R3.shape[1]
+        U = (self.Phi.T @ R3.reshape(n, -1)).reshape(rk, N, d) @ self.S
+        C = sla.cho_solve(self.H, U.transpose(0, 2, 1).reshape(rk * d, N), check_finite=False)
+        C = C.reshape(rk, d, N).transpose(0, 2, 1)
+        out = R3 - self.Dinv[:, None, :] * ((self.Phi @ C.reshape(rk, -1)).reshape(n, N, d) @ self.S)
+        return out.reshape(R.shape)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #1b005456
 class StochasticMaskedLikelihood:
