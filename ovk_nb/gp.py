@@ -1114,16 +1114,10 @@ def operator(self: StochasticMaskedLikelihood, theta):
             out += w * self._apply(Kx, Z, Tm)
         return out * M
 
-    # the preconditioner: the unmasked dominant separable part's joint eigen-solve (exact for one Separable unmasked)
+    # the preconditioner: the masked Nystrom one of the dominant separable part (exact for one Separable at r = n)
     c = int(np.argmax([w * np.trace(Kx) * np.trace(Tm) for _, Tm, _, w, Kx, _ in parts]))
-    _, Tm, _, w, Kx, _ = parts[c]
-    sv, U = np.linalg.eigh(w * Kx)
-    ev, Vt = np.linalg.eigh(Tm)
-    lam = (np.clip(sv, 0, None)[:, None] * np.clip(ev, 0, None)[None, :] + s2)[:, None, :]
-
-    def pc(R):
-        return self._apply(U, self._apply(U.T, R, Vt) / lam, Vt.T) * M
-
+    sk, Tm, _, w, _, _ = parts[c]
+    pc = MaskedNystromPreconditioner(sk, w * Tm, self.X, self.obs, s2, None, self.seed)
     self._op_key, self._op = None, (k, s2, parts, mv, pc)
     self._op_key = tuple(theta)
     return self._op
