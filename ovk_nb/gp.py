@@ -955,7 +955,7 @@ class MaskedNystromPreconditioner:
     noise : float or ndarray of shape (d,)
         The noise variance(s), > 0.
     n_landmarks : int or None, default=None
-        r, the landmarks (all rows when n is smaller); None: MASKED_PRECOND_CORE // d.
+        r, the landmarks (at most n); None: min(ceil(n / 2), MASKED_PRECOND_CORE // d) (never the n d x n d system).
     random_state : int, Generator or None, default=0
         Seed of the landmark draw.
     rcond : float, default=1e-10
@@ -986,7 +986,7 @@ class MaskedNystromPreconditioner:
         s2 = np.broadcast_to(np.asarray(noise, dtype=float), (d,))
         if not (np.isfinite(s2).all() and (s2 > 0).all()):
             raise ValueError(f"noise must be finite and > 0, got {noise!r}")
-        r = min(n, max(1, MASKED_PRECOND_CORE // d) if n_landmarks is None else int(n_landmarks))
+        r = max(1, min((n + 1) // 2, MASKED_PRECOND_CORE // d)) if n_landmarks is None else min(n, int(n_landmarks))
         Z = X[np.sort(np.random.default_rng(random_state).choice(n, r, replace=False))]
         self.Phi = NystromFeatures(scalar_kernel, Z, rcond)(X)                 # K_x ~ Phi Phi^T
         e, V = np.linalg.eigh((np.asarray(T, dtype=float) + np.asarray(T, dtype=float).T) / 2)
