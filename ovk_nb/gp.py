@@ -909,8 +909,10 @@ class _NystromPosterior(_SeparablePosterior):
         return self.xp.stack([e[l] * Kss + (Q * (e[l] * self.s2 / self.lam[:, l])) @ Q.T for l in range(e.shape[0])])
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e978927d
-def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
-    "PCG on each slice B[:, j] of an (n, N, d) stack at once (one batched product per step); (solution, iterations)."
+def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000, coeffs=None):
+    """PCG on each slice B[:, j] of an (n, N, d) stack at once (one batched product per step); (solution, iterations).
+    `coeffs`, a list: filled with (rz0, steps, betas, active) of every slice, the Lanczos coefficients of the
+    preconditioned operator (below)."""
     Z = np.zeros_like(B)
     R = B.copy()
     Pr = precond(R)
@@ -918,8 +920,9 @@ def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
     rz = np.einsum("ikj,ikj->k", R, Pr)
     bn = np.sqrt(np.einsum("ikj,ikj->k", B, B))
     bn[bn == 0] = 1.0
+    rz0, steps, betas, act = rz.copy(), [], [], []
     it = 0
-    while it < max_iter and (np.sqrt(np.einsum("ikj,ikj->k", R, R)) > tol * bn).any():
+    while it < max_iter and (active := np.sqrt(np.einsum("ikj,ikj->k", R, R)) > tol * bn).any():
         KD = matvec(D)
         dkd = np.einsum("ikj,ikj->k", D, KD)
         step = np.where(dkd > 0, rz / np.where(dkd > 0, dkd, 1.0), 0.0)
@@ -927,10 +930,31 @@ def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
         R -= step[:, None] * KD
         Pr = precond(R)
         rz_new = np.einsum("ikj,ikj->k", R, Pr)
-        D = Pr + np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)[:, None] * D
+        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
+        D = Pr + beta[:, None] * D
         rz = rz_new
+        steps.append(step); betas.append(beta); act.append(active)
         it += 1
+    if coeffs is not None:
+        coeffs[:] = [rz0, np.array(steps).reshape(-1, B.shape[1]), np.array(betas).reshape(-1, B.shape[1]),
+                     np.array(act).reshape(-1, B.shape[1])]
     return Z, it
+
+
+def _lanczos_logdet(rz0, steps, betas, active):
+    """rz0 e_1^T log(T) e_1 per slice: T the Lanczos tridiagonal of the preconditioned operator read from PCG's own
+    coefficients (T_00 = 1 / a_0, T_jj = 1 / a_j + b_{j-1} / a_{j-1}, T_j,j+1 = sqrt(b_j) / a_j), over the slice's active
+    steps."""
+    out = np.zeros(len(rz0))
+    for k in range(len(rz0)):
+        m = int(active[:, k].sum())
+        if m == 0 or rz0[k] <= 0:
+            continue
+        a, b = steps[:m, k], betas[:m, k]
+        dg = 1 / a + np.r_[0.0, b[:-1] / a[:-1]]
+        th, S = sla.eigh_tridiagonal(dg, np.sqrt(np.clip(b[:-1], 0, None)) / a[:-1])
+        out[k] = rz0[k] * float(np.sum(S[0] ** 2 * np.log(np.clip(th, 1e-300, None))))
+    return out
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #ba3d9ff0
 from .linalg import NystromFeatures
@@ -1024,12 +1048,13 @@ class MaskedNystromPreconditioner:
 # %% ../nbs/2_algorithms/08_gp.ipynb #1b005456
 class StochasticMaskedLikelihood:
     """The log marginal likelihood of the observed entries of Y (NaN = missing) by stochastic estimation, for sizes
-    beyond `MASKED_DENSE_MAX`: the data-fit term y_o^T K_o^{-1} y_o exact by PCG, log det K_o by stochastic Lanczos
-    quadrature (`ovk_nb.linalg.masked_logdet_slq`), the gradient's trace tr(K_o^{-1} dK_o) by Hutchinson's estimator
-    mean_z (K_o^{-1} z)^T dK_o z over `n_probes` Rademacher probes solved by the same batched PCG. The probes are drawn
-    once from `random_state`, so the objective is a deterministic function of theta (L-BFGS-B can line-search it).
-    APPROXIMATE: see the measured errors in the notebook. O(n^2 d (n_probes + 1)) per PCG step and one eigh of an n x n
-    Gram (the preconditioner) per evaluation; the n x n scalar Grams stored, never the observed block.
+    beyond `MASKED_DENSE_MAX`: the data-fit term y_o^T K_o^{-1} y_o exact by PCG, log det K_o as the masked Nystrom
+    preconditioner's exact log det plus the stochastic Lanczos quadrature of the preconditioned operator (read from the
+    same PCG's coefficients), the gradient's trace tr(K_o^{-1} dK_o) by Hutchinson's estimator mean_z (K_o^{-1} z)^T dK_o
+    (P^{-1} z) over `n_probes` Gaussian probes z ~ N(0, P) (P the preconditioner) solved by the same batched PCG. The
+    probes' normal draws are fixed from `random_state`, so the objective is a deterministic function of theta (L-BFGS-B
+    can line-search it). APPROXIMATE: see the measured errors in the notebook. O(n^2 d (n_probes + 1)) per PCG step and
+    O(n r^2 + (r d)^3) for the preconditioner per evaluation; the n x n scalar Grams stored, never the observed block.
 
     Parameters
     ----------
@@ -1040,9 +1065,9 @@ class StochasticMaskedLikelihood:
     Y : ndarray of shape (n, d)
         The targets, NaN marking a missing entry.
     n_probes : int, default=30
-        The number of Rademacher probes (SLQ and Hutchinson each).
+        The number of Gaussian probes (SLQ and Hutchinson share them).
     n_steps : int, default=50
-        Lanczos steps per probe of the log-determinant.
+        Unused (kept for the signature): the Lanczos steps are the PCG's, run to `tol`.
     random_state : int, RandomState or None, default=0
         Draws the one seed of the probes.
     tol : float, default=1e-8
@@ -1082,8 +1107,11 @@ class StochasticMaskedLikelihood:
         self.n_obs = int(self.obs.sum())
         self.n_probes, self.n_steps, self.tol = int(n_probes), int(n_steps), float(tol)
         self.seed = int(check_random_state(random_state).randint(2 ** 31 - 1))    # one fixed seed: a deterministic objective
+        n, d = Y.shape
+        self.n_landmarks = max(1, min((n + 1) // 2, MASKED_PRECOND_CORE // d))   # the preconditioner's r
         rng = np.random.default_rng(self.seed)
-        self.probes = rng.choice([-1.0, 1.0], size=(len(Y), self.n_probes, Y.shape[1])) * self.M
+        self.G1 = rng.standard_normal((n, self.n_probes, d)) * self.M              # the probes z = D^1/2 g1 + F g2
+        self.G2 = rng.standard_normal((self.n_landmarks, self.n_probes, d))
         _flat_parts(kernel)
 
     def __getstate__(self):
@@ -1117,17 +1145,17 @@ def operator(self: StochasticMaskedLikelihood, theta):
     # the preconditioner: the masked Nystrom one of the dominant separable part (exact for one Separable at r = n)
     c = int(np.argmax([w * np.trace(Kx) * np.trace(Tm) for _, Tm, _, w, Kx, _ in parts]))
     sk, Tm, _, w, _, _ = parts[c]
-    pc = MaskedNystromPreconditioner(sk, w * Tm, self.X, self.obs, s2, None, self.seed)
+    pc = MaskedNystromPreconditioner(sk, w * Tm, self.X, self.obs, s2, self.n_landmarks, self.seed)
     self._op_key, self._op = None, (k, s2, parts, mv, pc)
     self._op_key = tuple(theta)
     return self._op
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #9cb8dda0
 @patch
-def solve(self: StochasticMaskedLikelihood, theta, B):
+def solve(self: StochasticMaskedLikelihood, theta, B, coeffs=None):
     "(kernel, s2, parts, K_o^{-1} B for the (n, N, d) stack B (zero at the missing entries), PCG iterations)."
     k, s2, parts, mv, pc = self.operator(theta)
-    S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs)
+    S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs, coeffs=coeffs)
     R = mv(S) - B * self.M                                 # the true residual (the recursive one drifts)
     res = np.sqrt(np.einsum("ikj,ikj->k", R, R))
     bn = np.sqrt(np.einsum("ikj,ikj->k", B * self.M, B * self.M))
@@ -1137,31 +1165,44 @@ def solve(self: StochasticMaskedLikelihood, theta, B):
 
     return k, s2, parts, S, it
 
+
+@patch
+def probes(self: StochasticMaskedLikelihood, theta):
+    "(z, P^{-1} z): the fixed draws made z ~ N(0, P), P = D_o + F F^T the preconditioner at theta; (n, N, d) stacks."
+    _, s2, _, _, pc = self.operator(theta)
+    n, N, d = self.G1.shape
+    rk = pc.rank_
+    Z = (np.sqrt(s2) * self.G1 + (pc.Phi @ self.G2[:rk].reshape(rk, -1)).reshape(n, N, d) @ pc.S) * self.M
+    return Z, pc(Z)
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #3e27c3b5
 @patch
 def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True):
     theta = np.asarray(theta, dtype=float)
-    B = np.concatenate([self.Y0[:, None, :], self.probes if eval_gradient else self.probes[:, :0]], 1)
-    k, s2, parts, S, self.iterations_ = self.solve(theta, B)
-    A, Up, Zp = S[:, :1], S[:, 1:], self.probes
-    ld, self.logdet_stderr_ = masked_logdet_slq(KernelParts(k), self.X, self.obs, s2, self.n_probes, self.n_steps,
-                                                random_state=self.seed)
+    Zp, Vp = self.probes(theta)
+    coeffs = []
+    k, s2, parts, S, self.iterations_ = self.solve(theta, np.concatenate([self.Y0[:, None, :], Zp], 1), coeffs)
+    A, Up = S[:, :1], S[:, 1:]
+    rz0, steps, betas, active = coeffs
+    lds = _lanczos_logdet(rz0[1:], steps[:, 1:], betas[:, 1:], active[:, 1:])      # log det of P^{-1/2} K_o P^{-1/2}
+    N = self.n_probes
+    ld = self.operator(theta)[4].logdet_ + float(lds.mean())
+    self.logdet_stderr_ = float(lds.std(ddof=1) / np.sqrt(N)) if N > 1 else float("nan")
     lml = -0.5 * float(np.sum(self.Y0 * A[:, 0])) - 0.5 * ld - 0.5 * self.n_obs * LOG2PI
     if not eval_gradient:
         return lml
-    N = self.n_probes
 
     def contract(G, Tm):
-        "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) z: the gradient along one dK = G kron Tm."
-        return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Zp, Tm))) / N
+        "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) P^{-1} z: the gradient along one dK = G kron Tm."
+        return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Vp, Tm))) / N
 
     grad = []
     for sk, Tm, dT, w, Kx, dKx in parts:
         grad += [w * contract(g, Tm) for g in dKx]
-        if len(dT):                                         # K A and K Z once, then each dT in O(n N d^2)
-            KA, KZ = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Zp, np.eye(len(Tm)))
-            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KZ @ g))) / N) for g in dT]
-    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Zp)) / N))
+        if len(dT):                                         # K A and K V once, then each dT in O(n N d^2)
+            KA, KV = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Vp, np.eye(len(Tm)))
+            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KV @ g))) / N) for g in dT]
+    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Vp)) / N))
     return lml, np.array(grad)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3ef35c25
