@@ -7,6 +7,9 @@ preconditioner (`ovk_nb.gp.MaskedNystromPreconditioner`) against the unmasked on
   python bench/bench_gp_masked.py stochastic --quick  # the stochastic fit against the exact one at n = 400 (about 1 min quiet)
   python bench/bench_gp_masked.py stochastic [n:frac:probes ...]   # default grid STOCH (about 15 min quiet)
                                                       # -> bench/results/gp_masked_stochastic.csv
+  python bench/bench_gp_masked.py estimate            # the estimate at one theta against the exact LML (about 1 min
+                                                      # quiet; PYTHONPATH=<an older checkout> for its estimator)
+                                                      # -> bench/results/gp_masked_estimate.csv
   python bench/bench_gp_masked.py report              # bench/results/gp_masked.md from the three csv files
 
 The case is `bench_gp.masked_case`'s (X uniform on [-3, 3]^4, RBF gamma = 0.5, d = 4, random PSD T, lam = 0.1, 30% of
@@ -115,6 +118,40 @@ def stochastic_case(n, frac, n_probes):
     return out
 
 
+def estimate_case(data, n, n_probes):
+    """The stochastic LML and gradient at one theta against the exact masked ones: 'icm' = bench_gp.icm_data(n), 30%
+    hidden, theta of the complete-data fit (one shared noise, raw targets); 'masked' = masked_data(n), the generating
+    theta (RBF gamma 0.5, T, noise 0.1)."""
+    import warnings
+    from bench_gp import icm_data
+    from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess, StochasticMaskedLikelihood
+    from ovk_nb.kernels import RBF, Separable
+    load0 = os.getloadavg()[0]
+    if data == "icm":
+        X, Yfull, _, _ = icm_data(n)
+        Y = Yfull.copy()
+        Y[np.random.default_rng(1).random(Y.shape) < 0.3] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gp = OVKGaussianProcess(noise_per_output=False, normalize_y=False).fit(X, Yfull)
+        K, s2 = gp.kernel_, gp.noise_
+    else:
+        X, Y, T = masked_data(n)
+        K, s2 = Separable(RBF(0.5), T), 0.1
+    th = np.r_[K.theta, np.log(s2)]
+    ex, ge = MaskedLikelihood(K, X, Y)(th)
+    t = time.perf_counter()
+    lik = StochasticMaskedLikelihood(K, X, Y, n_probes, random_state=0)
+    est, g = lik(th)
+    t = time.perf_counter() - t
+    return {"data": data, "n": n, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum()), "exact_lml": round(ex, 3),
+            "estimate": round(est, 3), "error": round(est - ex, 3), "stderr_half": round(0.5 * lik.logdet_stderr_, 3),
+            "grad_abs_error": float(f"{np.abs(g - ge).max():.3g}"), "grad_abs_max": float(f"{np.abs(ge).max():.3g}"),
+            "pcg_iterations": lik.iterations_, "eval_s": round(t, 2), "threads": THREADS,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+
+
+ESTIMATE = ["icm:1200:30", "masked:1000:10", "masked:1000:30"]
 STOCH = ["400:0.3:10", "400:0.3:30", "800:0.3:10", "800:0.3:30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
 
 
@@ -137,6 +174,14 @@ def report():
               "optimum; `rel_gap` = (exact - stochastic) / |exact|; `stderr_half`: the stochastic LML's own standard "
               "error at its optimum.", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         L += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in st] + [""]
+    es = _read(RES / "gp_masked_estimate.csv")
+    if es:
+        cols = list(es[0])
+        L += ["## The stochastic estimate at one theta", "",
+              "`StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0)` against `MaskedLikelihood` at one theta "
+              "(`code`: 'now', or the tag of an older checkout run by BENCH_TAG=... PYTHONPATH=...).", "",
+              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        L += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in es] + [""]
     for name, title in (("gp_masked.csv", "Full solves"), ("gp_masked_iters.csv", "Iteration counts")):
         rows = _read(RES / name)
         if not rows:
@@ -171,6 +216,19 @@ if __name__ == "__main__":
             if r:
                 key = (str(r["n"]), str(r["frac"]), str(r["n_probes"]))
                 _write(path, [o for o in _read(path) if (o["n"], o["frac"], o["n_probes"]) != key] + [r])
+                print(r, flush=True)
+        print(report())
+    elif a[:1] == ["--estimate-case"]:
+        print(json.dumps(estimate_case(a[1], int(a[2]), int(a[3]))))
+    elif a[:1] == ["estimate"]:
+        tag = os.environ.get("BENCH_TAG", "now")                  # e.g. BENCH_TAG=main with PYTHONPATH=<main checkout>
+        path = RES / "gp_masked_estimate.csv"
+        for c in [c for c in a[1:] if ":" in c] or ESTIMATE:
+            r = _sub([__file__, "--estimate-case", *c.split(":")])
+            if r:
+                r["code"] = tag
+                key = (r["data"], str(r["n"]), str(r["n_probes"]), tag)
+                _write(path, [o for o in _read(path) if (o["data"], o["n"], o["n_probes"], o["code"]) != key] + [r])
                 print(r, flush=True)
         print(report())
     elif a[:1] == ["report"]:
