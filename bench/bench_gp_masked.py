@@ -4,8 +4,8 @@ preconditioner (`ovk_nb.gp.MaskedNystromPreconditioner`) against the unmasked on
   python bench/bench_gp_masked.py iters --quick       # PCG iterations per preconditioner at n = 2000 (about 1 min quiet)
   python bench/bench_gp_masked.py iters               # ... at n = 2000, 5000, 10000 (about 10 min quiet)
   python bench/bench_gp_masked.py solve [n ...]       # the full solve, default n = 20000 (about 2-3 min quiet, 3.5 GB)
-  python bench/bench_gp_masked.py stochastic --quick  # the stochastic fit against the exact one at n = 400 (about 1 min quiet)
-  python bench/bench_gp_masked.py stochastic [n:frac:probes ...]   # default grid STOCH (about 15 min quiet)
+  python bench/bench_gp_masked.py stochastic --quick  # the stochastic fits against the exact one at n = 400 (3-5 min quiet)
+  python bench/bench_gp_masked.py stochastic [n:frac:p1,p2 ...]   # default grid STOCH (an hour or more)
                                                       # -> bench/results/gp_masked_stochastic.csv
   python bench/bench_gp_masked.py estimate            # the estimate at one theta against the exact LML (about 1 min
                                                       # quiet; PYTHONPATH=<an older checkout> for its estimator)
@@ -87,35 +87,36 @@ def run(path, cases):
     return rows
 
 
-def stochastic_case(n, frac, n_probes):
+def stochastic_case(n, frac, probes):
     """Both masked fits on bench_gp.icm_data(n) (d = 4) with `frac` of Y hidden (one shared noise, raw targets): the exact
-    masked LML at each optimum, the relative gap of the stochastic one, its own standard error, the times."""
+    fit once, the stochastic one per number of probes; the exact masked LML at each optimum, the relative gap of the
+    stochastic one, its own standard error, the times. One row per number of probes."""
     import warnings
     from bench_gp import icm_data
     from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess
-    load0 = os.getloadavg()[0]
     X, Y, _, _ = icm_data(n)
     Y = Y.copy()
     Y[np.random.default_rng(1).random(Y.shape) < frac] = np.nan
-    out = {"n": n, "frac": frac, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum())}
-    lml = {}
-    for m in ("exact", "stochastic"):
+    rows, exact = [], None
+    for m, n_probes in [("exact", 0)] + [("stochastic", p) for p in probes]:
+        load0 = os.getloadavg()[0]
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             t = time.perf_counter()
-            gp = OVKGaussianProcess(missing="ignore", method=m, n_probes=n_probes, noise_per_output=False,
+            gp = OVKGaussianProcess(missing="ignore", method=m, n_probes=max(n_probes, 2), noise_per_output=False,
                                     normalize_y=False, random_state=0).fit(X, Y)
-            out[f"{m}_fit_s"] = round(time.perf_counter() - t, 1)
-        lml[m] = MaskedLikelihood(gp.kernel_, X, Y)(np.r_[gp.kernel_.theta, np.log(gp.noise_)], False)
-        out[f"{m}_lml"] = round(lml[m], 4)
-        out[f"{m}_warnings"] = len(w)
-        if m == "stochastic":
-            out["stderr_half"] = round(0.5 * gp._lik.logdet_stderr_, 4)       # the LML's standard error at its optimum
-            out["pcg_iterations"] = gp._lik.iterations_
-    out["gap"] = round(lml["exact"] - lml["stochastic"], 4)
-    out["rel_gap"] = float(f"{out['gap'] / abs(lml['exact']):.2e}")
-    out.update(threads=THREADS, load=f"{load0:.1f}-{os.getloadavg()[0]:.1f}")
-    return out
+            fit_s = round(time.perf_counter() - t, 1)
+        lml = MaskedLikelihood(gp.kernel_, X, Y)(np.r_[gp.kernel_.theta, np.log(gp.noise_)], False)
+        if m == "exact":
+            exact = {"exact_fit_s": fit_s, "exact_lml": round(lml, 4), "exact_load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+            continue
+        gap = exact["exact_lml"] - lml
+        rows.append({"n": n, "frac": frac, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum()), **exact,
+                     "stochastic_fit_s": fit_s, "stochastic_lml": round(lml, 4), "gap": round(gap, 4),
+                     "rel_gap": float(f"{gap / abs(exact['exact_lml']):.2e}"), "stderr_half": round(0.5 * gp._lik.logdet_stderr_, 4),
+                     "pcg_iterations": gp._lik.iterations_, "warnings": len(w), "threads": THREADS,
+                     "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"})
+    return rows
 
 
 def estimate_case(data, n, n_probes):
@@ -152,7 +153,7 @@ def estimate_case(data, n, n_probes):
 
 
 ESTIMATE = ["icm:1200:30", "masked:1000:10", "masked:1000:30"]
-STOCH = ["400:0.3:10", "400:0.3:30", "800:0.3:10", "800:0.3:30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
+STOCH = ["400:0.3:10,30", "800:0.3:10,30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
 
 
 def report():
@@ -207,13 +208,12 @@ if __name__ == "__main__":
         print(run(RES / "gp_masked.csv", [(int(x), "masked") for x in a[1:]] or [(20000, "masked")]))
         print(report())
     elif a[:1] == ["--stochastic-case"]:
-        print(json.dumps(stochastic_case(int(a[1]), float(a[2]), int(a[3]))))
+        print(json.dumps(stochastic_case(int(a[1]), float(a[2]), [int(p) for p in a[3].split(",")])))
     elif a[:1] == ["stochastic"]:
         grid = ["400:0.3:30"] if "--quick" in a else [c for c in a[1:] if ":" in c] or STOCH
         path = RES / "gp_masked_stochastic.csv"
         for c in grid:                                  # each row written as soon as it is measured
-            r = _sub([__file__, "--stochastic-case", *c.split(":")])
-            if r:
+            for r in _sub([__file__, "--stochastic-case", *c.split(":")]) or []:
                 key = (str(r["n"]), str(r["frac"]), str(r["n_probes"]))
                 _write(path, [o for o in _read(path) if (o["n"], o["frac"], o["n_probes"]) != key] + [r])
                 print(r, flush=True)

@@ -1012,7 +1012,8 @@ class MaskedNystromPreconditioner:
             raise ValueError(f"noise must be finite and > 0, got {noise!r}")
         r = max(1, min((n + 1) // 2, MASKED_PRECOND_CORE // d)) if n_landmarks is None else min(n, int(n_landmarks))
         Z = X[np.sort(np.random.default_rng(random_state).choice(n, r, replace=False))]
-        self.Phi = NystromFeatures(scalar_kernel, Z, rcond)(X)                 # K_x ~ Phi Phi^T
+        self.features, self.landmarks = NystromFeatures(scalar_kernel, Z, rcond), Z
+        self.Phi = self.features(X)                                             # K_x ~ Phi Phi^T
         e, V = np.linalg.eigh((np.asarray(T, dtype=float) + np.asarray(T, dtype=float).T) / 2)
         self.S = (V * np.sqrt(np.clip(e, 0, None))) @ V.T                      # T^{1/2}
         self.Dinv = mask / s2                                                   # D_o^{-1}, zero at the missing entries
@@ -1044,6 +1045,38 @@ class MaskedNystromPreconditioner:
         C = C.reshape(rk, d, N).transpose(0, 2, 1)
         out = R3 - self.Dinv[:, None, :] * ((self.Phi @ C.reshape(rk, -1)).reshape(n, N, d) @ self.S)
         return out.reshape(R.shape)
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #fa850104
+@patch
+def _hhat(self: MaskedNystromPreconditioner):
+    "(I kron S) H^{-1} (I kron S) as an (r, d, r, d) array, indices (b, k', a, k); built once."
+    if getattr(self, "_Hh", None) is None:
+        rk, d = self.rank_, len(self.S)
+        Hi = sla.cho_solve(self.H, np.eye(rk * d), check_finite=False).reshape(rk, d, rk, d)
+        self._Hh = np.einsum("bmal,lk,mq->bqak", Hi, self.S, self.S, optimize=True)
+    return self._Hh
+
+
+@patch
+def trace(self: MaskedNystromPreconditioner, Y=None, Z=None, B=None):
+    "tr(P^{-1} P (Y Z^T kron B) P^T) for Y, Z of shape (n, q), B (d, d); all None: tr(P^{-1})."
+    Hh, d = self._hhat(), len(self.S)
+    if Y is None:
+        return float(self.Dinv.sum() - sum(np.sum((Ps := (self.Dinv[:, k:k + 1] * self.Phi)).T @ Ps * Hh[:, k, :, k].T)
+                                             for k in range(d)))
+    t = sum(B[k, k] * float(np.sum(self.Dinv[:, k] * np.einsum("iq,iq->i", Y, Z))) for k in range(d))
+    PY = [(self.Dinv[:, k:k + 1] * self.Phi).T @ Y for k in range(d)]           # Psi_k^T Y, (r, q)
+    ZP = [Z.T @ (self.Dinv[:, k:k + 1] * self.Phi) for k in range(d)]           # Z^T Psi_k, (q, r)
+    return t - sum(B[k, m] * float(np.sum((PY[k] @ ZP[m]) * Hh[:, m, :, k].T)) for k in range(d) for m in range(d)
+                   if B[k, m] != 0)
+
+
+def _quad(V, Y, Z, B):
+    "sum over the probes of v^T (Y Z^T kron B) v, V an (n, N, d) stack: <Y^T v B, Z^T v> per probe."
+    n, N, d = V.shape
+    YV = (Y.T @ V.reshape(n, -1)).reshape(-1, N, d)
+    ZV = YV if Z is Y else (Z.T @ V.reshape(n, -1)).reshape(-1, N, d)
+    return float(np.sum((YV @ B) * ZV))
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #1b005456
 class StochasticMaskedLikelihood:
@@ -1146,6 +1179,7 @@ def operator(self: StochasticMaskedLikelihood, theta):
     c = int(np.argmax([w * np.trace(Kx) * np.trace(Tm) for _, Tm, _, w, Kx, _ in parts]))
     sk, Tm, _, w, _, _ = parts[c]
     pc = MaskedNystromPreconditioner(sk, w * Tm, self.X, self.obs, s2, self.n_landmarks, self.seed)
+    pc.part = c
     self._op_key, self._op = None, (k, s2, parts, mv, pc)
     self._op_key = tuple(theta)
     return self._op
@@ -1196,14 +1230,40 @@ def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True
         "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) P^{-1} z: the gradient along one dK = G kron Tm."
         return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Vp, Tm))) / N
 
+    pc = self.operator(theta)[4]
+
+    def cv(Y, Z, B):
+        "The control variate's share: -1/2 (tr(P^-1 A) - mean_z v_z^T A v_z), A = P (Y Z^T kron B) P^T, v_z = P^-1 z."
+        return -0.5 * (pc.trace(Y, Z, B) - _quad(Vp, Y, Z, B) / N)
+
     grad = []
-    for sk, Tm, dT, w, Kx, dKx in parts:
-        grad += [w * contract(g, Tm) for g in dKx]
+    for c, (sk, Tm, dT, w, Kx, dKx) in enumerate(parts):
+        g_x = [w * contract(g, Tm) for g in dKx]
+        if c == pc.part and len(dKx):                       # d(Phi Phi^T) = Phi' Phi^T + Phi Phi'^T - Phi E Phi^T
+            dP = _nystrom_gradient(sk, self.X, pc)
+            if dP is not None:
+                g_x = [gx + 2 * cv(Ph1, pc.Phi, w * Tm) - cv(pc.Phi @ E, pc.Phi, w * Tm) for gx, (Ph1, E) in zip(g_x, dP)]
+        grad += g_x
         if len(dT):                                         # K A and K V once, then each dT in O(n N d^2)
             KA, KV = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Vp, np.eye(len(Tm)))
-            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KV @ g))) / N) for g in dT]
-    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Vp)) / N))
+            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KV @ g))) / N)
+                     + (cv(pc.Phi, pc.Phi, w * g) if c == pc.part else 0.0) for g in dT]
+    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Vp)) / N)
+                - 0.5 * s2 * (pc.trace() - float(np.sum(Vp * Vp)) / N))
     return lml, np.array(grad)
+
+
+def _nystrom_gradient(sk, X, pc):
+    """[(Phi', E)] per parameter of the scalar kernel: Phi' = dk(X, Z) W, E = W^T dk(Z, Z) W (W the features'
+    projection), so that d(Phi Phi^T) = Phi' Phi^T + Phi Phi'^T - Phi E Phi^T; None where the kernel has no cross
+    gradient (the plain estimator is then kept)."""
+    try:
+        _, dnm = sk.gram_gradient(X, pc.landmarks)
+        _, dmm = sk.gram_gradient(pc.landmarks)
+    except (TypeError, ValueError, NotImplementedError):
+        return None
+    W = pc.features.proj
+    return [(g1 @ W, W.T @ g2 @ W) for g1, g2 in zip(dnm, dmm)]
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3ef35c25
 class _PCGPosterior(_JointPosterior):

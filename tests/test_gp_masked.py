@@ -112,3 +112,45 @@ def test_stochastic_estimate_exact_when_the_preconditioner_is():
     f = lik(theta, False)
     fe = MaskedLikelihood(K, X, Y)(theta, False)
     assert abs(f - fe) <= 1e-8 * abs(fe) and lik.logdet_stderr_ < 1e-5
+
+
+def test_stochastic_gradient_control_variate():
+    """The gradient's traces with the preconditioner's exact traces as control variate (an ICM: bandwidth, T's
+    entries, the noise): where the Nystrom Gram is exact to round-off, the estimated gradient is the exact one to 1e-6
+    of its scale (main, Rademacher Hutchinson with 10 probes: 5.1 off in 34.3)."""
+    from ovk_nb.gp import MaskedLikelihood
+    from ovk_nb.kernels import Coregionalization
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 3, (200, 1))
+    Y = np.sin(X * [1.0, 2.0, 3.0]) + 0.1 * rng.normal(size=(200, 3))
+    Y[rng.random(Y.shape) < 0.3] = np.nan
+    K = Separable(RBF(5.0), Coregionalization(3, 2, rng.normal(size=(3, 2)), [0.2, 0.3, 0.1]))
+    theta = np.r_[K.theta, np.log(0.01)]
+    _, g = StochasticMaskedLikelihood(K, X, Y, n_probes=10, random_state=0)(theta)
+    _, ge = MaskedLikelihood(K, X, Y)(theta)
+    assert np.abs(g - ge).max() <= 1e-6 * np.abs(ge).max()
+
+
+def test_preconditioner_traces_against_dense():
+    "tr(P^-1 (Y Z^T kron B)), tr(P^-1) and the probes' quadratic forms against the dense P (per-output noise)."
+    from ovk_nb.gp import _quad
+    rng = np.random.default_rng(0)
+    n, d = 40, 3
+    X = rng.normal(size=(n, 2))
+    W = rng.normal(size=(d, d))
+    T = W @ W.T / d + 0.1 * np.eye(d)
+    M = rng.random((n, d)) > 0.3
+    s2 = np.array([0.1, 0.2, 0.3])
+    pc = MaskedNystromPreconditioner(RBF(0.5), T, X, M, s2, n_landmarks=15)
+    o = M.ravel()
+    Pd = (np.kron(pc.Phi @ pc.Phi.T, T) + np.diag(np.tile(s2, n)))[np.ix_(o, o)]
+    Pi = np.linalg.inv(Pd)
+    Y, Z, B = rng.normal(size=(n, 5)), rng.normal(size=(n, 5)), rng.normal(size=(d, d))
+    B = B + B.T
+    A = np.kron(Y @ Z.T, B)[np.ix_(o, o)]
+    tol = 1e3 * EPS * np.linalg.cond(Pd)
+    assert abs(pc.trace(Y, Z, B) - np.trace(Pi @ A)) <= tol * np.abs(Pi).sum() * np.abs(A).max()
+    assert abs(pc.trace() - np.trace(Pi)) <= tol * np.trace(Pi)
+    V = np.where(M[:, None, :], rng.normal(size=(n, 4, d)), 0.0)
+    ref = sum(V[:, j][M] @ A @ V[:, j][M] for j in range(4))
+    assert abs(_quad(V, Y, Z, B) - ref) <= 1e3 * EPS * np.abs(V).max() ** 2 * np.abs(A).sum()
