@@ -1035,16 +1035,18 @@ class MaskedNystromPreconditioner:
         self.H = sla.cho_factor(H, lower=True, overwrite_a=True, check_finite=False)
         self.logdet_ = float(np.log(np.broadcast_to(s2, mask.shape)[mask]).sum() + 2 * np.log(np.diag(self.H[0])).sum())
 
-    def __call__(self, R):
-        "The preconditioner on an (n, d) matrix or an (n, N, d) stack (N right-hand sides); zero at the missing entries."
-        n, d, rk = len(R), R.shape[-1], self.rank_
-        R3 = R.reshape(n, -1, d) * self.Dinv[:, None, :]
-        N = R3.shape[1]
-        U = (self.Phi.T @ R3.reshape(n, -1)).reshape(rk, N, d) @ self.S
-        C = sla.cho_solve(self.H, U.transpose(0, 2, 1).reshape(rk * d, N), check_finite=False)
-        C = C.reshape(rk, d, N).transpose(0, 2, 1)
-        out = R3 - self.Dinv[:, None, :] * ((self.Phi @ C.reshape(rk, -1)).reshape(n, N, d) @ self.S)
-        return out.reshape(R.shape)
+# %% ../nbs/2_algorithms/08_gp.ipynb #b339f848
+@patch
+def __call__(self: MaskedNystromPreconditioner, R):
+    "The preconditioner on an (n, d) matrix or an (n, N, d) stack (N right-hand sides); zero at the missing entries."
+    n, d, rk = len(R), R.shape[-1], self.rank_
+    R3 = R.reshape(n, -1, d) * self.Dinv[:, None, :]
+    N = R3.shape[1]
+    U = (self.Phi.T @ R3.reshape(n, -1)).reshape(rk, N, d) @ self.S
+    C = sla.cho_solve(self.H, U.transpose(0, 2, 1).reshape(rk * d, N), check_finite=False)
+    C = C.reshape(rk, d, N).transpose(0, 2, 1)
+    out = R3 - self.Dinv[:, None, :] * ((self.Phi @ C.reshape(rk, -1)).reshape(n, N, d) @ self.S)
+    return out.reshape(R.shape)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #fa850104
 @patch
