@@ -1060,17 +1060,25 @@ def _hhat(self: MaskedNystromPreconditioner):
 
 
 @patch
+def trace_matrix(self: MaskedNystromPreconditioner, Y, Z):
+    """The d x d matrix t with tr(P^{-1} P (Y Z^T kron B) P^T) = sum(B * t) for every B: one pass for all the B that
+    share (Y, Z) (T's entries)."""
+    Hh, d = self._hhat(), len(self.S)
+    Ps = [self.Dinv[:, k:k + 1] * self.Phi for k in range(d)]                   # Psi_k
+    PY, ZP = [P.T @ Y for P in Ps], [Z.T @ P for P in Ps]
+    t = np.array([[-float(np.sum((PY[k] @ ZP[m]) * Hh[:, m, :, k].T)) for m in range(d)] for k in range(d)])
+    t[np.diag_indices(d)] += [float(np.sum(self.Dinv[:, k] * np.einsum("iq,iq->i", Y, Z))) for k in range(d)]
+    return t
+
+
+@patch
 def trace(self: MaskedNystromPreconditioner, Y=None, Z=None, B=None):
     "tr(P^{-1} P (Y Z^T kron B) P^T) for Y, Z of shape (n, q), B (d, d); all None: tr(P^{-1})."
+    if Y is not None:
+        return float(np.sum(B * self.trace_matrix(Y, Z)))
     Hh, d = self._hhat(), len(self.S)
-    if Y is None:
-        return float(self.Dinv.sum() - sum(np.sum((Ps := (self.Dinv[:, k:k + 1] * self.Phi)).T @ Ps * Hh[:, k, :, k].T)
-                                             for k in range(d)))
-    t = sum(B[k, k] * float(np.sum(self.Dinv[:, k] * np.einsum("iq,iq->i", Y, Z))) for k in range(d))
-    PY = [(self.Dinv[:, k:k + 1] * self.Phi).T @ Y for k in range(d)]           # Psi_k^T Y, (r, q)
-    ZP = [Z.T @ (self.Dinv[:, k:k + 1] * self.Phi) for k in range(d)]           # Z^T Psi_k, (q, r)
-    return t - sum(B[k, m] * float(np.sum((PY[k] @ ZP[m]) * Hh[:, m, :, k].T)) for k in range(d) for m in range(d)
-                   if B[k, m] != 0)
+    return float(self.Dinv.sum() - sum(np.sum((Ps := (self.Dinv[:, k:k + 1] * self.Phi)).T @ Ps * Hh[:, k, :, k].T)
+                                         for k in range(d)))
 
 
 def _quad(V, Y, Z, B):
@@ -1234,9 +1242,10 @@ def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True
 
     pc = self.operator(theta)[4]
 
-    def cv(Y, Z, B):
-        "The control variate's share: -1/2 (tr(P^-1 A) - mean_z v_z^T A v_z), A = P (Y Z^T kron B) P^T, v_z = P^-1 z."
-        return -0.5 * (pc.trace(Y, Z, B) - _quad(Vp, Y, Z, B) / N)
+    def cv(Y, Z, B, t=None):
+        """The control variate's share: -1/2 (tr(P^-1 A) - mean_z v_z^T A v_z), A = P (Y Z^T kron B) P^T, v_z = P^-1 z
+        (t: `trace_matrix(Y, Z)` when already computed)."""
+        return -0.5 * (float(np.sum(B * (pc.trace_matrix(Y, Z) if t is None else t))) - _quad(Vp, Y, Z, B) / N)
 
     grad = []
     for c, (sk, Tm, dT, w, Kx, dKx) in enumerate(parts):
@@ -1248,8 +1257,9 @@ def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True
         grad += g_x
         if len(dT):                                         # K A and K V once, then each dT in O(n N d^2)
             KA, KV = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Vp, np.eye(len(Tm)))
+            tP = pc.trace_matrix(pc.Phi, pc.Phi) if c == pc.part else None       # once for all of T's entries
             grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KV @ g))) / N)
-                     + (cv(pc.Phi, pc.Phi, w * g) if c == pc.part else 0.0) for g in dT]
+                     + (cv(pc.Phi, pc.Phi, w * g, tP) if c == pc.part else 0.0) for g in dT]
     grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Vp)) / N)
                 - 0.5 * s2 * (pc.trace() - float(np.sum(Vp * Vp)) / N))
     return lml, np.array(grad)
