@@ -5,7 +5,7 @@ preconditioner (`ovk_nb.gp.MaskedNystromPreconditioner`) against the unmasked on
   python bench/bench_gp_masked.py iters               # ... at n = 2000, 5000, 10000 (about 10 min quiet)
   python bench/bench_gp_masked.py solve [n ...]       # the full solve, default n = 20000 (about 2-3 min quiet, 3.5 GB)
   python bench/bench_gp_masked.py stochastic --quick  # the stochastic fits against the exact one at n = 400 (3-5 min quiet)
-  python bench/bench_gp_masked.py stochastic [n:frac:p1,p2 ...]   # default grid STOCH (an hour or more)
+  python bench/bench_gp_masked.py stochastic [n:frac:p1,p2[:dim] ...]   # default grid STOCH (an hour or more)
                                                       # -> bench/results/gp_masked_stochastic.csv
   python bench/bench_gp_masked.py estimate            # the estimate at one theta against the exact LML (about 1 min
                                                       # quiet; PYTHONPATH=<an older checkout> for its estimator)
@@ -87,14 +87,14 @@ def run(path, cases):
     return rows
 
 
-def stochastic_case(n, frac, probes):
+def stochastic_case(n, frac, probes, p=2):
     """Both masked fits on bench_gp.icm_data(n) (d = 4) with `frac` of Y hidden (one shared noise, raw targets): the exact
     fit once, the stochastic one per number of probes; the exact masked LML at each optimum, the relative gap of the
     stochastic one, its own standard error, the times. One row per number of probes."""
     import warnings
     from bench_gp import icm_data
     from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess
-    X, Y, _, _ = icm_data(n)
+    X, Y, _, _ = icm_data(n, p=p)                           # p: the input dimension (2: the bench_gp default)
     Y = Y.copy()
     Y[np.random.default_rng(1).random(Y.shape) < frac] = np.nan
     rows, exact = [], None
@@ -111,7 +111,7 @@ def stochastic_case(n, frac, probes):
             exact = {"exact_fit_s": fit_s, "exact_lml": round(lml, 4), "exact_load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
             continue
         gap = exact["exact_lml"] - lml
-        rows.append({"n": n, "frac": frac, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum()), **exact,
+        rows.append({"n": n, "p": p, "frac": frac, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum()), **exact,
                      "stochastic_fit_s": fit_s, "stochastic_lml": round(lml, 4), "gap": round(gap, 4),
                      "rel_gap": float(f"{gap / abs(exact['exact_lml']):.2e}"), "stderr_half": round(0.5 * gp._lik.logdet_stderr_, 4),
                      "pcg_iterations": gp._lik.iterations_, "warnings": len(w), "threads": THREADS,
@@ -153,7 +153,7 @@ def estimate_case(data, n, n_probes):
 
 
 ESTIMATE = ["icm:1200:30", "masked:1000:10", "masked:1000:30"]
-STOCH = ["400:0.3:10,30", "800:0.3:10,30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
+STOCH = ["400:0.3:10,30", "600:0.3:30", "500:0.3:30:4", "800:0.3:10,30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
 
 
 def report():
@@ -208,14 +208,14 @@ if __name__ == "__main__":
         print(run(RES / "gp_masked.csv", [(int(x), "masked") for x in a[1:]] or [(20000, "masked")]))
         print(report())
     elif a[:1] == ["--stochastic-case"]:
-        print(json.dumps(stochastic_case(int(a[1]), float(a[2]), [int(p) for p in a[3].split(",")])))
+        print(json.dumps(stochastic_case(int(a[1]), float(a[2]), [int(p) for p in a[3].split(",")], *map(int, a[4:5]))))
     elif a[:1] == ["stochastic"]:
         grid = ["400:0.3:30"] if "--quick" in a else [c for c in a[1:] if ":" in c] or STOCH
         path = RES / "gp_masked_stochastic.csv"
         for c in grid:                                  # each row written as soon as it is measured
             for r in _sub([__file__, "--stochastic-case", *c.split(":")]) or []:
-                key = (str(r["n"]), str(r["frac"]), str(r["n_probes"]))
-                _write(path, [o for o in _read(path) if (o["n"], o["frac"], o["n_probes"]) != key] + [r])
+                key = (str(r["n"]), str(r["p"]), str(r["frac"]), str(r["n_probes"]))
+                _write(path, [o for o in _read(path) if (o["n"], o.get("p", "2"), o["frac"], o["n_probes"]) != key] + [r])
                 print(r, flush=True)
         print(report())
     elif a[:1] == ["--estimate-case"]:
