@@ -24,12 +24,12 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                check_X_Y_missing, fit_context, to_numpy)
 
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS',
-           'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS', 'POLISH_TOL',
-           'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS',
+__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
+           'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
+           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS',
            'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
            'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
-           'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'NystromLikelihood', 'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -928,8 +928,10 @@ class _NystromPosterior(_SeparablePosterior):
         return self.xp.stack([e[l] * Kss + (Q * (e[l] * self.s2 / self.lam[:, l])) @ Q.T for l in range(e.shape[0])])
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e978927d
-def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
-    "PCG on each slice B[:, j] of an (n, N, d) stack at once (one batched product per step); (solution, iterations)."
+def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000, coeffs=None):
+    """PCG on each slice B[:, j] of an (n, N, d) stack at once (one batched product per step); (solution, iterations).
+    `coeffs`, a list: filled with (rz0, steps, betas, active) of every slice, the Lanczos coefficients of the
+    preconditioned operator (below)."""
     Z = np.zeros_like(B)
     R = B.copy()
     Pr = precond(R)
@@ -937,8 +939,9 @@ def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
     rz = np.einsum("ikj,ikj->k", R, Pr)
     bn = np.sqrt(np.einsum("ikj,ikj->k", B, B))
     bn[bn == 0] = 1.0
+    rz0, steps, betas, act = rz.copy(), [], [], []
     it = 0
-    while it < max_iter and (np.sqrt(np.einsum("ikj,ikj->k", R, R)) > tol * bn).any():
+    while it < max_iter and (active := np.sqrt(np.einsum("ikj,ikj->k", R, R)) > tol * bn).any():
         KD = matvec(D)
         dkd = np.einsum("ikj,ikj->k", D, KD)
         step = np.where(dkd > 0, rz / np.where(dkd > 0, dkd, 1.0), 0.0)
@@ -946,20 +949,174 @@ def _block_pcg(matvec, B, precond, tol: float = 1e-8, max_iter: int = 1000):
         R -= step[:, None] * KD
         Pr = precond(R)
         rz_new = np.einsum("ikj,ikj->k", R, Pr)
-        D = Pr + np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)[:, None] * D
+        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
+        D = Pr + beta[:, None] * D
         rz = rz_new
+        steps.append(step); betas.append(beta); act.append(active)
         it += 1
+    if coeffs is not None:
+        coeffs[:] = [rz0, np.array(steps).reshape(-1, B.shape[1]), np.array(betas).reshape(-1, B.shape[1]),
+                     np.array(act).reshape(-1, B.shape[1])]
     return Z, it
+
+
+def _lanczos_logdet(rz0, steps, betas, active):
+    """rz0 e_1^T log(T) e_1 per slice: T the Lanczos tridiagonal of the preconditioned operator read from PCG's own
+    coefficients (T_00 = 1 / a_0, T_jj = 1 / a_j + b_{j-1} / a_{j-1}, T_j,j+1 = sqrt(b_j) / a_j), over the slice's active
+    steps."""
+    out = np.zeros(len(rz0))
+    for k in range(len(rz0)):
+        m = int(active[:, k].sum())
+        if m == 0 or rz0[k] <= 0:
+            continue
+        a, b = steps[:m, k], betas[:m, k]
+        dg = 1 / a + np.r_[0.0, b[:-1] / a[:-1]]
+        th, S = sla.eigh_tridiagonal(dg, np.sqrt(np.clip(b[:-1], 0, None)) / a[:-1])
+        out[k] = rz0[k] * float(np.sum(S[0] ** 2 * np.log(np.clip(th, 1e-300, None))))
+    return out
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #ba3d9ff0
+from .linalg import NystromFeatures
+
+MASKED_PRECOND_CORE = 8000      # r d: the size of the masked Nystrom preconditioner's Woodbury core H (its Cholesky)
+
+
+class MaskedNystromPreconditioner:
+    """R -> (D_o + F F^T)^{-1} R: the exact inverse, by Woodbury, of the masked system with K_x replaced by its Nystrom
+    approximation Phi Phi^T (the mask inside, one core term per output pattern); never an n x n matrix.
+
+    Parameters
+    ----------
+    scalar_kernel : ScalarKernel
+        k of the separable kernel k T.
+    T : ndarray of shape (d, d)
+        The output matrix (symmetric PSD; a part's weight folded in).
+    X : ndarray of shape (n, p)
+        The training inputs.
+    mask : ndarray of bool of shape (n, d)
+        True at the observed entries.
+    noise : float or ndarray of shape (d,)
+        The noise variance(s), > 0.
+    n_landmarks : int or None, default=None
+        r, the landmarks (at most n); None: min(ceil(n / 2), MASKED_PRECOND_CORE // d) (never the n d x n d system).
+    random_state : int, Generator or None, default=0
+        Seed of the landmark draw.
+    rcond : float, default=1e-10
+        `NystromFeatures`' eigenvalue cut-off.
+
+    Attributes
+    ----------
+    rank_ : int
+        The number of Nystrom features.
+    logdet_ : float
+        log det(D_o + F F^T), the preconditioner's own log-determinant.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ovk_nb.kernels import RBF, Separable
+    >>> X = np.random.default_rng(0).normal(size=(30, 2)); T = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> mask = np.random.default_rng(1).random((30, 2)) > 0.3
+    >>> pc = MaskedNystromPreconditioner(RBF(1.0), T, X, mask, 0.1, n_landmarks=30)
+    >>> Ko = Separable(RBF(1.0), T).gram(X)[np.ix_(mask.ravel(), mask.ravel())] + 0.1 * np.eye(mask.sum())
+    >>> R = np.where(mask, 1.0, 0.0)
+    >>> bool(np.allclose(pc(R)[mask], np.linalg.solve(Ko, R[mask]), atol=1e-6))
+    True
+    """
+    def __init__(self, scalar_kernel, T, X, mask, noise, n_landmarks=None, random_state=0, rcond: float = 1e-10):
+        mask = np.asarray(mask, dtype=bool)
+        n, d = mask.shape
+        s2 = np.broadcast_to(np.asarray(noise, dtype=float), (d,))
+        if not (np.isfinite(s2).all() and (s2 > 0).all()):
+            raise ValueError(f"noise must be finite and > 0, got {noise!r}")
+        r = max(1, min((n + 1) // 2, MASKED_PRECOND_CORE // d)) if n_landmarks is None else min(n, int(n_landmarks))
+        Z = X[np.sort(np.random.default_rng(random_state).choice(n, r, replace=False))]
+        self.features, self.landmarks = NystromFeatures(scalar_kernel, Z, rcond), Z
+        self.Phi = self.features(X)                                             # K_x ~ Phi Phi^T
+        e, V = np.linalg.eigh((np.asarray(T, dtype=float) + np.asarray(T, dtype=float).T) / 2)
+        self.S = (V * np.sqrt(np.clip(e, 0, None))) @ V.T                      # T^{1/2}
+        self.Dinv = mask / s2                                                   # D_o^{-1}, zero at the missing entries
+        self.rank_ = rk = self.Phi.shape[1]
+        H = np.zeros((rk, d, rk, d))
+        pats, inv = np.unique(mask, axis=0, return_inverse=True)
+        if len(pats) <= d:                                                       # one term per output pattern
+            terms = [(self.Phi[inv.ravel() == p], self.S @ ((pats[p] / s2)[:, None] * self.S)) for p in range(len(pats))]
+        else:                                                                    # or one per output
+            terms = [(self.Phi[mask[:, k]], np.outer(self.S[:, k], self.S[:, k]) / s2[k]) for k in range(d)]
+        for Pp, B in terms:
+            G = Pp.T @ Pp
+            for l in range(d):
+                for m in range(d):
+                    if B[l, m] != 0:
+                        H[:, l, :, m] += B[l, m] * G
+        H = H.reshape(rk * d, rk * d)
+        H[np.diag_indices_from(H)] += 1.0
+        self.H = sla.cho_factor(H, lower=True, overwrite_a=True, check_finite=False)
+        self.logdet_ = float(np.log(np.broadcast_to(s2, mask.shape)[mask]).sum() + 2 * np.log(np.diag(self.H[0])).sum())
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #b339f848
+@patch
+def __call__(self: MaskedNystromPreconditioner, R):
+    "The preconditioner on an (n, d) matrix or an (n, N, d) stack (N right-hand sides); zero at the missing entries."
+    n, d, rk = len(R), R.shape[-1], self.rank_
+    R3 = R.reshape(n, -1, d) * self.Dinv[:, None, :]
+    N = R3.shape[1]
+    U = (self.Phi.T @ R3.reshape(n, -1)).reshape(rk, N, d) @ self.S
+    C = sla.cho_solve(self.H, U.transpose(0, 2, 1).reshape(rk * d, N), check_finite=False)
+    C = C.reshape(rk, d, N).transpose(0, 2, 1)
+    out = R3 - self.Dinv[:, None, :] * ((self.Phi @ C.reshape(rk, -1)).reshape(n, N, d) @ self.S)
+    return out.reshape(R.shape)
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #fa850104
+@patch
+def _hhat(self: MaskedNystromPreconditioner):
+    "(I kron S) H^{-1} (I kron S) as an (r, d, r, d) array, indices (b, k', a, k); built once."
+    if getattr(self, "_Hh", None) is None:
+        rk, d = self.rank_, len(self.S)
+        Hi = sla.cho_solve(self.H, np.eye(rk * d), check_finite=False).reshape(rk, d, rk, d)
+        self._Hh = np.einsum("bmal,lk,mq->bqak", Hi, self.S, self.S, optimize=True)
+    return self._Hh
+
+
+@patch
+def trace_matrix(self: MaskedNystromPreconditioner, Y, Z):
+    """The d x d matrix t with tr(P^{-1} P (Y Z^T kron B) P^T) = sum(B * t) for every B: one pass for all the B that
+    share (Y, Z) (T's entries)."""
+    Hh, d = self._hhat(), len(self.S)
+    Ps = [self.Dinv[:, k:k + 1] * self.Phi for k in range(d)]                   # Psi_k
+    PY, ZP = [P.T @ Y for P in Ps], [Z.T @ P for P in Ps]
+    t = np.array([[-float(np.sum((PY[k] @ ZP[m]) * Hh[:, m, :, k].T)) for m in range(d)] for k in range(d)])
+    t[np.diag_indices(d)] += [float(np.sum(self.Dinv[:, k] * np.einsum("iq,iq->i", Y, Z))) for k in range(d)]
+    return t
+
+
+@patch
+def trace(self: MaskedNystromPreconditioner, Y=None, Z=None, B=None):
+    "tr(P^{-1} P (Y Z^T kron B) P^T) for Y, Z of shape (n, q), B (d, d); all None: tr(P^{-1})."
+    if Y is not None:
+        return float(np.sum(B * self.trace_matrix(Y, Z)))
+    Hh, d = self._hhat(), len(self.S)
+    return float(self.Dinv.sum() - sum(np.sum((Ps := (self.Dinv[:, k:k + 1] * self.Phi)).T @ Ps * Hh[:, k, :, k].T)
+                                         for k in range(d)))
+
+
+def _quad(V, Y, Z, B):
+    "sum over the probes of v^T (Y Z^T kron B) v, V an (n, N, d) stack: <Y^T v B, Z^T v> per probe."
+    n, N, d = V.shape
+    YV = (Y.T @ V.reshape(n, -1)).reshape(-1, N, d)
+    ZV = YV if Z is Y else (Z.T @ V.reshape(n, -1)).reshape(-1, N, d)
+    return float(np.sum((YV @ B) * ZV))
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #1b005456
 class StochasticMaskedLikelihood:
     """The log marginal likelihood of the observed entries of Y (NaN = missing) by stochastic estimation, for sizes
-    beyond `MASKED_DENSE_MAX`: the data-fit term y_o^T K_o^{-1} y_o exact by PCG, log det K_o by stochastic Lanczos
-    quadrature (`ovk_nb.linalg.masked_logdet_slq`), the gradient's trace tr(K_o^{-1} dK_o) by Hutchinson's estimator
-    mean_z (K_o^{-1} z)^T dK_o z over `n_probes` Rademacher probes solved by the same batched PCG. The probes are drawn
-    once from `random_state`, so the objective is a deterministic function of theta (L-BFGS-B can line-search it).
-    APPROXIMATE: see the measured errors in the notebook. O(n^2 d (n_probes + 1)) per PCG step and one eigh of an n x n
-    Gram (the preconditioner) per evaluation; the n x n scalar Grams stored, never the observed block.
+    beyond `MASKED_DENSE_MAX`: the data-fit term y_o^T K_o^{-1} y_o exact by PCG, log det K_o as the masked Nystrom
+    preconditioner's exact log det plus the stochastic Lanczos quadrature of the preconditioned operator (read from the
+    same PCG's coefficients), the gradient's trace tr(K_o^{-1} dK_o) by Hutchinson's estimator mean_z (K_o^{-1} z)^T dK_o
+    (P^{-1} z) over `n_probes` Gaussian probes z ~ N(0, P) (P the preconditioner) solved by the same batched PCG. The
+    probes' normal draws are fixed from `random_state`, so the objective is a deterministic function of theta (L-BFGS-B
+    can line-search it). APPROXIMATE: see the measured errors in the notebook. O(n^2 d (n_probes + 1)) per PCG step and
+    O(n r^2 + (r d)^3) for the preconditioner per evaluation; the n x n scalar Grams stored, never the observed block.
 
     Parameters
     ----------
@@ -970,9 +1127,9 @@ class StochasticMaskedLikelihood:
     Y : ndarray of shape (n, d)
         The targets, NaN marking a missing entry.
     n_probes : int, default=30
-        The number of Rademacher probes (SLQ and Hutchinson each).
+        The number of Gaussian probes (SLQ and Hutchinson share them).
     n_steps : int, default=50
-        Lanczos steps per probe of the log-determinant.
+        Unused (kept for the signature): the Lanczos steps are the PCG's, run to `tol`.
     random_state : int, RandomState or None, default=0
         Draws the one seed of the probes.
     tol : float, default=1e-8
@@ -1012,8 +1169,11 @@ class StochasticMaskedLikelihood:
         self.n_obs = int(self.obs.sum())
         self.n_probes, self.n_steps, self.tol = int(n_probes), int(n_steps), float(tol)
         self.seed = int(check_random_state(random_state).randint(2 ** 31 - 1))    # one fixed seed: a deterministic objective
+        n, d = Y.shape
+        self.n_landmarks = max(1, min((n + 1) // 2, MASKED_PRECOND_CORE // d))   # the preconditioner's r
         rng = np.random.default_rng(self.seed)
-        self.probes = rng.choice([-1.0, 1.0], size=(len(Y), self.n_probes, Y.shape[1])) * self.M
+        self.G1 = rng.standard_normal((n, self.n_probes, d)) * self.M              # the probes z = D^1/2 g1 + F g2
+        self.G2 = rng.standard_normal((self.n_landmarks, self.n_probes, d))
         _flat_parts(kernel)
 
     def __getstate__(self):
@@ -1044,26 +1204,21 @@ def operator(self: StochasticMaskedLikelihood, theta):
             out += w * self._apply(Kx, Z, Tm)
         return out * M
 
-    # the preconditioner: the unmasked dominant separable part's joint eigen-solve (exact for one Separable unmasked)
+    # the preconditioner: the masked Nystrom one of the dominant separable part (exact for one Separable at r = n)
     c = int(np.argmax([w * np.trace(Kx) * np.trace(Tm) for _, Tm, _, w, Kx, _ in parts]))
-    _, Tm, _, w, Kx, _ = parts[c]
-    sv, U = np.linalg.eigh(w * Kx)
-    ev, Vt = np.linalg.eigh(Tm)
-    lam = (np.clip(sv, 0, None)[:, None] * np.clip(ev, 0, None)[None, :] + s2)[:, None, :]
-
-    def pc(R):
-        return self._apply(U, self._apply(U.T, R, Vt) / lam, Vt.T) * M
-
+    sk, Tm, _, w, _, _ = parts[c]
+    pc = MaskedNystromPreconditioner(sk, w * Tm, self.X, self.obs, s2, self.n_landmarks, self.seed)
+    pc.part = c
     self._op_key, self._op = None, (k, s2, parts, mv, pc)
     self._op_key = tuple(theta)
     return self._op
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #9cb8dda0
 @patch
-def solve(self: StochasticMaskedLikelihood, theta, B):
+def solve(self: StochasticMaskedLikelihood, theta, B, coeffs=None):
     "(kernel, s2, parts, K_o^{-1} B for the (n, N, d) stack B (zero at the missing entries), PCG iterations)."
     k, s2, parts, mv, pc = self.operator(theta)
-    S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs)
+    S, it = _block_pcg(mv, B * self.M, pc, self.tol, max_iter=10 * self.n_obs, coeffs=coeffs)
     R = mv(S) - B * self.M                                 # the true residual (the recursive one drifts)
     res = np.sqrt(np.einsum("ikj,ikj->k", R, R))
     bn = np.sqrt(np.einsum("ikj,ikj->k", B * self.M, B * self.M))
@@ -1073,32 +1228,73 @@ def solve(self: StochasticMaskedLikelihood, theta, B):
 
     return k, s2, parts, S, it
 
+
+@patch
+def probes(self: StochasticMaskedLikelihood, theta):
+    "(z, P^{-1} z): the fixed draws made z ~ N(0, P), P = D_o + F F^T the preconditioner at theta; (n, N, d) stacks."
+    _, s2, _, _, pc = self.operator(theta)
+    n, N, d = self.G1.shape
+    rk = pc.rank_
+    Z = (np.sqrt(s2) * self.G1 + (pc.Phi @ self.G2[:rk].reshape(rk, -1)).reshape(n, N, d) @ pc.S) * self.M
+    return Z, pc(Z)
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #3e27c3b5
 @patch
 def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True):
     theta = np.asarray(theta, dtype=float)
-    B = np.concatenate([self.Y0[:, None, :], self.probes if eval_gradient else self.probes[:, :0]], 1)
-    k, s2, parts, S, self.iterations_ = self.solve(theta, B)
-    A, Up, Zp = S[:, :1], S[:, 1:], self.probes
-    ld, self.logdet_stderr_ = masked_logdet_slq(KernelParts(k), self.X, self.obs, s2, self.n_probes, self.n_steps,
-                                                random_state=self.seed)
+    Zp, Vp = self.probes(theta)
+    coeffs = []
+    k, s2, parts, S, self.iterations_ = self.solve(theta, np.concatenate([self.Y0[:, None, :], Zp], 1), coeffs)
+    A, Up = S[:, :1], S[:, 1:]
+    rz0, steps, betas, active = coeffs
+    lds = _lanczos_logdet(rz0[1:], steps[:, 1:], betas[:, 1:], active[:, 1:])      # log det of P^{-1/2} K_o P^{-1/2}
+    N = self.n_probes
+    ld = self.operator(theta)[4].logdet_ + float(lds.mean())
+    self.logdet_stderr_ = float(lds.std(ddof=1) / np.sqrt(N)) if N > 1 else float("nan")
     lml = -0.5 * float(np.sum(self.Y0 * A[:, 0])) - 0.5 * ld - 0.5 * self.n_obs * LOG2PI
     if not eval_gradient:
         return lml
-    N = self.n_probes
 
     def contract(G, Tm):
-        "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) z: the gradient along one dK = G kron Tm."
-        return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Zp, Tm))) / N
+        "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) P^{-1} z: the gradient along one dK = G kron Tm."
+        return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Vp, Tm))) / N
+
+    pc = self.operator(theta)[4]
+
+    def cv(Y, Z, B, t=None):
+        """The control variate's share: -1/2 (tr(P^-1 A) - mean_z v_z^T A v_z), A = P (Y Z^T kron B) P^T, v_z = P^-1 z
+        (t: `trace_matrix(Y, Z)` when already computed)."""
+        return -0.5 * (float(np.sum(B * (pc.trace_matrix(Y, Z) if t is None else t))) - _quad(Vp, Y, Z, B) / N)
 
     grad = []
-    for sk, Tm, dT, w, Kx, dKx in parts:
-        grad += [w * contract(g, Tm) for g in dKx]
-        if len(dT):                                         # K A and K Z once, then each dT in O(n N d^2)
-            KA, KZ = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Zp, np.eye(len(Tm)))
-            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KZ @ g))) / N) for g in dT]
-    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Zp)) / N))
+    for c, (sk, Tm, dT, w, Kx, dKx) in enumerate(parts):
+        g_x = [w * contract(g, Tm) for g in dKx]
+        if c == pc.part and len(dKx):                       # d(Phi Phi^T) = Phi' Phi^T + Phi Phi'^T - Phi E Phi^T
+            dP = _nystrom_gradient(sk, self.X, pc)
+            if dP is not None:
+                g_x = [gx + 2 * cv(Ph1, pc.Phi, w * Tm) - cv(pc.Phi @ E, pc.Phi, w * Tm) for gx, (Ph1, E) in zip(g_x, dP)]
+        grad += g_x
+        if len(dT):                                         # K A and K V once, then each dT in O(n N d^2)
+            KA, KV = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Vp, np.eye(len(Tm)))
+            tP = pc.trace_matrix(pc.Phi, pc.Phi) if c == pc.part else None       # once for all of T's entries
+            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KV @ g))) / N)
+                     + (cv(pc.Phi, pc.Phi, w * g, tP) if c == pc.part else 0.0) for g in dT]
+    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Vp)) / N)
+                - 0.5 * s2 * (pc.trace() - float(np.sum(Vp * Vp)) / N))
     return lml, np.array(grad)
+
+
+def _nystrom_gradient(sk, X, pc):
+    """[(Phi', E)] per parameter of the scalar kernel: Phi' = dk(X, Z) W, E = W^T dk(Z, Z) W (W the features'
+    projection), so that d(Phi Phi^T) = Phi' Phi^T + Phi Phi'^T - Phi E Phi^T; None where the kernel has no cross
+    gradient (the plain estimator is then kept)."""
+    try:
+        _, dnm = sk.gram_gradient(X, pc.landmarks)
+        _, dmm = sk.gram_gradient(pc.landmarks)
+    except (TypeError, ValueError, NotImplementedError):
+        return None
+    W = pc.features.proj
+    return [(g1 @ W, W.T @ g2 @ W) for g1, g2 in zip(dnm, dmm)]
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3ef35c25
 class _PCGPosterior(_JointPosterior):

@@ -1,0 +1,237 @@
+"""The exact masked (missing-output) solve at scale (issue 31.4): PCG on the observed entries, the masked Nystrom
+preconditioner (`ovk_nb.gp.MaskedNystromPreconditioner`) against the unmasked ones it replaces.
+
+  python bench/bench_gp_masked.py iters --quick       # PCG iterations per preconditioner at n = 2000 (about 1 min quiet)
+  python bench/bench_gp_masked.py iters               # ... at n = 2000, 5000, 10000 (about 10 min quiet)
+  python bench/bench_gp_masked.py solve [n ...]       # the full solve, default n = 20000 (about 2-3 min quiet, 3.5 GB)
+  python bench/bench_gp_masked.py stochastic --quick  # the stochastic fits against the exact one at n = 400 (3-5 min quiet)
+  python bench/bench_gp_masked.py stochastic [n:frac:p1,p2[:dim] ...]   # default grid STOCH (an hour or more)
+                                                      # -> bench/results/gp_masked_stochastic.csv
+  python bench/bench_gp_masked.py estimate            # the estimate at one theta against the exact LML (about 1 min
+                                                      # quiet; PYTHONPATH=<an older checkout> for its estimator)
+                                                      # -> bench/results/gp_masked_estimate.csv
+  python bench/bench_gp_masked.py report              # bench/results/gp_masked.md from the three csv files
+
+The case is `bench_gp.masked_case`'s (X uniform on [-3, 3]^4, RBF gamma = 0.5, d = 4, random PSD T, lam = 0.1, 30% of
+the entries and the first 10 rows missing, tolerance 1e-8), drawn by the same generator calls. Each case runs in a fresh
+subprocess with BENCH_GP_THREADS BLAS threads (default one); the load average is written beside every time. Iteration
+counts do not depend on the machine; the times do.
+"""
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_gp import RES, THREADS, _read, _sub, _write  # noqa: E402
+
+
+def masked_data(n, d=4, frac=0.3, seed=0):
+    "The data of bench_gp.masked_case(n) (same generator calls): X, Y (NaN = missing), T."
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, (n, 4))
+    W = rng.normal(size=(d, d))
+    T = W @ W.T / d + 0.1 * np.eye(d)
+    Y = np.sin(X @ rng.normal(size=(4, d))) + 0.1 * rng.normal(size=(n, d))
+    Y[rng.random(Y.shape) < frac] = np.nan
+    Y[:10] = np.nan
+    return X, Y, T
+
+
+def _precond(name, X, Y, T, lam, G):
+    "'separable' / 'nystrom:r' (masked_solve's unmasked ones) or 'masked:r' / 'masked' (r = None: the default)."
+    from ovk_nb.gp import MaskedNystromPreconditioner
+    from ovk_nb.kernels import RBF
+    kind, _, r = name.partition(":")
+    if kind == "masked":
+        return MaskedNystromPreconditioner(RBF(0.5), T, X, ~np.isnan(Y), lam, int(r) if r else None), {}
+    return kind, ({"n_landmarks": int(r)} if r else {})
+
+
+def case(n, name, lam=0.1, tol=1e-8):
+    "One masked_solve with the preconditioner `name`; the residual recomputed from scratch."
+    from ovk_nb.kernels import RBF, Separable
+    from ovk_nb.linalg import KernelParts, kernel_matvec, masked_solve
+    load0 = os.getloadavg()[0]
+    X, Y, T = masked_data(n)
+    P = KernelParts(Separable(RBF(0.5), T))
+    t = time.perf_counter(); G = P.grams(X, X); t_gram = time.perf_counter() - t
+    t = time.perf_counter(); pc, kw = _precond(name, X, Y, T, lam, G); t_setup = time.perf_counter() - t
+    t = time.perf_counter()
+    C, info = masked_solve(P, X, Y, lam, tol=tol, grams=G, precond=pc, **kw)
+    t_solve = time.perf_counter() - t                 # the unmasked preconditioners are built inside masked_solve
+    M = ~np.isnan(Y)
+    res = np.linalg.norm((kernel_matvec(P, X, lam, G)(C) - np.where(M, Y, 0)) * M) / np.linalg.norm(Y[M])
+    return {"n": n, "d": Y.shape[1], "missing": round(float(1 - M.mean()), 3), "lam": lam, "precond": name,
+            "landmarks": getattr(pc, "rank_", kw.get("n_landmarks", "")), "gram_s": round(t_gram, 1),
+            "setup_s": round(t_setup, 1), "solve_s": round(t_solve, 1), "total_s": round(t_setup + t_solve, 1),
+            "iterations": info["iterations"], "rel_residual": float(f"{res:.2e}"), "threads": THREADS,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}",
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, 2)}
+
+
+ITERS = {2000: ["separable", "nystrom:1000", "masked:500", "masked:1000"],
+         5000: ["nystrom:1000", "masked:500", "masked:1000", "masked:2000"],
+         10000: ["nystrom:1000", "masked:1000", "masked:2000"]}
+
+
+def run(path, cases):
+    "Each (n, name) in a fresh subprocess; its rows replace the rows of `path` with the same (n, precond)."
+    rows = [r for r in (_sub([__file__, "--case", str(n), name]) for n, name in cases) if r]
+    keys = {(str(r["n"]), r["precond"]) for r in rows}
+    _write(path, [r for r in _read(path) if (r["n"], r.get("precond", "")) not in keys] + rows)
+    return rows
+
+
+def stochastic_case(n, frac, probes, p=2):
+    """Both masked fits on bench_gp.icm_data(n) (d = 4) with `frac` of Y hidden (one shared noise, raw targets): the exact
+    fit once, the stochastic one per number of probes; the exact masked LML at each optimum, the relative gap of the
+    stochastic one, its own standard error, the times. One row per number of probes."""
+    import warnings
+    from bench_gp import icm_data
+    from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess
+    X, Y, _, _ = icm_data(n, p=p)                           # p: the input dimension (2: the bench_gp default)
+    Y = Y.copy()
+    Y[np.random.default_rng(1).random(Y.shape) < frac] = np.nan
+    rows, exact = [], None
+    for m, n_probes in [("exact", 0)] + [("stochastic", p) for p in probes]:
+        load0 = os.getloadavg()[0]
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            t = time.perf_counter()
+            gp = OVKGaussianProcess(missing="ignore", method=m, n_probes=max(n_probes, 2), noise_per_output=False,
+                                    normalize_y=False, random_state=0).fit(X, Y)
+            fit_s = round(time.perf_counter() - t, 1)
+        lml = MaskedLikelihood(gp.kernel_, X, Y)(np.r_[gp.kernel_.theta, np.log(gp.noise_)], False)
+        if m == "exact":
+            exact = {"exact_fit_s": fit_s, "exact_lml": round(lml, 4), "exact_load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+            continue
+        gap = exact["exact_lml"] - lml
+        rows.append({"n": n, "p": p, "frac": frac, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum()), **exact,
+                     "stochastic_fit_s": fit_s, "stochastic_lml": round(lml, 4), "gap": round(gap, 4),
+                     "rel_gap": float(f"{gap / abs(exact['exact_lml']):.2e}"), "stderr_half": round(0.5 * gp._lik.logdet_stderr_, 4),
+                     "pcg_iterations": gp._lik.iterations_, "warnings": len(w), "threads": THREADS,
+                     "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"})
+    return rows
+
+
+def estimate_case(data, n, n_probes):
+    """The stochastic LML and gradient at one theta against the exact masked ones: 'icm' = bench_gp.icm_data(n), 30%
+    hidden, theta of the complete-data fit (one shared noise, raw targets); 'masked' = masked_data(n), the generating
+    theta (RBF gamma 0.5, T, noise 0.1)."""
+    import warnings
+    from bench_gp import icm_data
+    from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess, StochasticMaskedLikelihood
+    from ovk_nb.kernels import RBF, Separable
+    load0 = os.getloadavg()[0]
+    if data == "icm":
+        X, Yfull, _, _ = icm_data(n)
+        Y = Yfull.copy()
+        Y[np.random.default_rng(1).random(Y.shape) < 0.3] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gp = OVKGaussianProcess(noise_per_output=False, normalize_y=False).fit(X, Yfull)
+        K, s2 = gp.kernel_, gp.noise_
+    else:
+        X, Y, T = masked_data(n)
+        K, s2 = Separable(RBF(0.5), T), 0.1
+    th = np.r_[K.theta, np.log(s2)]
+    ex, ge = MaskedLikelihood(K, X, Y)(th)
+    t = time.perf_counter()
+    lik = StochasticMaskedLikelihood(K, X, Y, n_probes, random_state=0)
+    est, g = lik(th)
+    t = time.perf_counter() - t
+    return {"data": data, "n": n, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum()), "exact_lml": round(ex, 3),
+            "estimate": round(est, 3), "error": round(est - ex, 3), "stderr_half": round(0.5 * lik.logdet_stderr_, 3),
+            "grad_abs_error": float(f"{np.abs(g - ge).max():.3g}"), "grad_abs_max": float(f"{np.abs(ge).max():.3g}"),
+            "pcg_iterations": lik.iterations_, "eval_s": round(t, 2), "threads": THREADS,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+
+
+ESTIMATE = ["icm:1200:30", "masked:1000:10", "masked:1000:30"]
+STOCH = ["400:0.3:10,30", "600:0.3:30", "500:0.3:30:4", "800:0.3:10,30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
+
+
+def report():
+    L = ["# The exact masked solve at scale (issue 31.4)", "",
+         "Generated by `python bench/bench_gp_masked.py report` from `gp_masked.csv` (full solves) and "
+         "`gp_masked_iters.csv` (iteration counts). `ovk_nb.linalg.masked_solve` on `bench_gp.masked_case`'s data "
+         "(d = 4, 30% missing, lam = 0.1, RBF gamma = 0.5, tolerance 1e-8). `precond`: 'separable' = the unmasked "
+         "eigen-solve (one eigh of the n x n Gram) masked after; 'nystrom:r' = the unmasked rank-r Nystrom one masked after "
+         "(main before issue 31.4); 'masked:r' = `MaskedNystromPreconditioner` (the masked Nystrom system inverted by "
+         "Woodbury, one core term per output pattern), 'masked' its default r. `setup_s`: building the masked "
+         "preconditioner (the unmasked ones are built inside `solve_s`); `total_s` = setup + solve (the Gram apart). "
+         "Times at the load shown (2 cores shared): read the iterations, rerun on a quiet machine for the times.", ""]
+    st = _read(RES / "gp_masked_stochastic.csv")
+    if st:
+        cols = list(st[0])
+        L += ["## The stochastic masked fit against the exact one", "",
+              "`OVKGaussianProcess(missing='ignore', method=m, n_probes, noise_per_output=False, normalize_y=False)` on "
+              "`bench_gp.icm_data(n)` (d = 4) with `frac` of Y hidden; `*_lml`: the exact masked LML at each fit's "
+              "optimum; `rel_gap` = (exact - stochastic) / |exact|; `stderr_half`: the stochastic LML's own standard "
+              "error at its optimum.", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        L += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in st] + [""]
+    es = _read(RES / "gp_masked_estimate.csv")
+    if es:
+        cols = list(es[0])
+        L += ["## The stochastic estimate at one theta", "",
+              "`StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0)` against `MaskedLikelihood` at one theta "
+              "(`code`: 'now', or the tag of an older checkout run by BENCH_TAG=... PYTHONPATH=...).", "",
+              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        L += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in es] + [""]
+    for name, title in (("gp_masked.csv", "Full solves"), ("gp_masked_iters.csv", "Iteration counts")):
+        rows = _read(RES / name)
+        if not rows:
+            continue
+        cols = ["n", "precond", "landmarks", "iterations", "rel_residual", "gram_s", "setup_s", "solve_s", "total_s",
+                "threads", "load", "peak_rss_gb"]
+        L += [f"## {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        L += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
+        L.append("")
+    (RES / "gp_masked.md").write_text("\n".join(L))
+    return "\n".join(L)
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    if a[:1] == ["--case"]:
+        print(json.dumps(case(int(a[1]), a[2])))
+    elif a[:1] == ["iters"]:
+        ns = [2000] if "--quick" in a else [int(x) for x in a[1:] if x.isdigit()] or list(ITERS)
+        print(run(RES / "gp_masked_iters.csv", [(n, p) for n in ns for p in ITERS.get(n, ITERS[10000])]))
+        print(report())
+    elif a[:1] == ["solve"]:
+        print(run(RES / "gp_masked.csv", [(int(x), "masked") for x in a[1:]] or [(20000, "masked")]))
+        print(report())
+    elif a[:1] == ["--stochastic-case"]:
+        print(json.dumps(stochastic_case(int(a[1]), float(a[2]), [int(p) for p in a[3].split(",")], *map(int, a[4:5]))))
+    elif a[:1] == ["stochastic"]:
+        grid = ["400:0.3:30"] if "--quick" in a else [c for c in a[1:] if ":" in c] or STOCH
+        path = RES / "gp_masked_stochastic.csv"
+        for c in grid:                                  # each row written as soon as it is measured
+            for r in _sub([__file__, "--stochastic-case", *c.split(":")]) or []:
+                key = (str(r["n"]), str(r["p"]), str(r["frac"]), str(r["n_probes"]))
+                _write(path, [o for o in _read(path) if (o["n"], o.get("p", "2"), o["frac"], o["n_probes"]) != key] + [r])
+                print(r, flush=True)
+        print(report())
+    elif a[:1] == ["--estimate-case"]:
+        print(json.dumps(estimate_case(a[1], int(a[2]), int(a[3]))))
+    elif a[:1] == ["estimate"]:
+        tag = os.environ.get("BENCH_TAG", "now")                  # e.g. BENCH_TAG=main with PYTHONPATH=<main checkout>
+        path = RES / "gp_masked_estimate.csv"
+        for c in [c for c in a[1:] if ":" in c] or ESTIMATE:
+            r = _sub([__file__, "--estimate-case", *c.split(":")])
+            if r:
+                r["code"] = tag
+                key = (r["data"], str(r["n"]), str(r["n_probes"]), tag)
+                _write(path, [o for o in _read(path) if (o["data"], o["n"], o["n_probes"], o["code"]) != key] + [r])
+                print(r, flush=True)
+        print(report())
+    elif a[:1] == ["report"]:
+        print(report())
+    else:
+        sys.exit(__doc__)
