@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.linalg as sla
@@ -17,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .backend import check_xp_data, device_of, route_of
+from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_sum   # dask imported for Dask data only
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
 from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
@@ -690,6 +692,10 @@ class NystromLikelihood:
         if w != 1.0:
             raise ValueError("kernel: a weighted one-part SumKernel: give the Separable itself")
         self.kernel, self.X, self.Y, self.chunk, self.bound = kernel, X, Y, int(chunk), bool(bound)
+        self.dask = route_of(X) == "dask"                       # the pass on the Dask workers (`_dask_features`)
+        if self.dask and not isinstance(self.sk, (RBF, Laplacian)):
+            raise ValueError(f"kernel: method='nystrom' on a Dask X learns an RBF or Laplacian scalar kernel, got "
+                             f"{type(self.sk).__name__}")
         if self.xp is np:
             self.Z = self._Zh = np.asarray(Z, dtype=float)
         else:                                                   # Z of X's library and device, and its host copy (m x p)
@@ -698,7 +704,8 @@ class NystromLikelihood:
         self.nk = self.sk.n_dims
         self.nT = self.T.n_dims if isinstance(self.T, Params) else 0
         self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self._Zh)))
-        self.YtY = np.atleast_2d(np.asarray(to_numpy(Y.T @ Y), dtype=float))       # d x d: y~^T y~ for any D
+        YtY = (Y.T @ Y).compute() if self.dask else to_numpy(Y.T @ Y)
+        self.YtY = np.atleast_2d(np.asarray(YtY, dtype=float))                      # d x d: y~^T y~ for any D
         self._key = None
 
     @property
@@ -727,7 +734,8 @@ def _scalar(self: NystromLikelihood, theta_k):
         PtP, PtY, E, F = self._features(sk, L)
         g, R = np.linalg.eigh(PtP)
         g = np.clip(g, 0, None)
-        t = float(self.xp.sum(sk.diag(self.X))) - float(np.trace(PtP))      # tr(K_nn - Q) >= 0 up to rounding
+        trK = self.X.shape[0] * float(sk.diag(self._Zh[:1])[0]) if self.dask else float(self.xp.sum(sk.diag(self.X)))
+        t = trK - float(np.trace(PtP))                      # tr(K_nn - Q) >= 0 up to rounding (Dask: k(x, x) constant)
         self._cache, self._key = (g, R, L, (E, F), R.T @ PtY, sk, dKmm, max(t, 0.0)), key
     return self._cache
 
@@ -738,6 +746,8 @@ def _features(self: NystromLikelihood, sk, L):
     RBF and Laplacian on NumPy by `_bandwidth_pass`; other kernels and other libraries chunk by chunk with the
     kernel's own `gram_gradient` (X's namespace and device; the sums cross once per pass)."""
     xp, X, Y, Z = self.xp, self.X, self.Y, self.Z
+    if self.dask:
+        return self._dask_features(sk, L)
     if xp is np and isinstance(sk, (RBF, Laplacian)):
         return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0)
     Ld = L if xp is np else _on(L, X)                      # the m x m factor crosses once per bandwidth
@@ -835,6 +845,16 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
     P = [K_nm L^{-T}, Y] by an in-place triangular solve (`_trsm_right`), P^T P (one SYRK) and, with `grad`,
     P^T (D o K_nm) (one GEMM). Returns (Phi^T Phi, Phi^T Y, E, F) with E = Phi^T dK_nm (1, m, m) and F = Y^T dK_nm
     (1, d, m), dK = dK_nm / dlog gamma = -gamma D o K_nm; E, F None without `grad`."""
+    m = Z.shape[0]
+    S, E = _bandwidth_sums(X, Y, Z, sk, L, rows, grad)
+    if not grad:
+        return S[:m, :m], S[:m, m:], None, None
+    return S[:m, :m], S[:m, m:], E[None, :m], E[None, m:]
+
+
+def _bandwidth_sums(X, Y, Z, sk, L, rows, grad: bool = True):
+    """(S, E) = (P^T P, P^T dK) summed over `rows` of X, P = [K_nm L^{-T}, Y] ((m + d) x (m + d) and (m + d) x m; E of
+    zero columns without `grad`): `_bandwidth_pass`'s sums, also one Dask row block's share of them."""
     m, d, gam = Z.shape[0], Y.shape[1], float(sk.gamma)
     rbf = sk._metric == "sqeuclidean"
     c = Z.mean(0)
@@ -874,6 +894,24 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
         S += P.T @ P
         if grad:
             E += P.T @ D
+    return S, (E if grad else np.zeros((m + d, 0)))
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #afb5db83
+def _dask_pass_terms(obj, x, y):
+    "One Dask row block's (S, E) of `_bandwidth_sums`, on its worker (x, y: the block's rows, checked finite there)."
+    Z, sk, L, chunk, grad = obj
+    x, y = _finite(np.asarray(x, dtype=float), "X"), _finite(np.asarray(y, dtype=float), "Y")
+    rows = [slice(i, min(i + chunk, len(x))) for i in range(0, len(x), chunk)]
+    return _bandwidth_sums(x, y, Z, sk, L, rows, grad)
+
+
+@patch
+def _dask_features(self: NystromLikelihood, sk, L):
+    """`_features` on a Dask X: (Phi^T Phi, Phi^T Y, E, F) from the row blocks' sums on the workers, added by `tree_sum`
+    (L, Z and the kernel sent once per pass; S and E back)."""
+    m, d, grad = self._Zh.shape[0], self.Y.shape[1], self.nk > 0
+    S, E = tree_sum(_dask_pass_terms, (self._Zh, sk, np.asarray(L), self.chunk, grad), self.X, self.Y,
+                    ((m + d, m + d), (m + d, m if grad else 0)))
     if not grad:
         return S[:m, :m], S[:m, m:], None, None
     return S[:m, :m], S[:m, m:], E[None, :m], E[None, m:]
@@ -1665,7 +1703,8 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
     if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
         return _profile_optimize(est, lik, theta, bounds, more)
     rows = np.sort(check_random_state(est.random_state).permutation(n)[:ns])
-    sub = NystromLikelihood(lik.kernel, lik.X[rows], lik.Y[rows], lik.Z, chunk=lik.chunk, bound=True)
+    Xs, Ys = (dask_rows(lik.X, rows, "X"), dask_rows(lik.Y, rows, "Y")) if lik.dask else (lik.X[rows], lik.Y[rows])
+    sub = NystromLikelihood(lik.kernel, Xs, Ys, lik.Z, chunk=lik.chunk, bound=True)   # on the driver (Dask: rows fetched)
     hs = []
 
     def lbfgs_then_curvature(fg, t0, b):               # a start only: at most SUBSAMPLE_MAXFUN evaluations, no warning
@@ -1813,6 +1852,53 @@ def _fit_data_xp(est, X, Y):
     v = np.asarray(to_numpy(_xp_moments(xp, Yn)[1] ** 2), dtype=float) if n > 1 else np.zeros(d)
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #2540102f
+def _fit_data_dask(est, X, Y):
+    """`_fit_data` for a Dask X: method='nystrom' (or 'nystrom_sor'), the passes, Y's moments and Y^T Y on the workers;
+    the kernel's data rules (at most GP_RESOLVE_ROWS drawn rows) and the landmarks (NumPy's rows) fetched to the driver."""
+    if est.method not in ("nystrom", "nystrom_sor"):
+        raise ValueError(f"method: a Dask X fits method='nystrom' (or 'nystrom_sor') on the Dask workers, got {est.method!r}")
+    check_dask_X(X, "a Gaussian process needs data")
+    y1d = np.ndim(Y) == 1
+    X, Y = as_row_blocks(X, Y)
+    import dask
+    n, d = Y.shape
+    m0, s0 = (np.asarray(a, dtype=float).reshape(d) for a in dask.compute(Y.mean(axis=0), Y.std(axis=0)))
+    mu, sd = (m0, np.where(s0 > 0, s0, 1.0)) if est.normalize_y else (np.zeros(d), np.ones(d))
+    Yn = (Y - mu) / sd
+    rows = (np.arange(n) if n <= GP_RESOLVE_ROWS else
+            np.sort(check_random_state(est.random_state).choice(n, GP_RESOLVE_ROWS, replace=False)))
+    kernel = resolve_kernel(est.kernel, dask_rows(X, rows, "X"), dask_rows(Yn, rows, "Y"), default=_default_kernel,
+                            name="kernel")
+    if kernel.output_dim != d:
+        raise ValueError(f"Y has {d} outputs but the kernel has output_dim {kernel.output_dim}")
+    if not isinstance(kernel, Separable):
+        raise ValueError(f"kernel: method='nystrom' is built for one Separable kernel, got {type(kernel).__name__}")
+    Z = dask_rows(X, nystrom_landmarks(X, est.n_components, est.random_state), "X")
+    lik = _check_objective(est, NystromLikelihood(kernel, X, Yn, Z, bound=est.method == "nystrom"))
+    return X, Y, Yn, y1d, mu, sd, kernel, lik, (s0 / sd) ** 2
+
+
+def _predict_block(post, mu, sd, y1d, Xb, std):
+    "One Dask row block's posterior mean (or std), on its worker."
+    Xb = np.asarray(Xb, dtype=float)
+    Q = post._Q(Xb)
+    out = np.sqrt(post.var(Xb, Q)) * sd if std else post.mean(Xb, Q) * sd + mu
+    return out[:, 0] if y1d else out
+
+
+def _predict_dask(est, X, return_std: bool, return_cov: bool):
+    "`predict` on a Dask X: the posterior mapped over its row blocks (Dask arrays back); a covariance refused."
+    check_fitted(est, "kernel_")
+    if return_cov:
+        raise ValueError("return_cov: not for a Dask X (an n x n covariance per output); use return_std")
+    check_dask_X(X, "predicting", p=est.n_features_in_)
+    X, _ = as_row_blocks(X)
+    kw = dict(dtype=float, drop_axis=1) if est._y1d else dict(dtype=float, chunks=(X.chunks[0], (est.n_outputs_,)))
+    f = [X.map_blocks(partial(_predict_block, est._post, est._mu, est._sd, est._y1d, std=s), **kw)
+         for s in ((False, True) if return_std else (False,))]
+    return tuple(f) if return_std else f[0]
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #ea36d8a5
 def _copied(A):
     "A copy of A in its own library (the fitted training data must not share memory with the caller's array)."
@@ -1862,7 +1948,8 @@ def fit(self: OVKGaussianProcess, X, Y):
         The fitted estimator (``kernel_``, ``noise_``, ``output_matrix_``, ``log_marginal_likelihood_value_``).
     """
     # the one route: PyTorch, CuPy, ... fit the exact eigenbasis or the Nystrom likelihood in X's namespace and device
-    prepare = _fit_data_xp if route_of(X) == "array_api" else _fit_data
+    route = route_of(X)                # Dask: the Nystrom passes on the workers (`_fit_data_dask`)
+    prepare = {"array_api": _fit_data_xp, "dask": _fit_data_dask}.get(route, _fit_data)
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
     # one BLAS thread below ONE_THREAD_N: many small eigh/products, where threads only contend (measured 14x slower
@@ -1885,7 +1972,7 @@ def fit(self: OVKGaussianProcess, X, Y):
             _MaskedPosterior(lik, theta) if isinstance(lik, MaskedLikelihood) else
             _PCGPosterior(lik, theta) if isinstance(lik, StochasticMaskedLikelihood) else
             _DensePosterior(self.kernel_, X, Yn, self.noise_))
-    _check_fit(self, post, X, theta, bounds, n_noise)
+    _check_fit(self, post, np.asarray(X[:GUARD_ROWS], dtype=float) if route == "dask" else X, theta, bounds, n_noise)
     if isinstance(lik, NystromLikelihood):
         lik._key = lik._cache = None           # Phi (n x m) is not kept by the fitted estimator; recomputed if asked
         self.landmarks_ = lik.Z
@@ -1966,6 +2053,8 @@ def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: b
         raise ValueError("return_std and return_cov: at most one of them can be requested")
     if not hasattr(self, "kernel_"):                                    # not fitted: the prior, as scikit-learn's GPR
         return _prior(self, X, return_std, return_cov)
+    if route_of(X) == "dask":                                           # blockwise on the workers
+        return _predict_dask(self, X, return_std, return_cov)
     X = _query(self, X)
     post = self._post
     Q = post._Q(X) if isinstance(post, _SeparablePosterior) else None
