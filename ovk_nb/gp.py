@@ -1863,7 +1863,12 @@ def _fit_data_dask(est, X, Y):
     X, Y = as_row_blocks(X, Y)
     import dask
     n, d = Y.shape
-    m0, s0 = (np.asarray(a, dtype=float).reshape(d) for a in dask.compute(Y.mean(axis=0), Y.std(axis=0)))
+    da_isfinite = lambda A: (abs(A) < np.inf).all()                   # noqa: E731  (NaN compares False)
+    fx, m0, s0 = dask.compute(da_isfinite(X), Y.mean(axis=0), Y.std(axis=0))     # one reduction on the workers
+    m0, s0 = (np.asarray(a, dtype=float).reshape(d) for a in (m0, s0))
+    for ok, name in ((bool(fx), "X"), (bool(np.isfinite(m0).all() and np.isfinite(s0).all()), "Y")):
+        if not ok:             # here, not in the optimizer's passes (which would read a failed pass as a rejected point)
+            raise ValueError(f"{name} contains NaN or infinity (method='nystrom' on a Dask X needs every entry finite)")
     mu, sd = (m0, np.where(s0 > 0, s0, 1.0)) if est.normalize_y else (np.zeros(d), np.ones(d))
     Yn = (Y - mu) / sd
     rows = (np.arange(n) if n <= GP_RESOLVE_ROWS else
