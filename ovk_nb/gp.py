@@ -28,9 +28,10 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS',
            'RESTARTS_AUTO_N', 'GUARD_ROWS', 'SURROGATE_ROWS', 'POLISH_STEPS', 'POLISH_TOL', 'NYSTROM_SUBSAMPLE',
-           'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
-           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
-           'gp_nystrom_dense_reference', 'NystromLikelihood', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
+           'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
+           'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
+           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -703,6 +704,7 @@ class NystromLikelihood:
             self._Zh = np.asarray(to_numpy(self.Z), dtype=float)
         self.nk = self.sk.n_dims
         self.nT = self.T.n_dims if isinstance(self.T, Params) else 0
+        self._dr = self.T._checked()[:2] if type(self.T) is Coregionalization and self.nT else None   # `_CoregAt`'s (d, r)
         self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self._Zh)))
         YtY = (Y.T @ Y).compute() if self.dask else to_numpy(Y.T @ Y)
         self.YtY = np.atleast_2d(np.asarray(YtY, dtype=float))                      # d x d: y~^T y~ for any D
@@ -763,13 +765,28 @@ def _features(self: NystromLikelihood, sk, L):
     return acc[0], acc[1], (np.stack(acc[2:2 + k]) if k else None), (np.stack(acc[2 + k:]) if k else None)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #9b79286f
+class _CoregAt:
+    """Coregionalization's T = W W^T + diag(kappa) and its `theta_gradient` at theta_T by its own formulas, without
+    building the operator (its parameter checks and caches: 1 ms of each of the profile's ~2300 inner evaluations)."""
+    __slots__ = ("W", "kappa", "matrix")
+
+    def __init__(self, theta, d: int, r: int):
+        self.W, self.kappa = theta[:d * r].reshape(d, r), np.exp(theta[d * r:])
+        self.matrix = self.W @ self.W.T
+        self.matrix[np.diag_indices(d)] += self.kappa
+
+    def theta_gradient(self, G):
+        return np.r_[((G + G.T) @ self.W).ravel(), self.kappa * np.diag(G)]
+
+
 @patch
 def state(self: NystromLikelihood, theta):
     """The factors at theta: (g, R, L, (E, F), e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
     T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
     theta = np.asarray(theta, dtype=float)
     g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk])
-    T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
+    tT = theta[self.nk:self.nk + self.nT]
+    T = (_CoregAt(tT, *self._dr) if self._dr else self.T.clone_with_theta(tT)) if self.nT else self.T
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
     r = 1.0 / np.sqrt(D)
@@ -1657,6 +1674,8 @@ def _optimize(est, lik, theta, bounds, more=()):
 # %% ../nbs/2_algorithms/08_gp.ipynb #4e991fa1
 NYSTROM_SUBSAMPLE = 16      # method='nystrom' at large n searches the bandwidth on n / NYSTROM_SUBSAMPLE rows first (at least
                             # 4 m and 2000, and only when that is at most a quarter of the rows), then polishes on all rows
+SUBSAMPLE_FTOL = 1e-6       # the subsample's L-BFGS-B stops at this relative change (a start: its optimum is off the full
+                            # one by its own bias, 0.07 in log gamma at n = 1e5, against ~4e-3 from this tolerance)
 SUBSAMPLE_MAXFUN = 30       # the subsample's L-BFGS-B: a start for the polish, capped (measured: 47 evaluations at n = 1e6
                             # when its line search ended ABNORMAL in the flat last digits; 10-12 when it converges)
 
@@ -1712,18 +1731,25 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
         seen = []
 
         def capped(t):                                 # scipy's maxfun is read between line searches only
+            t = np.array(t, dtype=float)
+            if seen and np.array_equal(seen[-1][1], t):
+                return seen[-1][0], seen[-1][2]
             if len(seen) >= SUBSAMPLE_MAXFUN:
                 raise _Capped
             f, g = fg(t)
-            seen.append((f, np.array(t, dtype=float)))
+            seen.append((f, t, g))
             return f, g
+        # L-BFGS-B's first step with both bounds is the whole gradient (at n = 1e5: 711, to the bound gamma = e^5.3, where
+        # the pass took 8 times longer): the objective divided by s = 2 |g(t0)| makes it 0.5 in log gamma
+        s = 2 * max(abs(float(capped(t0)[1][0])), 1.0)
         try:
-            res = minimize(capped, t0, method="L-BFGS-B", jac=True, bounds=bb)
-            x, f = res.x, float(res.fun)
+            res = minimize(lambda t: tuple(v / s for v in capped(t)), t0, method="L-BFGS-B", jac=True, bounds=bb,
+                           options={"ftol": SUBSAMPLE_FTOL})
+            x, f = res.x, float(res.fun) * s
         except _Capped:
-            f, x = min(seen, key=lambda r: r[0])
+            f, x = min(seen, key=lambda r: r[0])[:2]
         step = 0.05 if x[0] + 0.05 <= b[0][1] else -0.05
-        (f0, g0), (f1, g1) = fg(x), fg(x + step)
+        (f1, g1), (f0, g0) = fg(x + step), fg(x)       # x last: the pass the profile's end reads is kept
         hs.append((f, float((g1[0] - g0[0]) / step) if np.isfinite(f0) and np.isfinite(f1) else np.nan))
         return x, f
 
