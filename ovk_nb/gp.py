@@ -708,7 +708,7 @@ class NystromLikelihood:
         self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self._Zh)))
         YtY = (Y.T @ Y).compute() if self.dask else to_numpy(Y.T @ Y)
         self.YtY = np.atleast_2d(np.asarray(YtY, dtype=float))                      # d x d: y~^T y~ for any D
-        self._key = None
+        self._key, self.grad_pass = None, True          # grad_pass=False: the next new bandwidth's pass without E, F
 
     @property
     def xp(self):
@@ -723,11 +723,11 @@ def _rows(self: NystromLikelihood):
 
 
 @patch
-def _scalar(self: NystromLikelihood, theta_k):
+def _scalar(self: NystromLikelihood, theta_k, need_grad: bool = False):
     """(g, R, L, (E, F), R^T Phi^T Y, scalar kernel, dK_mm, tr(K_nn - Q)) at theta_k: one pass over X per bandwidth,
     E = Phi^T dK_nm (n_dims, m, m) and F = Y^T dK_nm (n_dims, d, m) from the same pass (None without parameters)."""
     key = tuple(theta_k)
-    if key != self._key:
+    if key != self._key or (need_grad and self.nk and self._cache[3][0] is None):    # a pass without E, F: again
         self._key, self._cache = None, None                 # a failure below leaves no half-built cache
         sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
         Kmm, dKmm = _cross_gram_gradient(sk, self._Zh, self._Zh)       # m x m: on the host (float64)
@@ -751,7 +751,7 @@ def _features(self: NystromLikelihood, sk, L):
     if self.dask:
         return self._dask_features(sk, L)
     if xp is np and isinstance(sk, (RBF, Laplacian)):
-        return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0)
+        return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0 and self.grad_pass)
     Ld = L if xp is np else _on(L, X)                      # the m x m factor crosses once per bandwidth
     acc = None
     for sl in self._rows():
@@ -780,11 +780,11 @@ class _CoregAt:
 
 
 @patch
-def state(self: NystromLikelihood, theta):
+def state(self: NystromLikelihood, theta, need_grad: bool = False):
     """The factors at theta: (g, R, L, (E, F), e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
     T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
     theta = np.asarray(theta, dtype=float)
-    g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk])
+    g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk], need_grad)
     tT = theta[self.nk:self.nk + self.nT]
     T = (_CoregAt(tT, *self._dr) if self._dr else self.T.clone_with_theta(tT)) if self.nT else self.T
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
@@ -799,7 +799,7 @@ def state(self: NystromLikelihood, theta):
 @patch
 def __call__(self: NystromLikelihood, theta, eval_gradient: bool = True, kernel_grad: bool = True):
     "(objective, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
-    g, R, L, EF, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta)
+    g, R, L, EF, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta, eval_gradient and kernel_grad)
     n, m, d = self.X.shape[0], len(g), len(e)
     r = 1.0 / np.sqrt(D)
     At = Bt / lam                                          # R^T Phi^T alpha~ in the joint eigenbasis
@@ -926,7 +926,7 @@ def _dask_pass_terms(obj, x, y):
 def _dask_features(self: NystromLikelihood, sk, L):
     """`_features` on a Dask X: (Phi^T Phi, Phi^T Y, E, F) from the row blocks' sums on the workers, added by `tree_sum`
     (L, Z and the kernel sent once per pass; S and E back)."""
-    m, d, grad = self._Zh.shape[0], self.Y.shape[1], self.nk > 0
+    m, d, grad = self._Zh.shape[0], self.Y.shape[1], self.nk > 0 and self.grad_pass
     S, E = tree_sum(_dask_pass_terms, (self._Zh, sk, np.asarray(L), self.chunk, grad), self.X, self.Y,
                     ((m + d, m + d), (m + d, m if grad else 0)))
     if not grad:
@@ -1680,15 +1680,17 @@ SUBSAMPLE_MAXFUN = 30       # the subsample's L-BFGS-B: a start for the polish, 
                             # when its line search ended ABNORMAL in the flat last digits; 10-12 when it converges)
 
 
-def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10):
+def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10, fv=None):
     """(x, f) minimising a 1-D fg(x) -> (f, g) from x0 by Newton steps x - g / h with the curvature h > 0 given (the
     surrogate's), updated by the secant of the last two gradients; a step that does not decrease f (Armijo) is shortened.
     Stops at |g| <= 1e-5, at a predicted decrease g^2 / 2h <= `tol` max(1, |f|), or at a bound the gradient pushes
-    against; after `max_iter` steps, `_lbfgs` from the best point."""
+    against; after `max_iter` steps, `_lbfgs` from the best point. With `fv` (x -> f alone, cheaper): once h is a secant,
+    the last step is checked by its value (`_trusted_step`) instead of a gradient there."""
     lo, hi = (float(b) for b in bounds[0])
     x = float(np.clip(x0[0], lo, hi))
     f, g = fg(np.array([x]))
     g = float(g[0])
+    secant = False
     for _ in range(max_iter):
         if not (np.isfinite(f) and np.isfinite(h) and h > 0):
             break
@@ -1697,15 +1699,33 @@ def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10):
         x1 = float(np.clip(x - g / h, lo, hi))
         if x1 == x:
             break
+        if fv is not None and secant:
+            done, secant = _trusted_step(fv, x, f, g, h, x1, tol), False      # one try: else the gradient at x1
+            if done is not None:
+                return np.array([x1]), done
         f1, g1 = fg(np.array([x1]))
         g1 = float(g1[0])
         hs = (g1 - g) / (x1 - x) if np.isfinite(f1) and np.isfinite(g1) else -1.0
         if not (np.isfinite(f1) and f1 <= f + 1e-4 * g * (x1 - x)):
             h = max(4 * h, hs)                             # no sufficient decrease: a shorter step
             continue
-        h = hs if hs > 0 else h                            # a non-positive secant (not convex there): keep h
+        h, secant = (hs, True) if hs > 0 else (h, False)   # a non-positive secant (not convex there): keep h
         x, f, g = x1, f1, g1
     return _lbfgs(fg, np.array([x]), bounds)
+
+
+def _trusted_step(fv, x, f, g, h, x1, tol):
+    """f(x1) when the Newton step x -> x1 = x - g / h on a secant h can end the polish without a gradient at x1, else None.
+    On a quadratic of curvature h' the step gains G (2 - 1/r), r = h / h', G = g^2 / 2h the predicted gain, and leaves
+    G (1 - r)^2 / r to the optimum: r is read from the measured gain and that remainder must be within `tol` max(1, |f|)."""
+    if x1 != x - g / h:                                    # clipped at a bound: the gradient decides there
+        return None
+    f1 = fv(np.array([x1]))
+    G, gain = 0.5 * g * g / h, f - f1
+    if not (np.isfinite(f1) and G > 0 and 0 < gain < 2 * G):
+        return None
+    r = 1.0 / (2.0 - gain / G)
+    return f1 if G * (1 - r) ** 2 / r <= tol * max(1.0, abs(f1)) else None
 
 
 class _Capped(Exception):
@@ -1755,8 +1775,23 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
 
     ts, _ = _profile_optimize(est, sub, theta, bounds, more, outer_opt=lbfgs_then_curvature)
     h = min(hs, key=lambda r: r[0])[1] * n / ns / 4 if hs else np.nan    # the best start's curvature, / 4 (below)
-    polish = (lambda fg, t0, b: _polish_1d(fg, t0, b, h)) if np.isfinite(h) and h > 0 else None
-    return _profile_optimize(est, lik, ts, bounds, restarts=0, outer_opt=polish)
+    if not (np.isfinite(h) and h > 0):
+        return _profile_optimize(est, lik, ts, bounds, restarts=0)
+    inner, outer, reset = _profile(lik, bounds)           # `_profile_optimize(..., outer_opt=polish)` with a value-only f
+    reset(ts)
+
+    def value(x):                                          # -L at the inner optimum, from a pass without the gradient
+        lik.grad_pass = False
+        try:
+            with np.errstate(all="ignore"):
+                f = lik(np.r_[x, inner(x)], False)
+        except (np.linalg.LinAlgError, ValueError):
+            return np.inf
+        finally:
+            lik.grad_pass = True
+        return -f if np.isfinite(f) else np.inf
+    tk, _ = _polish_1d(outer, ts[:1], bounds[:1], h, fv=value)
+    return _final(lik, np.r_[tk, inner(np.asarray(tk))], lik)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):
