@@ -1727,7 +1727,7 @@ def _trusted_step(fv, x, f, g, h, x1, tol):
     r = 1.0 / (2.0 - gain / G)
     return f1 if G * (1 - r) ** 2 / r <= tol * max(1.0, abs(f1)) else None
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
 class _Capped(Exception):
     "The subsample's L-BFGS-B reached SUBSAMPLE_MAXFUN evaluations."
 
