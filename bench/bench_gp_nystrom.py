@@ -113,10 +113,18 @@ def dask_case(n, m, workers=2):
 CASES = {"fit": fit_case, "eval": eval_case, "memory": memory_case, "dask": dask_case}
 
 
+def _commit():
+    import subprocess
+    r = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() + ("+" if subprocess.run(["git", "-C", str(HERE), "diff", "--quiet", "HEAD", "--", "../ovk_nb"]).returncode else "")
+
+
 def run(kind, cases):
     rows = _read(CSV)
     for n, m in cases:
         r = _sub([__file__, "--case", kind, str(n), str(m)])
+        if r:
+            r["commit"] = _commit()
         print(r, flush=True)
         if r:
             rows.append(r)
@@ -129,7 +137,7 @@ def report():
     cols = ["case", "n", "m", "threads", "load", "gp_wall_s", "gp_cpu_s", "ridge_wall_s", "ridge_cpu_s", "ratio_wall",
             "ratio_cpu", "passes", "eval_s", "floor_syrk_s", "floor_blas_s", "eval_over_syrk", "eval_over_blas",
             "peak_rss_gb", "data_rss_gb", "dask_wall_s", "dask_eval_s", "eval_lml_rel_diff", "eval_grad_rel_diff", "lml",
-            "dask_lml", "fit_lml_rel_diff", "gamma_diff"]
+            "dask_lml", "fit_lml_rel_diff", "gamma_diff", "commit"]
     L = ["# OVKGaussianProcess(method='nystrom') at scale (issue 31.3)", "",
          "Written by `python bench/bench_gp_nystrom.py report` from `gp_nystrom_scale.csv` (every run kept, oldest first).",
          "Each case in a fresh process, one BLAS thread (`threads`); `load` is the 1-minute load average before-after: on",
