@@ -671,6 +671,11 @@ class NystromLikelihood:
     ----------
     eps : float
         The jitter NYSTROM_JITTER * mean k(z, z), fixed at construction.
+    dask : bool
+        X is a Dask array: the passes run on its workers (row blocks' sums added by `ovk_nb.distributed.tree_sum`).
+    grad_pass : bool
+        False: a pass at a new bandwidth leaves out the kernel gradient's products (a value-only evaluation; they are
+        computed again when a gradient is asked at that bandwidth).
 
     Notes
     -----
