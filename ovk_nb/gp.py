@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.linalg as sla
@@ -17,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .backend import check_xp_data, device_of, route_of
+from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_sum   # dask imported for Dask data only
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
 from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
@@ -26,10 +28,11 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
-           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS',
-           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
-           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
-           'NystromLikelihood', 'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN',
+           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
+           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
+           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -688,6 +691,11 @@ class NystromLikelihood:
     ----------
     eps : float
         The jitter NYSTROM_JITTER * mean k(z, z), fixed at construction.
+    dask : bool
+        X is a Dask array: the passes run on its workers (row blocks' sums added by `ovk_nb.distributed.tree_sum`).
+    grad_pass : bool
+        False: a pass at a new bandwidth leaves out the kernel gradient's products (a value-only evaluation; they are
+        computed again when a gradient is asked at that bandwidth).
 
     Notes
     -----
@@ -710,6 +718,10 @@ class NystromLikelihood:
         if w != 1.0:
             raise ValueError("kernel: a weighted one-part SumKernel: give the Separable itself")
         self.kernel, self.X, self.Y, self.chunk, self.bound = kernel, X, Y, int(chunk), bool(bound)
+        self.dask = route_of(X) == "dask"                       # the pass on the Dask workers (`_dask_features`)
+        if self.dask and not isinstance(self.sk, (RBF, Laplacian)):
+            raise ValueError(f"kernel: method='nystrom' on a Dask X learns an RBF or Laplacian scalar kernel, got "
+                             f"{type(self.sk).__name__}")
         if self.xp is np:
             self.Z = self._Zh = np.asarray(Z, dtype=float)
         else:                                                   # Z of X's library and device, and its host copy (m x p)
@@ -717,9 +729,11 @@ class NystromLikelihood:
             self._Zh = np.asarray(to_numpy(self.Z), dtype=float)
         self.nk = self.sk.n_dims
         self.nT = self.T.n_dims if isinstance(self.T, Params) else 0
+        self._dr = self.T._checked()[:2] if type(self.T) is Coregionalization and self.nT else None   # `_CoregAt`'s (d, r)
         self.eps = NYSTROM_JITTER * float(np.mean(self.sk.diag(self._Zh)))
-        self.YtY = np.atleast_2d(np.asarray(to_numpy(Y.T @ Y), dtype=float))       # d x d: y~^T y~ for any D
-        self._key = None
+        YtY = (Y.T @ Y).compute() if self.dask else to_numpy(Y.T @ Y)
+        self.YtY = np.atleast_2d(np.asarray(YtY, dtype=float))                      # d x d: y~^T y~ for any D
+        self._key, self.grad_pass = None, True          # grad_pass=False: the next new bandwidth's pass without E, F
 
     @property
     def xp(self):
@@ -734,11 +748,11 @@ def _rows(self: NystromLikelihood):
 
 
 @patch
-def _scalar(self: NystromLikelihood, theta_k):
+def _scalar(self: NystromLikelihood, theta_k, need_grad: bool = False):
     """(g, R, L, (E, F), R^T Phi^T Y, scalar kernel, dK_mm, tr(K_nn - Q)) at theta_k: one pass over X per bandwidth,
     E = Phi^T dK_nm (n_dims, m, m) and F = Y^T dK_nm (n_dims, d, m) from the same pass (None without parameters)."""
     key = tuple(theta_k)
-    if key != self._key:
+    if key != self._key or (need_grad and self.nk and self._cache[3][0] is None):    # a pass without E, F: again
         self._key, self._cache = None, None                 # a failure below leaves no half-built cache
         sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
         Kmm, dKmm = _cross_gram_gradient(sk, self._Zh, self._Zh)       # m x m: on the host (float64)
@@ -747,7 +761,8 @@ def _scalar(self: NystromLikelihood, theta_k):
         PtP, PtY, E, F = self._features(sk, L)
         g, R = np.linalg.eigh(PtP)
         g = np.clip(g, 0, None)
-        t = float(self.xp.sum(sk.diag(self.X))) - float(np.trace(PtP))      # tr(K_nn - Q) >= 0 up to rounding
+        trK = self.X.shape[0] * float(sk.diag(self._Zh[:1])[0]) if self.dask else float(self.xp.sum(sk.diag(self.X)))
+        t = trK - float(np.trace(PtP))                      # tr(K_nn - Q) >= 0 up to rounding (Dask: k(x, x) constant)
         self._cache, self._key = (g, R, L, (E, F), R.T @ PtY, sk, dKmm, max(t, 0.0)), key
     return self._cache
 
@@ -758,8 +773,10 @@ def _features(self: NystromLikelihood, sk, L):
     RBF and Laplacian on NumPy by `_bandwidth_pass`; other kernels and other libraries chunk by chunk with the
     kernel's own `gram_gradient` (X's namespace and device; the sums cross once per pass)."""
     xp, X, Y, Z = self.xp, self.X, self.Y, self.Z
+    if self.dask:
+        return self._dask_features(sk, L)
     if xp is np and isinstance(sk, (RBF, Laplacian)):
-        return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0)
+        return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0 and self.grad_pass)
     Ld = L if xp is np else _on(L, X)                      # the m x m factor crosses once per bandwidth
     acc = None
     for sl in self._rows():
@@ -774,12 +791,13 @@ def _features(self: NystromLikelihood, sk, L):
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #9b79286f
 @patch
-def state(self: NystromLikelihood, theta):
+def state(self: NystromLikelihood, theta, need_grad: bool = False):
     """The factors at theta: (g, R, L, (E, F), e, V, Vy, Vh, Bt, lam, D, scalar kernel, T, T~, dK_mm, tr(K_nn - Q)) with
     T~ = V diag(e) V^T, Vy = D^{-1/2} V, Vh = D^{1/2} V, Bt = R^T Phi^T Y Vy and lam = g e^T + 1."""
     theta = np.asarray(theta, dtype=float)
-    g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk])
-    T = self.T.clone_with_theta(theta[self.nk:self.nk + self.nT]) if self.nT else self.T
+    g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk], need_grad)
+    tT = theta[self.nk:self.nk + self.nT]
+    T = (_CoregAt(self.T, tT) if self._dr else self.T.clone_with_theta(tT)) if self.nT else self.T   # `_CoregAt`: the exact route's
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
     r = 1.0 / np.sqrt(D)
@@ -792,7 +810,7 @@ def state(self: NystromLikelihood, theta):
 @patch
 def __call__(self: NystromLikelihood, theta, eval_gradient: bool = True, kernel_grad: bool = True):
     "(objective, gradient); kernel_grad=False leaves the scalar kernel's entries out (O(m d^2 + d^3) then)."
-    g, R, L, EF, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta)
+    g, R, L, EF, e, V, Vy, Vh, Bt, lam, D, sk, T, Tw, dKmm, t = self.state(theta, eval_gradient and kernel_grad)
     n, m, d = self.X.shape[0], len(g), len(e)
     r = 1.0 / np.sqrt(D)
     At = Bt / lam                                          # R^T Phi^T alpha~ in the joint eigenbasis
@@ -855,6 +873,16 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
     P = [K_nm L^{-T}, Y] by an in-place triangular solve (`_trsm_right`), P^T P (one SYRK) and, with `grad`,
     P^T (D o K_nm) (one GEMM). Returns (Phi^T Phi, Phi^T Y, E, F) with E = Phi^T dK_nm (1, m, m) and F = Y^T dK_nm
     (1, d, m), dK = dK_nm / dlog gamma = -gamma D o K_nm; E, F None without `grad`."""
+    m = Z.shape[0]
+    S, E = _bandwidth_sums(X, Y, Z, sk, L, rows, grad)
+    if not grad:
+        return S[:m, :m], S[:m, m:], None, None
+    return S[:m, :m], S[:m, m:], E[None, :m], E[None, m:]
+
+
+def _bandwidth_sums(X, Y, Z, sk, L, rows, grad: bool = True):
+    """(S, E) = (P^T P, P^T dK) summed over `rows` of X, P = [K_nm L^{-T}, Y] ((m + d) x (m + d) and (m + d) x m; E of
+    zero columns without `grad`): `_bandwidth_pass`'s sums, also one Dask row block's share of them."""
     m, d, gam = Z.shape[0], Y.shape[1], float(sk.gamma)
     rbf = sk._metric == "sqeuclidean"
     c = Z.mean(0)
@@ -894,6 +922,24 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
         S += P.T @ P
         if grad:
             E += P.T @ D
+    return S, (E if grad else np.zeros((m + d, 0)))
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #afb5db83
+def _dask_pass_terms(obj, x, y):
+    "One Dask row block's (S, E) of `_bandwidth_sums`, on its worker (x, y: the block's rows, checked finite there)."
+    Z, sk, L, chunk, grad = obj
+    x, y = _finite(np.asarray(x, dtype=float), "X"), _finite(np.asarray(y, dtype=float), "Y")
+    rows = [slice(i, min(i + chunk, len(x))) for i in range(0, len(x), chunk)]
+    return _bandwidth_sums(x, y, Z, sk, L, rows, grad)
+
+
+@patch
+def _dask_features(self: NystromLikelihood, sk, L):
+    """`_features` on a Dask X: (Phi^T Phi, Phi^T Y, E, F) from the row blocks' sums on the workers, added by `tree_sum`
+    (L, Z and the kernel sent once per pass; S and E back)."""
+    m, d, grad = self._Zh.shape[0], self.Y.shape[1], self.nk > 0 and self.grad_pass
+    S, E = tree_sum(_dask_pass_terms, (self._Zh, sk, np.asarray(L), self.chunk, grad), self.X, self.Y,
+                    ((m + d, m + d), (m + d, m if grad else 0)))
     if not grad:
         return S[:m, :m], S[:m, m:], None, None
     return S[:m, :m], S[:m, m:], E[None, :m], E[None, m:]
@@ -1906,19 +1952,23 @@ def _optimize(est, lik, theta, bounds, more=()):
 # %% ../nbs/2_algorithms/08_gp.ipynb #4e991fa1
 NYSTROM_SUBSAMPLE = 16      # method='nystrom' at large n searches the bandwidth on n / NYSTROM_SUBSAMPLE rows first (at least
                             # 4 m and 2000, and only when that is at most a quarter of the rows), then polishes on all rows
+SUBSAMPLE_FTOL = 1e-6       # the subsample's L-BFGS-B stops at this relative change (a start: its optimum is off the full
+                            # one by its own bias, 0.07 in log gamma at n = 1e5, against ~4e-3 from this tolerance)
 SUBSAMPLE_MAXFUN = 30       # the subsample's L-BFGS-B: a start for the polish, capped (measured: 47 evaluations at n = 1e6
                             # when its line search ended ABNORMAL in the flat last digits; 10-12 when it converges)
 
 
-def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10):
+def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10, fv=None):
     """(x, f) minimising a 1-D fg(x) -> (f, g) from x0 by Newton steps x - g / h with the curvature h > 0 given (the
     surrogate's), updated by the secant of the last two gradients; a step that does not decrease f (Armijo) is shortened.
     Stops at |g| <= 1e-5, at a predicted decrease g^2 / 2h <= `tol` max(1, |f|), or at a bound the gradient pushes
-    against; after `max_iter` steps, `_lbfgs` from the best point."""
+    against; after `max_iter` steps, `_lbfgs` from the best point. With `fv` (x -> f alone, cheaper): once h is a secant,
+    the last step is checked by its value (`_trusted_step`) instead of a gradient there."""
     lo, hi = (float(b) for b in bounds[0])
     x = float(np.clip(x0[0], lo, hi))
     f, g = fg(np.array([x]))
     g = float(g[0])
+    secant = False
     for _ in range(max_iter):
         if not (np.isfinite(f) and np.isfinite(h) and h > 0):
             break
@@ -1927,17 +1977,35 @@ def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10):
         x1 = float(np.clip(x - g / h, lo, hi))
         if x1 == x:
             break
+        if fv is not None and secant:
+            done, secant = _trusted_step(fv, x, f, g, h, x1, tol), False      # one try: else the gradient at x1
+            if done is not None:
+                return np.array([x1]), done
         f1, g1 = fg(np.array([x1]))
         g1 = float(g1[0])
         hs = (g1 - g) / (x1 - x) if np.isfinite(f1) and np.isfinite(g1) else -1.0
         if not (np.isfinite(f1) and f1 <= f + 1e-4 * g * (x1 - x)):
             h = max(4 * h, hs)                             # no sufficient decrease: a shorter step
             continue
-        h = hs if hs > 0 else h                            # a non-positive secant (not convex there): keep h
+        h, secant = (hs, True) if hs > 0 else (h, False)   # a non-positive secant (not convex there): keep h
         x, f, g = x1, f1, g1
     return _lbfgs(fg, np.array([x]), bounds)
 
 
+def _trusted_step(fv, x, f, g, h, x1, tol):
+    """f(x1) when the Newton step x -> x1 = x - g / h on a secant h can end the polish without a gradient at x1, else None.
+    On a quadratic of curvature h' the step gains G (2 - 1/r), r = h / h', G = g^2 / 2h the predicted gain, and leaves
+    G (1 - r)^2 / r to the optimum: r is read from the measured gain and that remainder must be within `tol` max(1, |f|)."""
+    if x1 != x - g / h:                                    # clipped at a bound: the gradient decides there
+        return None
+    f1 = fv(np.array([x1]))
+    G, gain = 0.5 * g * g / h, f - f1
+    if not (np.isfinite(f1) and G > 0 and 0 < gain < 2 * G):
+        return None
+    r = 1.0 / (2.0 - gain / G)
+    return f1 if G * (1 - r) ** 2 / r <= tol * max(1.0, abs(f1)) else None
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
 class _Capped(Exception):
     "The subsample's L-BFGS-B reached SUBSAMPLE_MAXFUN evaluations."
 
@@ -1952,7 +2020,8 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
     if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
         return _profile_optimize(est, lik, theta, bounds, more)
     rows = np.sort(check_random_state(est.random_state).permutation(n)[:ns])
-    sub = NystromLikelihood(lik.kernel, lik.X[rows], lik.Y[rows], lik.Z, chunk=lik.chunk, bound=True)
+    Xs, Ys = (dask_rows(lik.X, rows, "X"), dask_rows(lik.Y, rows, "Y")) if lik.dask else (lik.X[rows], lik.Y[rows])
+    sub = NystromLikelihood(lik.kernel, Xs, Ys, lik.Z, chunk=lik.chunk, bound=True)   # on the driver (Dask: rows fetched)
     hs = []
 
     def lbfgs_then_curvature(fg, t0, b):               # a start only: at most SUBSAMPLE_MAXFUN evaluations, no warning
@@ -1960,25 +2029,47 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
         seen = []
 
         def capped(t):                                 # scipy's maxfun is read between line searches only
+            t = np.array(t, dtype=float)
+            if seen and np.array_equal(seen[-1][1], t):
+                return seen[-1][0], seen[-1][2]
             if len(seen) >= SUBSAMPLE_MAXFUN:
                 raise _Capped
             f, g = fg(t)
-            seen.append((f, np.array(t, dtype=float)))
+            seen.append((f, t, g))
             return f, g
+        # L-BFGS-B's first step with both bounds is the whole gradient (at n = 1e5: 711, to the bound gamma = e^5.3, where
+        # the pass took 8 times longer): the objective divided by s = 2 |g(t0)| makes it 0.5 in log gamma
+        s = 2 * max(abs(float(capped(t0)[1][0])), 1.0)
         try:
-            res = minimize(capped, t0, method="L-BFGS-B", jac=True, bounds=bb)
-            x, f = res.x, float(res.fun)
+            res = minimize(lambda t: tuple(v / s for v in capped(t)), t0, method="L-BFGS-B", jac=True, bounds=bb,
+                           options={"ftol": SUBSAMPLE_FTOL})
+            x, f = res.x, float(res.fun) * s
         except _Capped:
-            f, x = min(seen, key=lambda r: r[0])
+            f, x = min(seen, key=lambda r: r[0])[:2]
         step = 0.05 if x[0] + 0.05 <= b[0][1] else -0.05
-        (f0, g0), (f1, g1) = fg(x), fg(x + step)
+        (f1, g1), (f0, g0) = fg(x + step), fg(x)       # x last: the pass the profile's end reads is kept
         hs.append((f, float((g1[0] - g0[0]) / step) if np.isfinite(f0) and np.isfinite(f1) else np.nan))
         return x, f
 
     ts, _ = _profile_optimize(est, sub, theta, bounds, more, outer_opt=lbfgs_then_curvature)
     h = min(hs, key=lambda r: r[0])[1] * n / ns / 4 if hs else np.nan    # the best start's curvature, / 4 (below)
-    polish = (lambda fg, t0, b: _polish_1d(fg, t0, b, h)) if np.isfinite(h) and h > 0 else None
-    return _profile_optimize(est, lik, ts, bounds, restarts=0, outer_opt=polish)
+    if not (np.isfinite(h) and h > 0):
+        return _profile_optimize(est, lik, ts, bounds, restarts=0)
+    inner, outer, reset = _profile(lik, bounds)           # `_profile_optimize(..., outer_opt=polish)` with a value-only f
+    reset(ts)
+
+    def value(x):                                          # -L at the inner optimum, from a pass without the gradient
+        lik.grad_pass = False
+        try:
+            with np.errstate(all="ignore"):
+                f = lik(np.r_[x, inner(x)], False)
+        except (np.linalg.LinAlgError, ValueError):
+            return np.inf
+        finally:
+            lik.grad_pass = True
+        return -f if np.isfinite(f) else np.inf
+    tk, _ = _polish_1d(outer, ts[:1], bounds[:1], h, fv=value)
+    return _final(lik, np.r_[tk, inner(np.asarray(tk))], lik)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):
@@ -2100,6 +2191,58 @@ def _fit_data_xp(est, X, Y):
     v = np.asarray(to_numpy(_xp_moments(xp, Yn)[1] ** 2), dtype=float) if n > 1 else np.zeros(d)
     return X, Y, Yn, y1d, mu, sd, kernel, lik, v
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #2540102f
+def _fit_data_dask(est, X, Y):
+    """`_fit_data` for a Dask X: method='nystrom' (or 'nystrom_sor'), the passes, Y's moments and Y^T Y on the workers;
+    the kernel's data rules (at most GP_RESOLVE_ROWS drawn rows) and the landmarks (NumPy's rows) fetched to the driver."""
+    if est.method not in ("nystrom", "nystrom_sor"):
+        raise ValueError(f"method: a Dask X fits method='nystrom' (or 'nystrom_sor') on the Dask workers, got {est.method!r}")
+    check_dask_X(X, "a Gaussian process needs data")
+    y1d = np.ndim(Y) == 1
+    X, Y = as_row_blocks(X, Y)
+    import dask
+    n, d = Y.shape
+    da_isfinite = lambda A: (abs(A) < np.inf).all()                   # noqa: E731  (NaN compares False)
+    fx, m0, s0 = dask.compute(da_isfinite(X), Y.mean(axis=0), Y.std(axis=0))     # one reduction on the workers
+    m0, s0 = (np.asarray(a, dtype=float).reshape(d) for a in (m0, s0))
+    for ok, name in ((bool(fx), "X"), (bool(np.isfinite(m0).all() and np.isfinite(s0).all()), "Y")):
+        if not ok:             # here, not in the optimizer's passes (which would read a failed pass as a rejected point)
+            raise ValueError(f"{name} contains NaN or infinity (method='nystrom' on a Dask X needs every entry finite)")
+    mu, sd = (m0, np.where(s0 > 0, s0, 1.0)) if est.normalize_y else (np.zeros(d), np.ones(d))
+    Yn = (Y - mu) / sd
+    rows = (np.arange(n) if n <= GP_RESOLVE_ROWS else
+            np.sort(check_random_state(est.random_state).choice(n, GP_RESOLVE_ROWS, replace=False)))
+    kernel = resolve_kernel(est.kernel, dask_rows(X, rows, "X"), dask_rows(Yn, rows, "Y"), default=_default_kernel,
+                            name="kernel")
+    if kernel.output_dim != d:
+        raise ValueError(f"Y has {d} outputs but the kernel has output_dim {kernel.output_dim}")
+    if not isinstance(kernel, Separable):
+        raise ValueError(f"kernel: method='nystrom' is built for one Separable kernel, got {type(kernel).__name__}")
+    Z = dask_rows(X, nystrom_landmarks(X, est.n_components, est.random_state), "X")
+    lik = _check_objective(est, NystromLikelihood(kernel, X, Yn, Z, bound=est.method == "nystrom"))
+    return X, Y, Yn, y1d, mu, sd, kernel, lik, (s0 / sd) ** 2
+
+
+def _predict_block(post, mu, sd, y1d, Xb, std):
+    "One Dask row block's posterior mean (or std), on its worker."
+    Xb = np.asarray(Xb, dtype=float)
+    Q = post._Q(Xb)
+    out = np.sqrt(post.var(Xb, Q)) * sd if std else post.mean(Xb, Q) * sd + mu
+    return out[:, 0] if y1d else out
+
+
+def _predict_dask(est, X, return_std: bool, return_cov: bool):
+    "`predict` on a Dask X: the posterior mapped over its row blocks (Dask arrays back); a covariance refused."
+    check_fitted(est, "kernel_")
+    if return_cov:
+        raise ValueError("return_cov: not for a Dask X (an n x n covariance per output); use return_std")
+    check_dask_X(X, "predicting", p=est.n_features_in_)
+    X, _ = as_row_blocks(X)
+    kw = dict(dtype=float, drop_axis=1) if est._y1d else dict(dtype=float, chunks=(X.chunks[0], (est.n_outputs_,)))
+    f = [X.map_blocks(partial(_predict_block, est._post, est._mu, est._sd, est._y1d, std=s), **kw)
+         for s in ((False, True) if return_std else (False,))]
+    return tuple(f) if return_std else f[0]
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #ea36d8a5
 def _copied(A):
     "A copy of A in its own library (the fitted training data must not share memory with the caller's array)."
@@ -2149,7 +2292,8 @@ def fit(self: OVKGaussianProcess, X, Y):
         The fitted estimator (``kernel_``, ``noise_``, ``output_matrix_``, ``log_marginal_likelihood_value_``).
     """
     # the one route: PyTorch, CuPy, ... fit the exact eigenbasis or the Nystrom likelihood in X's namespace and device
-    prepare = _fit_data_xp if route_of(X) == "array_api" else _fit_data
+    route = route_of(X)                # Dask: the Nystrom passes on the workers (`_fit_data_dask`)
+    prepare = {"array_api": _fit_data_xp, "dask": _fit_data_dask}.get(route, _fit_data)
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
     # one BLAS thread below ONE_THREAD_N (small eigh/products lose to thread start-up); from it the thread policy: every
@@ -2172,7 +2316,7 @@ def fit(self: OVKGaussianProcess, X, Y):
             _MaskedPosterior(lik, theta) if isinstance(lik, MaskedLikelihood) else
             _PCGPosterior(lik, theta) if isinstance(lik, StochasticMaskedLikelihood) else
             _DensePosterior(self.kernel_, X, Yn, self.noise_))
-    _check_fit(self, post, X, theta, bounds, n_noise)
+    _check_fit(self, post, np.asarray(X[:GUARD_ROWS], dtype=float) if route == "dask" else X, theta, bounds, n_noise)
     if isinstance(lik, NystromLikelihood):
         lik._key = lik._cache = None           # Phi (n x m) is not kept by the fitted estimator; recomputed if asked
         self.landmarks_ = lik.Z
@@ -2253,6 +2397,8 @@ def predict(self: OVKGaussianProcess, X, return_std: bool = False, return_cov: b
         raise ValueError("return_std and return_cov: at most one of them can be requested")
     if not hasattr(self, "kernel_"):                                    # not fitted: the prior, as scikit-learn's GPR
         return _prior(self, X, return_std, return_cov)
+    if route_of(X) == "dask":                                           # blockwise on the workers
+        return _predict_dask(self, X, return_std, return_cov)
     X = _query(self, X)
     post = self._post
     Q = post._Q(X) if isinstance(post, _SeparablePosterior) else None

@@ -774,3 +774,53 @@ def test_nystrom_subsample_search_is_capped_and_the_polish_still_reaches_the_opt
     assert sub_passes[0] <= 3 + 2
     lml, lml_ref = gp.log_marginal_likelihood_value_, ref.log_marginal_likelihood_value_
     assert abs(lml - lml_ref) <= 1e-6 * abs(lml_ref)
+
+
+def test_nystrom_subsample_search_first_step_is_bounded_and_coreg_fast_path_is_exact(monkeypatch):
+    """Issue 31.3: the subsample's L-BFGS-B (both bounds: its first step is the whole gradient) is run on the objective
+    divided by 2 |g(theta0)|, so its second bandwidth is 0.5 from the first in log gamma (before: the bound, where a pass
+    took 8 times longer at n = 1e5); and `_CoregAt` gives Coregionalization's T and theta gradient bit for bit."""
+    import ovk_nb.gp as G
+    from ovk_nb.kernels import Coregionalization
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (8000, 2))
+    Y = np.sin(1.3 * X @ rng.normal(size=(2, 3))) + 0.1 * rng.normal(size=(8000, 3))
+    logg, orig = [], G.NystromLikelihood._features
+
+    def traced(self, sk, L):
+        if self.X.shape[0] < len(X):
+            logg.append(np.log(sk.gamma))
+        return orig(self, sk, L)
+    monkeypatch.setattr(G.NystromLikelihood, "_features", traced)
+    OVKGaussianProcess(method="nystrom", n_components=40, random_state=0).fit(X, Y)
+    assert len(logg) >= 2 and abs(logg[1] - logg[0]) <= 0.5 + 1e-12, logg[:3]
+    T = Coregionalization(3, 2, rng.normal(size=(3, 2)), np.array([0.1, 0.2, 0.3]))
+    t = T.theta + 0.1
+    G_ = rng.normal(size=(3, 3))
+    fast = G._CoregAt(t, 3, 2)
+    assert np.array_equal(fast.matrix, T.clone_with_theta(t).matrix)
+    assert np.array_equal(fast.theta_gradient(G_), T.clone_with_theta(t).theta_gradient(G_))
+
+
+def test_polish_ends_on_a_value_when_the_secant_model_holds():
+    """Issue 31.3: `_polish_1d` with a value-only f (`fv`, a pass without the gradient's GEMM): once h is a secant, the last
+    Newton step is accepted by its value when the quadratic model's remainder G (1 - r)^2 / r is within the tolerance
+    (`_trusted_step`); on a quadratic that is the exact optimum after two gradients and one value. A value that does not
+    confirm the model is not trusted: the gradient is evaluated there."""
+    import ovk_nb.gp as G
+    calls = {"fg": 0, "fv": 0}
+
+    def fg(x):
+        calls["fg"] += 1
+        return float((x[0] - 1) ** 2), np.array([2 * (x[0] - 1)])
+
+    def fv(x):
+        calls["fv"] += 1
+        return float((x[0] - 1) ** 2)
+    x, f = G._polish_1d(fg, np.array([0.0]), np.array([[-5.0, 5.0]]), h=4.0, fv=fv)
+    assert calls == {"fg": 2, "fv": 1} and abs(x[0] - 1) <= 4 * np.finfo(float).eps and abs(f) <= np.finfo(float).eps
+    calls.update(fg=0, fv=0)
+    # a quartic: the secant's model is off, the value says so and the gradient decides
+    x, f = G._polish_1d(lambda x: (float((x[0] - 1) ** 4 + (x[0] - 1) ** 2), np.array([4 * (x[0] - 1) ** 3 + 2 * (x[0] - 1)])),
+                        np.array([-1.0]), np.array([[-5.0, 5.0]]), h=40.0, fv=lambda x: float((x[0] - 1) ** 4 + (x[0] - 1) ** 2))
+    assert abs(x[0] - 1) <= 1e-3
