@@ -797,7 +797,7 @@ def test_nystrom_subsample_search_first_step_is_bounded_and_coreg_fast_path_is_e
     T = Coregionalization(3, 2, rng.normal(size=(3, 2)), np.array([0.1, 0.2, 0.3]))
     t = T.theta + 0.1
     G_ = rng.normal(size=(3, 3))
-    fast = G._CoregAt(t, 3, 2)
+    fast = G._CoregAt(T, t)
     assert np.array_equal(fast.matrix, T.clone_with_theta(t).matrix)
     assert np.array_equal(fast.theta_gradient(G_), T.clone_with_theta(t).theta_gradient(G_))
 
