@@ -21,7 +21,7 @@ from .backend import check_xp_data, device_of, route_of
 from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_sum   # dask imported for Dask data only
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
-from .linalg import KernelParts, _like, _solve_triangular, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
+from .linalg import KernelParts, _like, _solve_triangular, blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
 
@@ -169,7 +169,8 @@ class SeparableLikelihood:
             sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
             Kx, dKx = sk.gram_gradient(self.X)             # in X's namespace (kernels' gram_gradient follows X)
             try:
-                s, U = eigh_psd(Kx)
+                with blas_threads(self.__dict__.get("_big_threads")):     # the fit's threads for its n x n work
+                    s, U = eigh_psd(Kx)
             except ValueError:
                 raise
             except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
@@ -229,9 +230,10 @@ def __call__(self: SeparableLikelihood, theta, eval_gradient: bool = True, kerne
     grad = []
     if self.nk and kernel_grad:                           # dL/dKx = 1/2 (A T~ A^T - U diag(sum_l e_l / lam_al) U^T)
         AV = U @ (At * xp.sqrt(e))                        # A T~ A^T = U At diag(e) At^T U^T
-        Gx = AV @ AV.T
         B = U * xp.sqrt(xp.sum(e / lam, axis=1))         # U diag(w) U^T = B B^T (e >= 0): a symmetric product
-        Gx -= B @ B.T
+        with blas_threads(self.__dict__.get("_big_threads")):     # the fit's threads for the n^3 products
+            Gx = AV @ AV.T
+            Gx -= B @ B.T
         grad += [0.5 * float(xp.sum(Gx * g)) for g in dKx]
     # dL~/dT~ = 1/2 V (At^T diag(s) At - diag(sum_a s_a / lam_al)) V^T, d x d on the host
     M, AY = to_numpy((At * s[:, None]).T @ At), to_numpy(At.T @ Yt)
@@ -2297,12 +2299,22 @@ def fit(self: OVKGaussianProcess, X, Y):
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
     # one BLAS thread below ONE_THREAD_N (small eigh/products lose to thread start-up); from it the thread policy: every
-    # idle core, one thread while other processes keep the cores busy (issue 34; linalg.EIGH_THREADS_MIN_N)
+    # idle core, one thread while other processes keep the cores busy (issue 34; linalg.EIGH_THREADS_MIN_N). The exact
+    # eigenbasis route runs its optimizer on one thread and gives the policy's threads to its n x n work only
+    # (`_big_threads`: the eigh per bandwidth, the gradient's n^3 products), see the decision above
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
-    with blas_threads(factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)):
-        theta, value = _optimize(self, lik, theta, bounds, more)
-        theta, value = _null_or_fit(self, lik, theta, value, bounds, n_noise, Yn)
-        lml = value if self.objective == "lml" else lik(theta, False)
+    k = factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)
+    eigen = type(lik) is SeparableLikelihood and k != 1
+    if eigen:
+        lik._big_threads, k = blas_ceiling() if k is None else k, 1
+    try:
+        with blas_threads(k):
+            theta, value = _optimize(self, lik, theta, bounds, more)
+            theta, value = _null_or_fit(self, lik, theta, value, bounds, n_noise, Yn)
+            lml = value if self.objective == "lml" else lik(theta, False)
+    finally:
+        if eigen:
+            lik._big_threads = None
     if not (np.isfinite(lml) and np.isfinite(value)):
         raise ValueError("Y: the log marginal likelihood is not finite at the learned hyper-parameters: scale X and Y "
                          "(normalize_y=True) or bound the noise away from 0 (noise_bounds)")

@@ -67,3 +67,37 @@ def test_exact_fit_two_eighs_same_optimum(monkeypatch):
     lr, lg = ref.log_marginal_likelihood_value_, gp.log_marginal_likelihood_value_
     assert lg >= lr - 1e-6 * abs(lr)
     assert sizes.count(600) <= 2, sizes
+
+
+def test_exact_fit_threads_only_its_n_by_n_work(monkeypatch):
+    """Issue 34: with the policy's threads (here: every BLAS thread the user allows), the exact route's optimizer runs on one
+    thread and only the eigh per bandwidth and the gradient's n^3 products get the threads (at n = 1000 the whole fit on two
+    threads took 1.8x its one-thread time on the idle machine: the inner loop's small products thrashed)."""
+    import ovk_nb.gp as G
+    from threadpoolctl import threadpool_info
+    from ovk_nb.linalg import blas_ceiling
+
+    def blas():
+        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+    seen = {"eigh": set(), "tail": set()}
+    eigh, tail = G.eigh_psd, G.SeparableLikelihood._tail
+
+    def eigh_spy(*a, **k):
+        seen["eigh"].add(blas())
+        return eigh(*a, **k)
+
+    def tail_spy(self, *a, **k):
+        seen["tail"].add(blas())
+        return tail(self, *a, **k)
+
+    monkeypatch.setattr(G, "eigh_psd", eigh_spy)
+    monkeypatch.setattr(G.SeparableLikelihood, "_tail", tail_spy)
+    monkeypatch.setattr(G, "factor_threads", lambda *a, **k: None)     # an idle machine: the ceiling
+    monkeypatch.setattr(G, "ONE_THREAD_N", 50)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(120, 2))
+    Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1])] + 0.1 * rng.normal(size=(120, 2))
+    gp = G.OVKGaussianProcess().fit(X, Y)
+    assert seen["eigh"] == {blas_ceiling()} and seen["tail"] == {1}, seen
+    assert gp._lik.__dict__.get("_big_threads") is None          # the limit is the fit's, not kept
