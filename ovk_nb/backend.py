@@ -321,7 +321,7 @@ def rayleigh_pair(parts: KernelParts, grams, observed=None):
             best = min(best, (float(Q[a, j]),) + ((i, j) if rows is None else (int(rows[i]), int(rows[j]))) + (l,))
     return best[0], best[1:], top
 
-
+# %% ../nbs/1_shared/09_backend.ipynb #2165b018
 def cond_lower_bound(parts: KernelParts, X, lam: float, observed=None) -> float:
     """A lower bound of cond(K + lam I) from Rayleigh quotients (see above), O(n^2 d) on the scalar Grams, any library.
 

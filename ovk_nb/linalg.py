@@ -1003,7 +1003,7 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str
         own Cholesky, 'pcg' always, 'cholesky' never (one Cholesky per group).
     overlap : bool, default=False
         With a single scalar Gram and PCG groups: the factor's condition estimate runs in a second thread beside the PCG
-        solves (the caller says a second core is free; `OVKRidge` does when its thread policy allows two threads).
+        solves (the caller says a second core is free; `OVKRidge` does when its policy allows two threads).
 
     Returns
     -------
@@ -1020,8 +1020,7 @@ def grouped_cholesky(parts: KernelParts, X, Y, lam, grams=None, shift_solve: str
     >>> import numpy as np
     >>> from ovk_nb.kernels import RBF, Separable
     >>> X, Y = np.random.default_rng(0).normal(size=(20, 2)), np.random.default_rng(1).normal(size=(20, 2))
-    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]]))
-    >>> parts = KernelParts(K)
+    >>> K = Separable(RBF(gamma=1.0), np.array([[2.0, 1.0], [1.0, 2.0]])); parts = KernelParts(K)
     >>> C_dense = np.linalg.solve(K.gram(X) + 0.1 * np.eye(40), Y.ravel()).reshape(20, 2)
     >>> bool(np.allclose(grouped_cholesky(parts, X, Y, 0.1), C_dense))
     True
@@ -1867,7 +1866,7 @@ def _chunk_terms(system, X, Y, slices, n_jobs: int):
         for f in futs:
             yield f.result()
 
-
+# %% ../nbs/1_shared/02_linalg.ipynb #e708732b
 def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_jobs: int = 1) -> NystromModel:
     """Kernel ridge with every scalar Gram replaced by its Nystrom approximation on landmarks, summed over row chunks.
 
