@@ -309,8 +309,7 @@ def rayleigh_pair(parts: KernelParts, grams, observed=None):
             continue
         diag = sum(t * (np.diag(G) if rows is None else np.diag(G)[rows]) for t, G in tl)
         k = int(np.argmax(diag))
-        if float(diag[k]) > top[0]:                 # the first output reaching the largest diagonal (ties keep it)
-            top = (float(diag[k]), k if rows is None else int(rows[k]), l)
+        top = max(top, (float(diag[k]), k if rows is None else int(rows[k]), l))
         if m < 2:
             continue
         for r in _chunks(m, max(1, RAYLEIGH_BLOCK // m)):
