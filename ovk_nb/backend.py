@@ -287,7 +287,7 @@ def rayleigh_pair(parts: KernelParts, grams, observed=None):
     pair : tuple of int
         (i, j, l) where it is reached ((0, 1, 0) without a pair).
     top : tuple
-        (the largest observed diagonal entry D_kk, k, l) (-inf, 0, 0 with no observed entry).
+        (the largest observed diagonal entry D_kk, k, l; on ties the largest (k, l)) (-inf, 0, 0 with no observed entry).
 
     Examples
     --------
@@ -297,7 +297,7 @@ def rayleigh_pair(parts: KernelParts, grams, observed=None):
     >>> parts = KernelParts(Separable(RBF(1.0), np.eye(2)))
     >>> q, pair, top = rayleigh_pair(parts, parts.grams(X, X))
     >>> float(q), pair, top
-    (0.0, (0, 2, 0), (1.0, 0, 0))
+    (0.0, (0, 2, 0), (1.0, 0, 1))
     """
     n = grams[0].shape[0]
     best, top = (np.inf, 0, 1, 0), (-np.inf, 0, 0)
