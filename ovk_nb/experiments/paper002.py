@@ -112,9 +112,9 @@ def recording(cls):
             super()._init_stream(p, code)
             self._G_blocks = []
 
-        def _record(self, G, cb, reg):
+        def _record(self, G, cb, reg, **kw):
             self._G_blocks.append(np.array(G, dtype=float))
-            super()._record(G, cb, reg)
+            super()._record(G, cb, reg, **kw)
 
         @property
         def G_(self):
