@@ -47,10 +47,8 @@ def _sub(args, payload=None, python=sys.executable, timeout=None):
 
 
 # ---------------------------------------------------------------- the masked solve at scale
-def masked_case(n, d=4, frac=0.3, lam=0.1, r=1000, tol=1e-8, seed=0):
-    "One masked_solve (Nystrom-preconditioned PCG) on a loaded machine; the residual recomputed from scratch."
-    from ovk_nb.kernels import RBF, Separable
-    from ovk_nb.linalg import KernelParts, kernel_matvec, masked_solve
+def masked_data(n, d=4, frac=0.3, seed=0):
+    "The masked solve's data: X (n, 4), Y (n, d) with a fraction `frac` missing (NaN) and the first 10 rows whole, T."
     rng = np.random.default_rng(seed)
     X = rng.uniform(-3, 3, (n, 4))
     W = rng.normal(size=(d, d))
@@ -58,6 +56,14 @@ def masked_case(n, d=4, frac=0.3, lam=0.1, r=1000, tol=1e-8, seed=0):
     Y = np.sin(X @ rng.normal(size=(4, d))) + 0.1 * rng.normal(size=(n, d))
     Y[rng.random(Y.shape) < frac] = np.nan
     Y[:10] = np.nan                                       # a few whole rows missing
+    return X, Y, T
+
+
+def masked_case(n, d=4, frac=0.3, lam=0.1, r=1000, tol=1e-8, seed=0):
+    "One masked_solve (Nystrom-preconditioned PCG) on a loaded machine; the residual recomputed from scratch."
+    from ovk_nb.kernels import RBF, Separable
+    from ovk_nb.linalg import KernelParts, kernel_matvec, masked_solve
+    X, Y, T = masked_data(n, d, frac, seed)
     P = KernelParts(Separable(RBF(0.5), T))
     t = time.perf_counter(); G = P.grams(X, X); t_gram = time.perf_counter() - t
     t = time.perf_counter()

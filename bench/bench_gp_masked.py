@@ -27,19 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_gp import RES, THREADS, _read, _sub, _write  # noqa: E402
-
-
-def masked_data(n, d=4, frac=0.3, seed=0):
-    "The data of bench_gp.masked_case(n) (same generator calls): X, Y (NaN = missing), T."
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-3, 3, (n, 4))
-    W = rng.normal(size=(d, d))
-    T = W @ W.T / d + 0.1 * np.eye(d)
-    Y = np.sin(X @ rng.normal(size=(4, d))) + 0.1 * rng.normal(size=(n, d))
-    Y[rng.random(Y.shape) < frac] = np.nan
-    Y[:10] = np.nan
-    return X, Y, T
+from bench_gp import RES, THREADS, _read, _sub, _write, masked_data  # noqa: E402
 
 
 def _precond(name, X, Y, T, lam, G):
