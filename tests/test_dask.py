@@ -16,18 +16,6 @@ from ovk_nb.linalg import BlockNystrom, KernelParts  # noqa: E402
 from ovk_nb.ridge import OVKRidge  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
-        yield c
-    finally:
-        c.close()
-        cluster.close()
-
-
 def data(n=2000, p=5, d=3, seed=0):
     r = np.random.default_rng(seed)
     X = r.random((n, p))

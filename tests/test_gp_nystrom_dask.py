@@ -15,18 +15,6 @@ from ovk_nb.kernels import RBF, Coregionalization, Laplacian, Linear, Separable 
 REL = 1e-8
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
-        yield c
-    finally:
-        c.close()
-        cluster.close()
-
-
 def _data(n, d=2, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-2, 2, (n, 2))
