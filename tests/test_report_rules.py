@@ -206,6 +206,22 @@ def test_full_size_results_carry_the_code_they_came_from():
                       f"rerun them): {', '.join(sorted(stale))}", UserWarning)
 
 
+def test_the_full_size_report_is_one_run_of_every_experiment_from_one_commit():
+    """Issue 32, 3: every registered experiment ran once at the papers' sizes, none failed, and every folder of the report
+    ran from the same clean commit with the same versions (`build_report.one_commit` refuses anything else)."""
+    reg = load_experiments()
+    recorded = json.loads((FULL / "code_hashes.json").read_text())
+    assert set(recorded) == set(reg), f"not run at full size: {sorted(set(reg) - set(recorded))}"
+    folders = sorted({r["folder"] for r in recorded.values()})
+    provs = [next(csv.DictReader(open(FULL / f / "provenance.csv", newline=""))) for f in folders]
+    for key in ("commit", "python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas", "seed", "sizes"):
+        assert len({p[key] for p in provs}) == 1, (key, [p[key] for p in provs])
+    assert "uncommitted" not in provs[0]["commit"] and provs[0]["sizes"].startswith("full")
+    assert {r["commit"] for r in recorded.values()} == {provs[0]["commit"]}
+    for f in folders:
+        assert "**FAILED**" not in (FULL / f / "index.md").read_text(), f"an experiment failed in {f}"
+
+
 def test_the_committed_full_size_summary_obeys_the_rules():
     "Issue 32, 3 and 5: one summary, each line once, every line re-judged under today's rules from its stored numbers."
     rows = _full()
@@ -222,7 +238,7 @@ def test_the_committed_full_size_summary_obeys_the_rules():
 
 def test_the_full_size_index_has_every_paper_and_the_whole_tally():
     page = (FULL / "index.md").read_text()
-    assert "Verdicts per paper (all folders)" in page and "Nothing was rerun" in page
+    assert "Verdicts per paper (the whole run)" in page and "One run from one commit" in page
     for paper in ("000", "001", "002", "003", "004"):
         assert f"## Paper {paper}:" in page
     assert (FULL / "index.html").read_text().count('<table class="tally">') == 1
