@@ -29,10 +29,10 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
            'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN',
-           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
-           'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
-           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'NYSTROM_INNER_FINAL', 'GP_RESOLVE_ROWS',
+           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
+           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
+           'NystromLikelihood', 'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -2007,16 +2007,82 @@ def _trusted_step(fv, x, f, g, h, x1, tol):
     r = 1.0 / (2.0 - gain / G)
     return f1 if G * (1 - r) ** 2 / r <= tol * max(1.0, abs(f1)) else None
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #a03e804c
+SUBSAMPLE_TOL = 1e-6        # the subsample's secant search stops when its predicted gain is below this, relative to |F|
+VALUE_POLISH_TOL = 1e-8     # the polish on all rows ends when its model's remaining gain is below this, relative to |F|
+VALUE_STEPS = 3             # value-only passes the polish tries before it asks for gradients again (`_polish_1d`)
+NYSTROM_INNER_FINAL = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000}   # the last inner (T, noise) solve, converged
+
+
+def _secant_1d(fg, x0, lo, hi, tol=None, max_fun=None, step: float = 0.5):
+    """(x, F, h): a minimum of a 1-D fg(x) -> (F, F') in [lo, hi] from x0: a first step of `step` against the gradient,
+    then Newton steps on the secant h of the last two gradients (at most 1 long); a step that does not lower F is not
+    taken (h quadrupled). Stops when 0.5 F'^2 / h <= tol max(1, |F|), at a bound the gradient pushes against, or after
+    `max_fun` evaluations (the best point seen; no warning: a start)."""
+    tol = SUBSAMPLE_TOL if tol is None else tol
+    max_fun = SUBSAMPLE_MAXFUN if max_fun is None else max_fun
+    x = float(np.clip(x0, lo, hi))
+    f, g = fg(x)
+    h = max(abs(g), 1e-12) / step
+    for _ in range(max_fun - 1):
+        if not (np.isfinite(f) and np.isfinite(g)):
+            break
+        if 0.5 * g * g / h <= tol * max(1.0, abs(f)) or (x <= lo and g > 0) or (x >= hi and g < 0):
+            break
+        x1 = float(np.clip(x - np.clip(g / h, -1.0, 1.0), lo, hi))
+        if x1 == x:
+            break
+        f1, g1 = fg(x1)
+        if not (np.isfinite(f1) and np.isfinite(g1) and f1 <= f):
+            h *= 4.0
+            continue
+        hs = (g1 - g) / (x1 - x)
+        h = hs if hs > 0 else h                           # a non-positive secant (not convex there): keep h
+        x, f, g = x1, f1, g1
+    return x, f, h
+
+
+def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
+    """(x, F, h, done): the 1-D minimum of F from x0 by one gradient and then values only. With (F0, F0') at x0 and F
+    at a trial point x1 (the first: x0 - F0' / h), the parabola through them has the curvature
+    c = 2 (F(x1) - F0 - F0' (x1 - x0)) / (x1 - x0)^2 and its minimum at x0 - F0' / c; x1 ends the search when that
+    parabola's remaining gain from x1, c (x1 - x*)^2 / 2, is within tol max(1, |F|), else x* is the next trial point
+    (at most `steps` of them). done=False: not settled (the best point seen, and the last curvature, for `_polish_1d`)."""
+    tol = VALUE_POLISH_TOL if tol is None else tol
+    steps = VALUE_STEPS if steps is None else steps
+    f0, g0 = fg(x0)
+    if not (np.isfinite(f0) and np.isfinite(g0)):
+        return x0, f0, h, False
+    best = (f0, x0)
+    if (x0 <= lo and g0 > 0) or (x0 >= hi and g0 < 0) or 0.5 * g0 * g0 / h <= tol * max(1.0, abs(f0)):
+        return x0, f0, h, True
+    c = h
+    for _ in range(steps):
+        x1 = float(np.clip(x0 - np.clip(g0 / c, -1.0, 1.0), lo, hi))
+        if x1 == x0:
+            break
+        f1 = fv(x1)
+        if not np.isfinite(f1):
+            break
+        best = min(best, (f1, x1))
+        d = x1 - x0
+        c1 = 2.0 * (f1 - f0 - g0 * d) / (d * d)
+        if not c1 > 0:                                     # the segment is not convex: gradients decide
+            break
+        xs = float(np.clip(x0 - g0 / c1, lo, hi))
+        q = lambda x: g0 * (x - x0) + 0.5 * c1 * (x - x0) ** 2
+        if f1 <= f0 and q(x1) - q(xs) <= tol * max(1.0, abs(f1)):
+            return x1, f1, c1, True
+        c = c1
+    return best[1], best[0], c, False
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
-class _Capped(Exception):
-    "The subsample's L-BFGS-B reached SUBSAMPLE_MAXFUN evaluations."
-
-
 def _nystrom_optimize(est, lik, theta, bounds, more=()):
-    """(theta, objective) for the Nystrom bound at large n (NumPy X, one bandwidth parameter): the profile optimizer
-    with its starts and restarts on a subsample of the rows (same landmarks), the profile's curvature there by one more
-    gradient 0.05 further, then `_polish_1d` on all rows from that optimum (curvature scaled by n / subsample, no
-    restart). Elsewhere the profile optimizer on all rows."""
+    """(theta, objective) for the Nystrom bound at large n (NumPy or Dask X, one bandwidth parameter): the profile
+    optimizer with its starts and restarts on a subsample of the rows (same landmarks), each start's bandwidth by
+    `_secant_1d`; then on all rows one gradient and value-only passes (`_value_polish`, its first step on the subsample's
+    last secant scaled by n / (4 n_s)), `_polish_1d` if they do not settle; the last inner solve converged
+    (`NYSTROM_INNER_FINAL`). Elsewhere the profile optimizer on all rows."""
     n, m = lik.X.shape[0], lik.Z.shape[0]
     ns = max(n // NYSTROM_SUBSAMPLE, 4 * m, 2000)
     if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
@@ -2026,38 +2092,17 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
     sub = NystromLikelihood(lik.kernel, Xs, Ys, lik.Z, chunk=lik.chunk, bound=True)   # on the driver (Dask: rows fetched)
     hs = []
 
-    def lbfgs_then_curvature(fg, t0, b):               # a start only: at most SUBSAMPLE_MAXFUN evaluations, no warning
-        bb = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in b]
-        seen = []
+    def secant(fg, t0, b):                                # one start's bandwidth on the subsample, its last secant kept
+        x, f, h = _secant_1d(lambda x: (lambda r: (r[0], float(r[1][0])))(fg(np.array([x]))), float(t0[0]),
+                             float(b[0][0]), float(b[0][1]))
+        hs.append((f, h))
+        return np.array([x]), f
 
-        def capped(t):                                 # scipy's maxfun is read between line searches only
-            t = np.array(t, dtype=float)
-            if seen and np.array_equal(seen[-1][1], t):
-                return seen[-1][0], seen[-1][2]
-            if len(seen) >= SUBSAMPLE_MAXFUN:
-                raise _Capped
-            f, g = fg(t)
-            seen.append((f, t, g))
-            return f, g
-        # L-BFGS-B's first step with both bounds is the whole gradient (at n = 1e5: 711, to the bound gamma = e^5.3, where
-        # the pass took 8 times longer): the objective divided by s = 2 |g(t0)| makes it 0.5 in log gamma
-        s = 2 * max(abs(float(capped(t0)[1][0])), 1.0)
-        try:
-            res = minimize(lambda t: tuple(v / s for v in capped(t)), t0, method="L-BFGS-B", jac=True, bounds=bb,
-                           options={"ftol": SUBSAMPLE_FTOL})
-            x, f = res.x, float(res.fun) * s
-        except _Capped:
-            f, x = min(seen, key=lambda r: r[0])[:2]
-        step = 0.05 if x[0] + 0.05 <= b[0][1] else -0.05
-        (f1, g1), (f0, g0) = fg(x + step), fg(x)       # x last: the pass the profile's end reads is kept
-        hs.append((f, float((g1[0] - g0[0]) / step) if np.isfinite(f0) and np.isfinite(f1) else np.nan))
-        return x, f
-
-    ts, _ = _profile_optimize(est, sub, theta, bounds, more, outer_opt=lbfgs_then_curvature)
+    ts, _ = _profile_optimize(est, sub, theta, bounds, more, outer_opt=secant)
     h = min(hs, key=lambda r: r[0])[1] * n / ns / 4 if hs else np.nan    # the best start's curvature, / 4 (below)
     if not (np.isfinite(h) and h > 0):
         return _profile_optimize(est, lik, ts, bounds, restarts=0)
-    inner, outer, reset = _profile(lik, bounds)           # `_profile_optimize(..., outer_opt=polish)` with a value-only f
+    inner, outer, reset = _profile(lik, bounds)
     reset(ts)
 
     def value(x):                                          # -L at the inner optimum, from a pass without the gradient
@@ -2070,8 +2115,11 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
         finally:
             lik.grad_pass = True
         return -f if np.isfinite(f) else np.inf
-    tk, _ = _polish_1d(outer, ts[:1], bounds[:1], h, fv=value)
-    return _final(lik, np.r_[tk, inner(np.asarray(tk))], lik)
+    lo, hi = (float(v) for v in bounds[0])
+    x, _, h, done = _value_polish(lambda x: (lambda r: (r[0], float(r[1][0])))(outer(np.array([x]))),
+                                  lambda x: value(np.array([x])), float(ts[0]), lo, hi, h)
+    tk = np.array([x]) if done else _polish_1d(outer, np.array([x]), bounds[:1], h, VALUE_POLISH_TOL, fv=value)[0]
+    return _final(lik, np.r_[tk, inner(np.asarray(tk), NYSTROM_INNER_FINAL)], lik)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):
