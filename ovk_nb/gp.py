@@ -29,7 +29,7 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
            'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN',
-           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'NYSTROM_INNER_FINAL', 'GP_RESOLVE_ROWS',
+           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'START_GRID', 'NYSTROM_INNER_FINAL', 'GP_RESOLVE_ROWS',
            'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
            'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
            'NystromLikelihood', 'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
@@ -2011,6 +2011,7 @@ def _trusted_step(fv, x, f, g, h, x1, tol):
 SUBSAMPLE_TOL = 1e-6        # the subsample's secant search stops when its predicted gain is below this, relative to |F|
 VALUE_POLISH_TOL = 1e-8     # the polish on all rows ends when its model's remaining gain is below this, relative to |F|
 VALUE_STEPS = 3             # value-only passes the polish tries before it asks for gradients again (`_polish_1d`)
+START_GRID = 1e-3           # the subsample's bandwidth (log gamma) is rounded to this before the polish on all rows
 NYSTROM_INNER_FINAL = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000}   # the last inner (T, noise) solve, converged
 
 
@@ -2076,13 +2077,49 @@ def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
         c = c1
     return best[1], best[0], c, False
 
+
+def _inner_newton(lik, tk, ti, bounds, steps: int = 2, h: float = 1e-5):
+    """(T, noise) entries ti refined at the bandwidth tk by Newton steps on the inner gradient (its Hessian by central
+    differences of the O(m d^2) gradient, the entries at a bound held there, directions of curvature below 1e-8 of the
+    largest, such as W's rotations, left alone); a step is kept only if it lowers the gradient's largest free entry.
+    L-BFGS-B ends where f's rounding hides the last decrease (|g| ~ 1e-5 at n = 8000): this takes the gradient itself
+    to its rounding, so that two evaluations whose sums differ in the last bits end at the same (T, noise)."""
+    b = np.asarray(bounds, dtype=float)[lik.nk:]
+    ti = np.array(ti, dtype=float)
+
+    def grad(t):
+        return lik(np.r_[tk, t], True, kernel_grad=False)[1]
+    g = grad(ti)
+    for _ in range(steps):
+        free = np.flatnonzero((ti > b[:, 0] + 1e-8) & (ti < b[:, 1] - 1e-8))
+        if not (len(free) and np.isfinite(g).all()):
+            break
+        H = np.empty((len(free), len(free)))
+        for j, k in enumerate(free):
+            tp, tm = ti.copy(), ti.copy()
+            tp[k] += h
+            tm[k] -= h
+            H[:, j] = (grad(tp) - grad(tm))[free] / (2 * h)
+        w, U = np.linalg.eigh(-0.5 * (H + H.T))            # - the Hessian of log p: positive near a maximum
+        keep = w > 1e-8 * max(w.max(), 0.0)
+        if not keep.any():
+            break
+        t1 = ti.copy()
+        t1[free] += U[:, keep] @ ((U[:, keep].T @ g[free]) / w[keep])
+        t1 = np.clip(t1, b[:, 0], b[:, 1])
+        g1 = grad(t1)
+        if not (np.isfinite(g1).all() and np.abs(g1[free]).max() < np.abs(g[free]).max()):
+            break
+        ti, g = t1, g1
+    return ti
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
 def _nystrom_optimize(est, lik, theta, bounds, more=()):
     """(theta, objective) for the Nystrom bound at large n (NumPy or Dask X, one bandwidth parameter): the profile
     optimizer with its starts and restarts on a subsample of the rows (same landmarks), each start's bandwidth by
     `_secant_1d`; then on all rows one gradient and value-only passes (`_value_polish`, its first step on the subsample's
-    last secant scaled by n / (4 n_s)), `_polish_1d` if they do not settle; the last inner solve converged
-    (`NYSTROM_INNER_FINAL`). Elsewhere the profile optimizer on all rows."""
+    last secant scaled by n / (4 n_s)), `_polish_1d` if they do not settle; every inner solve on all rows converged
+    (`NYSTROM_INNER_FINAL`: the values' parabola divides their errors by the step squared). Elsewhere the profile optimizer on all rows."""
     n, m = lik.X.shape[0], lik.Z.shape[0]
     ns = max(n // NYSTROM_SUBSAMPLE, 4 * m, 2000)
     if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
@@ -2102,24 +2139,31 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
     h = min(hs, key=lambda r: r[0])[1] * n / ns / 4 if hs else np.nan    # the best start's curvature, / 4 (below)
     if not (np.isfinite(h) and h > 0):
         return _profile_optimize(est, lik, ts, bounds, restarts=0)
-    inner, outer, reset = _profile(lik, bounds)
+    # a start, rounded (`START_GRID`): the same start whatever the last bits of the subsample's sums (a Dask Y's moments)
+    ts = np.r_[np.clip(np.round(ts[0] / START_GRID) * START_GRID, *bounds[0]), ts[1:]]
+    h = float(2.0 ** (np.round(4 * np.log2(h)) / 4))
+    inner, _, reset = _profile(lik, bounds)
     reset(ts)
 
-    def value(x):                                          # -L at the inner optimum, from a pass without the gradient
-        lik.grad_pass = False
+    def at(x, grad: bool):                                 # -L (and -dL/dx) at the converged inner optimum; grad=False:
+        lik.grad_pass = grad                               # a pass without the gradient's products (E, F)
         try:
             with np.errstate(all="ignore"):
-                f = lik(np.r_[x, inner(x)], False)
+                ti = inner(np.array([x]), NYSTROM_INNER_FINAL)
+                r = lik(np.r_[x, _inner_newton(lik, np.array([x]), ti, bounds) if grad else ti], grad)
         except (np.linalg.LinAlgError, ValueError):
-            return np.inf
+            r = (np.nan, np.full(1, np.nan)) if grad else np.nan
         finally:
             lik.grad_pass = True
-        return -f if np.isfinite(f) else np.inf
+        f, g = (r[0], float(r[1][0])) if grad else (r, 0.0)
+        ok = np.isfinite(f) and np.isfinite(g)
+        return ((-f, -g) if ok else (np.inf, 0.0)) if grad else (-f if ok else np.inf)
     lo, hi = (float(v) for v in bounds[0])
-    x, _, h, done = _value_polish(lambda x: (lambda r: (r[0], float(r[1][0])))(outer(np.array([x]))),
-                                  lambda x: value(np.array([x])), float(ts[0]), lo, hi, h)
-    tk = np.array([x]) if done else _polish_1d(outer, np.array([x]), bounds[:1], h, VALUE_POLISH_TOL, fv=value)[0]
-    return _final(lik, np.r_[tk, inner(np.asarray(tk), NYSTROM_INNER_FINAL)], lik)
+    x, _, h, done = _value_polish(lambda x: at(x, True), lambda x: at(x, False), float(ts[0]), lo, hi, h)
+    if not done:                                           # gradients from the best point (`_polish_1d`)
+        x = float(_polish_1d(lambda t: (lambda r: (r[0], np.array([r[1]])))(at(float(t[0]), True)), np.array([x]),
+                             bounds[:1], h, VALUE_POLISH_TOL, fv=lambda t: at(float(t[0]), False))[0][0])
+    return _final(lik, np.r_[x, _inner_newton(lik, np.array([x]), inner(np.array([x]), NYSTROM_INNER_FINAL), bounds)], lik)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):
