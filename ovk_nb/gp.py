@@ -29,10 +29,11 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
            'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN',
-           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'START_GRID', 'NYSTROM_INNER_FINAL', 'GP_RESOLVE_ROWS',
-           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
-           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
-           'NystromLikelihood', 'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
+           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
+           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
+           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -2012,7 +2013,6 @@ SUBSAMPLE_TOL = 1e-6        # the subsample's secant search stops when its predi
 VALUE_POLISH_TOL = 1e-8     # the polish on all rows ends when its model's remaining gain is below this, relative to |F|
 VALUE_STEPS = 3             # value-only passes the polish tries before it asks for gradients again (`_polish_1d`)
 START_GRID = 1e-3           # the subsample's bandwidth (log gamma) is rounded to this before the polish on all rows
-NYSTROM_INNER_FINAL = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000}   # the last inner (T, noise) solve, converged
 
 
 def _secant_1d(fg, x0, lo, hi, tol=None, max_fun=None, step: float = 0.5):
@@ -2113,44 +2113,45 @@ def _inner_newton(lik, tk, ti, bounds, steps: int = 2, h: float = 1e-5):
         ti, g = t1, g1
     return ti
 
-# %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
-def _nystrom_optimize(est, lik, theta, bounds, more=()):
-    """(theta, objective) for the Nystrom bound at large n (NumPy or Dask X, one bandwidth parameter): the profile
-    optimizer with its starts and restarts on a subsample of the rows (same landmarks), each start's bandwidth by
-    `_secant_1d`; then on all rows one gradient and value-only passes (`_value_polish`, its first step on the subsample's
-    last secant scaled by n / (4 n_s)), `_polish_1d` if they do not settle; every inner solve on all rows converged
-    (`NYSTROM_INNER_FINAL`: the values' parabola divides their errors by the step squared). Elsewhere the profile optimizer on all rows."""
-    n, m = lik.X.shape[0], lik.Z.shape[0]
-    ns = max(n // NYSTROM_SUBSAMPLE, 4 * m, 2000)
-    if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
-        return _profile_optimize(est, lik, theta, bounds, more)
-    rows = np.sort(check_random_state(est.random_state).permutation(n)[:ns])
-    Xs, Ys = (dask_rows(lik.X, rows, "X"), dask_rows(lik.Y, rows, "Y")) if lik.dask else (lik.X[rows], lik.Y[rows])
-    sub = NystromLikelihood(lik.kernel, Xs, Ys, lik.Z, chunk=lik.chunk, bound=True)   # on the driver (Dask: rows fetched)
-    hs = []
+# %% ../nbs/2_algorithms/08_gp.ipynb #57f7e3da
+SUB_NEWTON, FULL_NEWTON = 2, 3     # `_inner_newton` steps after each inner L-BFGS-B: on the subsample, on all rows
 
-    def secant(fg, t0, b):                                # one start's bandwidth on the subsample, its last secant kept
-        x, f, h = _secant_1d(lambda x: (lambda r: (r[0], float(r[1][0])))(fg(np.array([x]))), float(t0[0]),
-                             float(b[0][0]), float(b[0][1]))
-        hs.append((f, h))
-        return np.array([x]), f
 
-    ts, _ = _profile_optimize(est, sub, theta, bounds, more, outer_opt=secant)
-    h = min(hs, key=lambda r: r[0])[1] * n / ns / 4 if hs else np.nan    # the best start's curvature, / 4 (below)
-    if not (np.isfinite(h) and h > 0):
-        return _profile_optimize(est, lik, ts, bounds, restarts=0)
-    # a start, rounded (`START_GRID`): the same start whatever the last bits of the subsample's sums (a Dask Y's moments)
-    ts = np.r_[np.clip(np.round(ts[0] / START_GRID) * START_GRID, *bounds[0]), ts[1:]]
-    h = float(2.0 ** (np.round(4 * np.log2(h)) / 4))
-    inner, _, reset = _profile(lik, bounds)
-    reset(ts)
+def _nystrom_profile(lik, bounds, newton: int):
+    """(at, sol, reset) of the Nystrom bound's profile: at(x, grad) -> -L (and -dL/dx with grad) at the inner optimum over
+    (T, noise) at the log bandwidth x: L-BFGS-B from the last inner optimum and from the best one so far (as `_profile`),
+    then `newton` steps of `_inner_newton` (the inner problem's flat valleys: L-BFGS-B ends where the rounding of f hides
+    its progress, and two runs whose sums differ in the last bits end apart); grad=False: a pass without the gradient's
+    products (E, F). sol[x]: the inner optimum found at x; reset(theta0) starts the inner problem from theta0's."""
+    nk, sol = lik.nk, {}
+    warm, best = [None], [np.inf, None]
+    b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
 
-    def at(x, grad: bool):                                 # -L (and -dL/dx) at the converged inner optimum; grad=False:
-        lik.grad_pass = grad                               # a pass without the gradient's products (E, F)
+    def solve(tk):
+        def obj(ti):
+            with np.errstate(all="ignore"):
+                try:
+                    f, g = lik(np.r_[tk, ti], True, kernel_grad=False)
+                except (np.linalg.LinAlgError, ValueError):
+                    return np.inf, np.zeros_like(ti)
+            return (-f, -g) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(ti))
+        res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in) for t0 in
+                   ([warm[0]] if best[1] is None or np.array_equal(best[1], warm[0]) else [warm[0], best[1]])),
+                  key=lambda r: r.fun)
+        if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):
+            return warm[0] if best[1] is None else best[1]
+        ti = _inner_newton(lik, tk, res.x, bounds, newton) if newton else res.x
+        warm[0] = ti
+        if res.fun < best[0]:
+            best[:] = [res.fun, ti]
+        return ti
+
+    def at(x, grad: bool = True):
+        lik.grad_pass = grad
         try:
             with np.errstate(all="ignore"):
-                ti = inner(np.array([x]), NYSTROM_INNER_FINAL)
-                r = lik(np.r_[x, _inner_newton(lik, np.array([x]), ti, bounds) if grad else ti], grad)
+                ti = sol[x] = solve(np.array([x]))
+                r = lik(np.r_[x, ti], grad)
         except (np.linalg.LinAlgError, ValueError):
             r = (np.nan, np.full(1, np.nan)) if grad else np.nan
         finally:
@@ -2158,12 +2159,53 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
         f, g = (r[0], float(r[1][0])) if grad else (r, 0.0)
         ok = np.isfinite(f) and np.isfinite(g)
         return ((-f, -g) if ok else (np.inf, 0.0)) if grad else (-f if ok else np.inf)
+
+    def reset(t0):
+        warm[0], best[:] = np.array(t0[nk:], dtype=float), [np.inf, None]
+    return at, sol, reset
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
+def _nystrom_optimize(est, lik, theta, bounds, more=()):
+    """(theta, objective) for the Nystrom bound at large n (NumPy or Dask X, one bandwidth parameter): on a subsample of
+    the rows (same landmarks) each start's bandwidth by `_secant_1d` (the starts and `n_restarts_optimizer` restarts of
+    `_profile_optimize`); the best one's bandwidth rounded to `START_GRID`; then on all rows one gradient and value-only
+    passes (`_value_polish`, its first step on the subsample's last secant scaled by n / (4 n_s)), `_polish_1d` if they
+    do not settle. Every inner solve is `_nystrom_profile`'s (L-BFGS-B, then Newton). Elsewhere the profile optimizer."""
+    n, m = lik.X.shape[0], lik.Z.shape[0]
+    ns = max(n // NYSTROM_SUBSAMPLE, 4 * m, 2000)
+    if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
+        return _profile_optimize(est, lik, theta, bounds, more)
+    rows = np.sort(check_random_state(est.random_state).permutation(n)[:ns])
+    Xs, Ys = (dask_rows(lik.X, rows, "X"), dask_rows(lik.Y, rows, "Y")) if lik.dask else (lik.X[rows], lik.Y[rows])
+    sub = NystromLikelihood(lik.kernel, Xs, Ys, lik.Z, chunk=lik.chunk, bound=True)   # on the driver (Dask: rows fetched)
+    rng = check_random_state(est.random_state)
+    starts = [theta, *more] + [_restart_theta(theta, bounds, rng) for _ in range(est.n_restarts_optimizer or 0)]
     lo, hi = (float(v) for v in bounds[0])
-    x, _, h, done = _value_polish(lambda x: at(x, True), lambda x: at(x, False), float(ts[0]), lo, hi, h)
+    runs = []
+    for t0 in starts:
+        at, sol, reset = _nystrom_profile(sub, bounds, SUB_NEWTON)
+        reset(t0)
+        x, f, h = _secant_1d(at, float(t0[0]), lo, hi)
+        runs.append((f, x, h, sol.get(x)))
+    f, x, h, ti = min(runs, key=lambda r: r[0])
+    h = h * n / ns / 4                                      # the subsample's curvature scaled, / 4 (below)
+    if not (np.isfinite(f) and ti is not None and np.isfinite(h) and h > 0):
+        return _profile_optimize(est, lik, theta, bounds, more)
+    # a start, rounded: the same start whatever the last bits of the subsample's sums (a Dask Y's moments)
+    x, h = float(np.clip(np.round(x / START_GRID) * START_GRID, lo, hi)), float(2.0 ** (np.round(4 * np.log2(h)) / 4))
+    at, sol, reset = _nystrom_profile(lik, bounds, FULL_NEWTON)
+    reset(np.r_[x, ti])
+    x, _, h, done = _value_polish(at, lambda x: at(x, False), x, lo, hi, h)
     if not done:                                           # gradients from the best point (`_polish_1d`)
-        x = float(_polish_1d(lambda t: (lambda r: (r[0], np.array([r[1]])))(at(float(t[0]), True)), np.array([x]),
+        x = float(_polish_1d(lambda t: (lambda r: (r[0], np.array([r[1]])))(at(float(t[0]))), np.array([x]),
                              bounds[:1], h, VALUE_POLISH_TOL, fv=lambda t: at(float(t[0]), False))[0][0])
-    return _final(lik, np.r_[x, _inner_newton(lik, np.array([x]), inner(np.array([x]), NYSTROM_INNER_FINAL), bounds)], lik)
+    if x not in sol:
+        at(x, False)
+    lik.grad_pass = False                                  # the end's pass (if not the last one) without E, F
+    try:
+        return _final(lik, np.r_[x, sol[x]], lik)
+    finally:
+        lik.grad_pass = True
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):
