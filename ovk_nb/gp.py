@@ -29,9 +29,9 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
            'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN',
-           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
-           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON',
+           'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
+           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
@@ -2012,6 +2012,7 @@ def _trusted_step(fv, x, f, g, h, x1, tol):
 SUBSAMPLE_TOL = 1e-6        # the subsample's secant search stops when its predicted gain is below this, relative to |F|
 VALUE_POLISH_TOL = 1e-8     # the polish on all rows ends when its model's remaining gain is below this, relative to |F|
 VALUE_STEPS = 3             # value-only passes the polish tries before it asks for gradients again (`_polish_1d`)
+CURVATURE_GRID = 256        # the polish's next step uses its parabola's curvature rounded to 2^(k / 256) (0.14% at most)
 START_GRID = 1e-3           # the subsample's bandwidth (log gamma) is rounded to this before the polish on all rows
 
 
@@ -2048,7 +2049,9 @@ def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
     at a trial point x1 (the first: x0 - F0' / h), the parabola through them has the curvature
     c = 2 (F(x1) - F0 - F0' (x1 - x0)) / (x1 - x0)^2 and its minimum at x0 - F0' / c; x1 ends the search when that
     parabola's remaining gain from x1, c (x1 - x*)^2 / 2, is within tol max(1, |F|), else x* is the next trial point
-    (at most `steps` of them). done=False: not settled (the best point seen, and the last curvature, for `_polish_1d`)."""
+    (at most `steps` of them; c rounded to `CURVATURE_GRID`: its rounding error, about 2 eps |F| / (x1 - x0)^2, would
+    otherwise move the next point with the last bits of the sums). done=False: not settled (the best point seen, and the
+    last curvature, for `_polish_1d`)."""
     tol = VALUE_POLISH_TOL if tol is None else tol
     steps = VALUE_STEPS if steps is None else steps
     f0, g0 = fg(x0)
@@ -2074,7 +2077,7 @@ def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
         q = lambda x: g0 * (x - x0) + 0.5 * c1 * (x - x0) ** 2
         if f1 <= f0 and q(x1) - q(xs) <= tol * max(1.0, abs(f1)):
             return x1, f1, c1, True
-        c = c1
+        c = float(2.0 ** (np.round(CURVATURE_GRID * np.log2(c1)) / CURVATURE_GRID))   # (below: rounded)
     return best[1], best[0], c, False
 
 
