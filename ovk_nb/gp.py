@@ -2060,11 +2060,14 @@ def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
     best = (f0, x0)
     if (x0 <= lo and g0 > 0) or (x0 >= hi and g0 < 0) or 0.5 * g0 * g0 / h <= tol * max(1.0, abs(f0)):
         return x0, f0, h, True
-    c = h
+    c, c_exact, tried = h, h, set()
     for _ in range(steps):
         x1 = float(np.clip(x0 - np.clip(g0 / c, -1.0, 1.0), lo, hi))
-        if x1 == x0:
+        if x1 in tried:                                    # the rounded curvature's point again: the exact one's
+            x1 = float(np.clip(x0 - np.clip(g0 / c_exact, -1.0, 1.0), lo, hi))
+        if x1 == x0 or x1 in tried:
             break
+        tried.add(x1)
         f1 = fv(x1)
         if not np.isfinite(f1):
             break
@@ -2077,7 +2080,7 @@ def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
         q = lambda x: g0 * (x - x0) + 0.5 * c1 * (x - x0) ** 2
         if f1 <= f0 and q(x1) - q(xs) <= tol * max(1.0, abs(f1)):
             return x1, f1, c1, True
-        c = float(2.0 ** (np.round(CURVATURE_GRID * np.log2(c1)) / CURVATURE_GRID))   # (below: rounded)
+        c, c_exact = float(2.0 ** (np.round(CURVATURE_GRID * np.log2(c1)) / CURVATURE_GRID)), c1   # (rounded: above)
     return best[1], best[0], c, False
 
 
