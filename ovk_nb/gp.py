@@ -28,10 +28,10 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
-           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN',
-           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON',
-           'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
-           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
+           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
+           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
+           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
@@ -1955,10 +1955,8 @@ def _optimize(est, lik, theta, bounds, more=()):
 # %% ../nbs/2_algorithms/08_gp.ipynb #4e991fa1
 NYSTROM_SUBSAMPLE = 16      # method='nystrom' at large n searches the bandwidth on n / NYSTROM_SUBSAMPLE rows first (at least
                             # 4 m and 2000, and only when that is at most a quarter of the rows), then polishes on all rows
-SUBSAMPLE_FTOL = 1e-6       # the subsample's L-BFGS-B stops at this relative change (a start: its optimum is off the full
-                            # one by its own bias, 0.07 in log gamma at n = 1e5, against ~4e-3 from this tolerance)
-SUBSAMPLE_MAXFUN = 30       # the subsample's L-BFGS-B: a start for the polish, capped (measured: 47 evaluations at n = 1e6
-                            # when its line search ended ABNORMAL in the flat last digits; 10-12 when it converges)
+SUBSAMPLE_MAXFUN = 30       # the subsample's search (`_secant_1d`): a start for the polish, capped (an L-BFGS-B there took 47
+                            # evaluations at n = 1e6 when its line search ended ABNORMAL in the flat last digits; 10-12 else)
 
 
 def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10, fv=None):
