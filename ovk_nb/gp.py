@@ -2081,7 +2081,7 @@ def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
         c, c_exact = float(2.0 ** (np.round(CURVATURE_GRID * np.log2(c1)) / CURVATURE_GRID)), c1   # (rounded: above)
     return best[1], best[0], c, False
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #d19a3611
 def _inner_newton(lik, tk, ti, bounds, steps: int = 2, h: float = 1e-5):
     """(T, noise) entries ti refined at the bandwidth tk by Newton steps on the inner gradient (its Hessian by central
     differences of the O(m d^2) gradient, the entries at a bound held there, directions of curvature below 1e-8 of the
