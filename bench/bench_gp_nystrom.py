@@ -8,6 +8,9 @@ one machine. Each case in a fresh subprocess, one BLAS thread per process (BENCH
   python bench/bench_gp_nystrom.py dask 1000000:500          # LocalCluster (2 workers x 1 thread) vs one machine
   python bench/bench_gp_nystrom.py all [--quick]             # the four above (--quick: n = 1e5 for memory and dask)
   python bench/bench_gp_nystrom.py report                    # bench/results/gp_nystrom_scale.md from the csv
+  python bench/bench_gp_nystrom.py fit4 [--quick] [--repeats K]   # issue 31.3 round 4: n = 1e5 (--quick 2e4), m = 500:
+                                                             # fit wall/CPU, gradient/value/subsample passes, LML, OVKRidge
+                                                             # before and after -> bench/results/gp_nystrom_fit4.csv/.md
 
 Rows go to bench/results/gp_nystrom_scale.csv (one row per run, kept); the report lists them all.
 """
@@ -110,7 +113,69 @@ def dask_case(n, m, workers=2):
             "gamma_diff": f"{abs(a._theta[0] - b._theta[0]):.1e}"}
 
 
-CASES = {"fit": fit_case, "eval": eval_case, "memory": memory_case, "dask": dask_case}
+CSV4 = RES / "gp_nystrom_fit4.csv"
+
+
+def fit4_case(n, m):
+    """Issue 31.3, this round: our fit (default kernel, method='nystrom', m landmarks, random_state=0) between two
+    OVKRidge(solver='nystrom') fits on the same data, one BLAS thread: wall and CPU seconds (`time.process_time`, the
+    load-robust clock), the passes over X split into gradient passes on all rows, value-only passes on all rows and
+    the subsample's rows (rows read / n), the LML, the ratios to the OVKRidge fits' mean."""
+    from ovk_nb.gp import NystromLikelihood, OVKGaussianProcess
+    X, Y, _, _ = icm_data(n, n_test=1)
+    seen, orig = {"grad": 0, "value": 0, "sub": 0}, NystromLikelihood._features
+
+    def counted(self, sk, L):
+        r = orig(self, sk, L)
+        k = "sub" if self.X.shape[0] < n else ("grad" if r[2] is not None else "value")
+        seen[k] += self.X.shape[0] / n
+        return r
+    l0 = os.getloadavg()[0]
+    r1 = _ridge(X, Y, m)
+    NystromLikelihood._features = counted
+    try:
+        w, c, gp = _tm(lambda: OVKGaussianProcess(method="nystrom", n_components=m, random_state=0).fit(X, Y))
+    finally:
+        NystromLikelihood._features = orig
+    r2 = _ridge(X, Y, m)
+    rw, rc = (r1[0] + r2[0]) / 2, (r1[1] + r2[1]) / 2
+    return {"n": n, "m": m, "threads": THREADS, "load": f"{l0:.1f}-{os.getloadavg()[0]:.1f}", "gp_wall_s": round(w, 2),
+            "gp_cpu_s": round(c, 2), "ridge_wall_s": f"{r1[0]:.2f} / {r2[0]:.2f}", "ridge_cpu_s": f"{r1[1]:.2f} / {r2[1]:.2f}",
+            "ratio_wall": round(w / rw, 2), "ratio_cpu": round(c / rc, 2),
+            "passes": round(seen["grad"] + seen["value"] + seen["sub"], 3), "grad_passes": round(seen["grad"], 3),
+            "value_passes": round(seen["value"], 3), "sub_passes": round(seen["sub"], 3),
+            "lml": round(gp.log_marginal_likelihood_value_, 5), "log_gamma": round(float(gp._theta[0]), 6)}
+
+
+def run4(n, m=500, repeats=1):
+    rows = _read(CSV4)
+    for _ in range(repeats):
+        r = _sub([__file__, "--case", "fit4", str(n), str(m)])
+        if r:
+            r["commit"] = _commit()
+            rows.append(r)
+            _write(CSV4, rows)
+        print(r, flush=True)
+    report4()
+
+
+def report4():
+    rows = _read(CSV4)
+    cols = ["n", "m", "threads", "load", "gp_wall_s", "gp_cpu_s", "ridge_wall_s", "ridge_cpu_s", "ratio_wall", "ratio_cpu",
+            "passes", "grad_passes", "value_passes", "sub_passes", "lml", "log_gamma", "commit"]
+    L = ["# OVKGaussianProcess(method='nystrom') fit against OVKRidge(solver='nystrom') (issue 31.3, round 4)", "",
+         "Written by `python bench/bench_gp_nystrom.py fit4 [--quick]` from `gp_nystrom_fit4.csv` (every run kept, oldest",
+         "first). `icm_data(n, n_test=1)` of `bench_gp.py` (d = 4 outputs), m = 500 landmarks, each run in a fresh process",
+         "at one BLAS thread (`threads`); `load` is the 1-minute load average before-after. Ours is timed between two",
+         "`OVKRidge(solver='nystrom', n_components=m)` fits on the same data (ratios to their mean). CPU seconds",
+         "(`time.process_time`) are the load-robust clock. `passes` = rows of X read / n, split into gradient passes and",
+         "value-only passes on all rows and the subsample's rows. Targets: ratio <= 9, CPU <= 10 s at n = 1e5.", ""]
+    L += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    L += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
+    (RES / "gp_nystrom_fit4.md").write_text("\n".join(L) + "\n")
+
+
+CASES = {"fit": fit_case, "eval": eval_case, "memory": memory_case, "dask": dask_case, "fit4": fit4_case}
 
 
 def _commit():
@@ -159,6 +224,8 @@ if __name__ == "__main__":
         print(json.dumps(CASES[a[1]](int(a[2]), int(a[3]))))
     elif a[:1] == ["report"]:
         report()
+    elif a[:1] == ["fit4"]:            # fit4 [--quick] [--repeats K]: n = 1e5 (--quick: 2e4), m = 500
+        run4(20000 if "--quick" in a else 100000, 500, int(a[a.index("--repeats") + 1]) if "--repeats" in a else 1)
     elif a[:1] == ["all"]:
         big = 100000 if "--quick" in a else 1000000
         run("fit", [(100000, 500)])

@@ -28,7 +28,8 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
-           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN',
+           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
+           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
            'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
            'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
@@ -1954,10 +1955,8 @@ def _optimize(est, lik, theta, bounds, more=()):
 # %% ../nbs/2_algorithms/08_gp.ipynb #4e991fa1
 NYSTROM_SUBSAMPLE = 16      # method='nystrom' at large n searches the bandwidth on n / NYSTROM_SUBSAMPLE rows first (at least
                             # 4 m and 2000, and only when that is at most a quarter of the rows), then polishes on all rows
-SUBSAMPLE_FTOL = 1e-6       # the subsample's L-BFGS-B stops at this relative change (a start: its optimum is off the full
-                            # one by its own bias, 0.07 in log gamma at n = 1e5, against ~4e-3 from this tolerance)
-SUBSAMPLE_MAXFUN = 30       # the subsample's L-BFGS-B: a start for the polish, capped (measured: 47 evaluations at n = 1e6
-                            # when its line search ended ABNORMAL in the flat last digits; 10-12 when it converges)
+SUBSAMPLE_MAXFUN = 30       # the subsample's search (`_secant_1d`): a start for the polish, capped (an L-BFGS-B there took 47
+                            # evaluations at n = 1e6 when its line search ended ABNORMAL in the flat last digits; 10-12 else)
 
 
 def _polish_1d(fg, x0, bounds, h, tol: float = 1e-7, max_iter: int = 10, fv=None):
@@ -2007,16 +2006,175 @@ def _trusted_step(fv, x, f, g, h, x1, tol):
     r = 1.0 / (2.0 - gain / G)
     return f1 if G * (1 - r) ** 2 / r <= tol * max(1.0, abs(f1)) else None
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #a03e804c
+SUBSAMPLE_TOL = 1e-6        # the subsample's secant search stops when its predicted gain is below this, relative to |F|
+VALUE_POLISH_TOL = 1e-8     # the polish on all rows ends when its model's remaining gain is below this, relative to |F|
+VALUE_STEPS = 3             # value-only passes the polish tries before it asks for gradients again (`_polish_1d`)
+CURVATURE_GRID = 256        # the polish's next step uses its parabola's curvature rounded to 2^(k / 256) (0.14% at most)
+START_GRID = 1e-3           # the subsample's bandwidth (log gamma) is rounded to this before the polish on all rows
+
+
+def _secant_1d(fg, x0, lo, hi, tol=None, max_fun=None, step: float = 0.5):
+    """(x, F, h): a minimum of a 1-D fg(x) -> (F, F') in [lo, hi] from x0: a first step of `step` against the gradient,
+    then Newton steps on the secant h of the last two gradients (at most 1 long); a step that does not lower F is not
+    taken (h quadrupled). Stops when 0.5 F'^2 / h <= tol max(1, |F|), at a bound the gradient pushes against, or after
+    `max_fun` evaluations (the best point seen; no warning: a start)."""
+    tol = SUBSAMPLE_TOL if tol is None else tol
+    max_fun = SUBSAMPLE_MAXFUN if max_fun is None else max_fun
+    x = float(np.clip(x0, lo, hi))
+    f, g = fg(x)
+    h = max(abs(g), 1e-12) / step
+    for _ in range(max_fun - 1):
+        if not (np.isfinite(f) and np.isfinite(g)):
+            break
+        if 0.5 * g * g / h <= tol * max(1.0, abs(f)) or (x <= lo and g > 0) or (x >= hi and g < 0):
+            break
+        x1 = float(np.clip(x - np.clip(g / h, -1.0, 1.0), lo, hi))
+        if x1 == x:
+            break
+        f1, g1 = fg(x1)
+        if not (np.isfinite(f1) and np.isfinite(g1) and f1 <= f):
+            h *= 4.0
+            continue
+        hs = (g1 - g) / (x1 - x)
+        h = hs if hs > 0 else h                           # a non-positive secant (not convex there): keep h
+        x, f, g = x1, f1, g1
+    return x, f, h
+
+
+def _value_polish(fg, fv, x0, lo, hi, h, tol=None, steps=None):
+    """(x, F, h, done): the 1-D minimum of F from x0 by one gradient and then values only. With (F0, F0') at x0 and F
+    at a trial point x1 (the first: x0 - F0' / h), the parabola through them has the curvature
+    c = 2 (F(x1) - F0 - F0' (x1 - x0)) / (x1 - x0)^2 and its minimum at x0 - F0' / c; x1 ends the search when that
+    parabola's remaining gain from x1, c (x1 - x*)^2 / 2, is within tol max(1, |F|), else x* is the next trial point
+    (at most `steps` of them; c rounded to `CURVATURE_GRID`: its rounding error, about 2 eps |F| / (x1 - x0)^2, would
+    otherwise move the next point with the last bits of the sums). done=False: not settled (the best point seen, and the
+    last curvature, for `_polish_1d`)."""
+    tol = VALUE_POLISH_TOL if tol is None else tol
+    steps = VALUE_STEPS if steps is None else steps
+    f0, g0 = fg(x0)
+    if not (np.isfinite(f0) and np.isfinite(g0)):
+        return x0, f0, h, False
+    best = (f0, x0)
+    if (x0 <= lo and g0 > 0) or (x0 >= hi and g0 < 0) or 0.5 * g0 * g0 / h <= tol * max(1.0, abs(f0)):
+        return x0, f0, h, True
+    c, c_exact, tried = h, h, set()
+    for _ in range(steps):
+        x1 = float(np.clip(x0 - np.clip(g0 / c, -1.0, 1.0), lo, hi))
+        if x1 in tried:                                    # the rounded curvature's point again: the exact one's
+            x1 = float(np.clip(x0 - np.clip(g0 / c_exact, -1.0, 1.0), lo, hi))
+        if x1 == x0 or x1 in tried:
+            break
+        tried.add(x1)
+        f1 = fv(x1)
+        if not np.isfinite(f1):
+            break
+        best = min(best, (f1, x1))
+        d = x1 - x0
+        c1 = 2.0 * (f1 - f0 - g0 * d) / (d * d)
+        if not c1 > 0:                                     # the segment is not convex: gradients decide
+            break
+        xs = float(np.clip(x0 - g0 / c1, lo, hi))
+        q = lambda x: g0 * (x - x0) + 0.5 * c1 * (x - x0) ** 2
+        if f1 <= f0 and q(x1) - q(xs) <= tol * max(1.0, abs(f1)):
+            return x1, f1, c1, True
+        c, c_exact = float(2.0 ** (np.round(CURVATURE_GRID * np.log2(c1)) / CURVATURE_GRID)), c1   # (rounded: above)
+    return best[1], best[0], c, False
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #d19a3611
+def _inner_newton(lik, tk, ti, bounds, steps: int = 2, h: float = 1e-5):
+    """(T, noise) entries ti refined at the bandwidth tk by Newton steps on the inner gradient (its Hessian by central
+    differences of the O(m d^2) gradient, the entries at a bound held there, directions of curvature below 1e-8 of the
+    largest, such as W's rotations, left alone); a step is kept only if it lowers the gradient's largest free entry.
+    L-BFGS-B ends where f's rounding hides the last decrease (|g| ~ 1e-5 at n = 8000): this takes the gradient itself
+    to its rounding, so that two evaluations whose sums differ in the last bits end at the same (T, noise)."""
+    b = np.asarray(bounds, dtype=float)[lik.nk:]
+    ti = np.array(ti, dtype=float)
+
+    def grad(t):
+        return lik(np.r_[tk, t], True, kernel_grad=False)[1]
+    g = grad(ti)
+    for _ in range(steps):
+        free = np.flatnonzero((ti > b[:, 0] + 1e-8) & (ti < b[:, 1] - 1e-8))
+        if not (len(free) and np.isfinite(g).all()):
+            break
+        H = np.empty((len(free), len(free)))
+        for j, k in enumerate(free):
+            tp, tm = ti.copy(), ti.copy()
+            tp[k] += h
+            tm[k] -= h
+            H[:, j] = (grad(tp) - grad(tm))[free] / (2 * h)
+        w, U = np.linalg.eigh(-0.5 * (H + H.T))            # - the Hessian of log p: positive near a maximum
+        keep = w > 1e-8 * max(w.max(), 0.0)
+        if not keep.any():
+            break
+        t1 = ti.copy()
+        t1[free] += U[:, keep] @ ((U[:, keep].T @ g[free]) / w[keep])
+        t1 = np.clip(t1, b[:, 0], b[:, 1])
+        g1 = grad(t1)
+        if not (np.isfinite(g1).all() and np.abs(g1[free]).max() < np.abs(g[free]).max()):
+            break
+        ti, g = t1, g1
+    return ti
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #57f7e3da
+SUB_NEWTON, FULL_NEWTON = 2, 3     # `_inner_newton` steps after each inner L-BFGS-B: on the subsample, on all rows
+
+
+def _nystrom_profile(lik, bounds, newton: int):
+    """(at, sol, reset) of the Nystrom bound's profile: at(x, grad) -> -L (and -dL/dx with grad) at the inner optimum over
+    (T, noise) at the log bandwidth x: L-BFGS-B from the last inner optimum and from the best one so far (as `_profile`),
+    then `newton` steps of `_inner_newton` (the inner problem's flat valleys: L-BFGS-B ends where the rounding of f hides
+    its progress, and two runs whose sums differ in the last bits end apart); grad=False: a pass without the gradient's
+    products (E, F). sol[x]: the inner optimum found at x; reset(theta0) starts the inner problem from theta0's."""
+    nk, sol = lik.nk, {}
+    warm, best = [None], [np.inf, None]
+    b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
+
+    def solve(tk):
+        def obj(ti):
+            with np.errstate(all="ignore"):
+                try:
+                    f, g = lik(np.r_[tk, ti], True, kernel_grad=False)
+                except (np.linalg.LinAlgError, ValueError):
+                    return np.inf, np.zeros_like(ti)
+            return (-f, -g) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(ti))
+        res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in) for t0 in
+                   ([warm[0]] if best[1] is None or np.array_equal(best[1], warm[0]) else [warm[0], best[1]])),
+                  key=lambda r: r.fun)
+        if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):
+            return warm[0] if best[1] is None else best[1]
+        ti = _inner_newton(lik, tk, res.x, bounds, newton) if newton else res.x
+        warm[0] = ti
+        if res.fun < best[0]:
+            best[:] = [res.fun, ti]
+        return ti
+
+    def at(x, grad: bool = True):
+        lik.grad_pass = grad
+        try:
+            with np.errstate(all="ignore"):
+                ti = sol[x] = solve(np.array([x]))
+                r = lik(np.r_[x, ti], grad)
+        except (np.linalg.LinAlgError, ValueError):
+            r = (np.nan, np.full(1, np.nan)) if grad else np.nan
+        finally:
+            lik.grad_pass = True
+        f, g = (r[0], float(r[1][0])) if grad else (r, 0.0)
+        ok = np.isfinite(f) and np.isfinite(g)
+        return ((-f, -g) if ok else (np.inf, 0.0)) if grad else (-f if ok else np.inf)
+
+    def reset(t0):
+        warm[0], best[:] = np.array(t0[nk:], dtype=float), [np.inf, None]
+    return at, sol, reset
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
-class _Capped(Exception):
-    "The subsample's L-BFGS-B reached SUBSAMPLE_MAXFUN evaluations."
-
-
 def _nystrom_optimize(est, lik, theta, bounds, more=()):
-    """(theta, objective) for the Nystrom bound at large n (NumPy X, one bandwidth parameter): the profile optimizer
-    with its starts and restarts on a subsample of the rows (same landmarks), the profile's curvature there by one more
-    gradient 0.05 further, then `_polish_1d` on all rows from that optimum (curvature scaled by n / subsample, no
-    restart). Elsewhere the profile optimizer on all rows."""
+    """(theta, objective) for the Nystrom bound at large n (NumPy or Dask X, one bandwidth parameter): on a subsample of
+    the rows (same landmarks) each start's bandwidth by `_secant_1d` (the starts and `n_restarts_optimizer` restarts of
+    `_profile_optimize`); the best one's bandwidth rounded to `START_GRID`; then on all rows one gradient and value-only
+    passes (`_value_polish`, its first step on the subsample's last secant scaled by n / (4 n_s)), `_polish_1d` if they
+    do not settle. Every inner solve is `_nystrom_profile`'s (L-BFGS-B, then Newton). Elsewhere the profile optimizer."""
     n, m = lik.X.shape[0], lik.Z.shape[0]
     ns = max(n // NYSTROM_SUBSAMPLE, 4 * m, 2000)
     if not (lik.bound and lik.nk == 1 and lik.xp is np and 4 * ns <= n):
@@ -2024,54 +2182,34 @@ def _nystrom_optimize(est, lik, theta, bounds, more=()):
     rows = np.sort(check_random_state(est.random_state).permutation(n)[:ns])
     Xs, Ys = (dask_rows(lik.X, rows, "X"), dask_rows(lik.Y, rows, "Y")) if lik.dask else (lik.X[rows], lik.Y[rows])
     sub = NystromLikelihood(lik.kernel, Xs, Ys, lik.Z, chunk=lik.chunk, bound=True)   # on the driver (Dask: rows fetched)
-    hs = []
-
-    def lbfgs_then_curvature(fg, t0, b):               # a start only: at most SUBSAMPLE_MAXFUN evaluations, no warning
-        bb = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in b]
-        seen = []
-
-        def capped(t):                                 # scipy's maxfun is read between line searches only
-            t = np.array(t, dtype=float)
-            if seen and np.array_equal(seen[-1][1], t):
-                return seen[-1][0], seen[-1][2]
-            if len(seen) >= SUBSAMPLE_MAXFUN:
-                raise _Capped
-            f, g = fg(t)
-            seen.append((f, t, g))
-            return f, g
-        # L-BFGS-B's first step with both bounds is the whole gradient (at n = 1e5: 711, to the bound gamma = e^5.3, where
-        # the pass took 8 times longer): the objective divided by s = 2 |g(t0)| makes it 0.5 in log gamma
-        s = 2 * max(abs(float(capped(t0)[1][0])), 1.0)
-        try:
-            res = minimize(lambda t: tuple(v / s for v in capped(t)), t0, method="L-BFGS-B", jac=True, bounds=bb,
-                           options={"ftol": SUBSAMPLE_FTOL})
-            x, f = res.x, float(res.fun) * s
-        except _Capped:
-            f, x = min(seen, key=lambda r: r[0])[:2]
-        step = 0.05 if x[0] + 0.05 <= b[0][1] else -0.05
-        (f1, g1), (f0, g0) = fg(x + step), fg(x)       # x last: the pass the profile's end reads is kept
-        hs.append((f, float((g1[0] - g0[0]) / step) if np.isfinite(f0) and np.isfinite(f1) else np.nan))
-        return x, f
-
-    ts, _ = _profile_optimize(est, sub, theta, bounds, more, outer_opt=lbfgs_then_curvature)
-    h = min(hs, key=lambda r: r[0])[1] * n / ns / 4 if hs else np.nan    # the best start's curvature, / 4 (below)
-    if not (np.isfinite(h) and h > 0):
-        return _profile_optimize(est, lik, ts, bounds, restarts=0)
-    inner, outer, reset = _profile(lik, bounds)           # `_profile_optimize(..., outer_opt=polish)` with a value-only f
-    reset(ts)
-
-    def value(x):                                          # -L at the inner optimum, from a pass without the gradient
-        lik.grad_pass = False
-        try:
-            with np.errstate(all="ignore"):
-                f = lik(np.r_[x, inner(x)], False)
-        except (np.linalg.LinAlgError, ValueError):
-            return np.inf
-        finally:
-            lik.grad_pass = True
-        return -f if np.isfinite(f) else np.inf
-    tk, _ = _polish_1d(outer, ts[:1], bounds[:1], h, fv=value)
-    return _final(lik, np.r_[tk, inner(np.asarray(tk))], lik)
+    rng = check_random_state(est.random_state)
+    starts = [theta, *more] + [_restart_theta(theta, bounds, rng) for _ in range(est.n_restarts_optimizer or 0)]
+    lo, hi = (float(v) for v in bounds[0])
+    runs = []
+    for t0 in starts:
+        at, sol, reset = _nystrom_profile(sub, bounds, SUB_NEWTON)
+        reset(t0)
+        x, f, h = _secant_1d(at, float(t0[0]), lo, hi)
+        runs.append((f, x, h, sol.get(x)))
+    f, x, h, ti = min(runs, key=lambda r: r[0])
+    h = h * n / ns / 4                                      # the subsample's curvature scaled, / 4 (below)
+    if not (np.isfinite(f) and ti is not None and np.isfinite(h) and h > 0):
+        return _profile_optimize(est, lik, theta, bounds, more)
+    # a start, rounded: the same start whatever the last bits of the subsample's sums (a Dask Y's moments)
+    x, h = float(np.clip(np.round(x / START_GRID) * START_GRID, lo, hi)), float(2.0 ** (np.round(4 * np.log2(h)) / 4))
+    at, sol, reset = _nystrom_profile(lik, bounds, FULL_NEWTON)
+    reset(np.r_[x, ti])
+    x, _, h, done = _value_polish(at, lambda x: at(x, False), x, lo, hi, h)
+    if not done:                                           # gradients from the best point (`_polish_1d`)
+        x = float(_polish_1d(lambda t: (lambda r: (r[0], np.array([r[1]])))(at(float(t[0]))), np.array([x]),
+                             bounds[:1], h, VALUE_POLISH_TOL, fv=lambda t: at(float(t[0]), False))[0][0])
+    if x not in sol:
+        at(x, False)
+    lik.grad_pass = False                                  # the end's pass (if not the last one) without E, F
+    try:
+        return _final(lik, np.r_[x, sol[x]], lik)
+    finally:
+        lik.grad_pass = True
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #a3c5b312
 def _check_X_Y_missing(X, Y, missing):

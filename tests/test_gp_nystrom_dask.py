@@ -48,9 +48,10 @@ def test_dask_fit_equals_one_machine(client):
     la, lb = a.log_marginal_likelihood_value_, b.log_marginal_likelihood_value_
     assert abs(la - lb) <= REL * abs(la)
     # a flat optimum (W only up to a rotation, kappa near its bound): the bandwidth, T and the noise, not theta's entries
-    assert abs(a._theta[0] - b._theta[0]) <= 1e-4
-    assert np.abs(a.output_matrix_ - b.output_matrix_).max() <= 1e-4 * np.abs(a.output_matrix_).max()
-    np.testing.assert_allclose(b.noise_, a.noise_, rtol=1e-4)
+    # (issue 31.3: 1e-8; T follows the bandwidth's rounding times its sensitivity to it: 10 REL, measured 5e-9)
+    assert abs(a._theta[0] - b._theta[0]) <= REL * abs(a._theta[0])
+    assert np.abs(a.output_matrix_ - b.output_matrix_).max() <= 10 * REL * np.abs(a.output_matrix_).max()
+    np.testing.assert_allclose(b.noise_, a.noise_, rtol=REL)
     # at the same hyper-parameters the two posteriors agree to the sums' rounding
     assert abs(a.log_marginal_likelihood(b._theta) - lb) <= REL * abs(lb)
     Xq = X[:300]
@@ -62,7 +63,7 @@ def test_dask_fit_equals_one_machine(client):
     np.testing.assert_allclose(mu.compute(), mu0, rtol=0, atol=tol * np.abs(mu0).max())
     np.testing.assert_allclose(sd.compute(), sd0, rtol=0, atol=tol * np.abs(sd0).max())
     mua = a.predict(Xq)
-    assert np.abs(mua - mu0).max() <= 1e-3 * np.abs(mua).max()
+    assert np.abs(mua - mu0).max() <= REL * np.abs(mua).max()
 
 
 def test_dask_fit_default_kernel_and_1d_y(client):
@@ -92,3 +93,23 @@ def test_dask_refusals_name_the_argument(client):
     assert gp.log_marginal_likelihood_value_ == before      # a failed fit leaves the estimator as it was
     with pytest.raises(ValueError, match="return_cov"):
         gp.predict(Xd, return_cov=True)
+
+
+def test_dask_fit_with_dask_y_equals_one_machine_to_1e8(client):
+    """Issue 31.3: Y a Dask array too (its moments summed on the workers, so the subsample's targets differ from NumPy's
+    in the last bits). Before: the subsample's inner L-BFGS-B ended at different points of a flat valley and the polish
+    stopped at different points within its tolerance (here the bandwidth 8e-5 apart, T 2e-3). Now the inner solves end
+    by Newton at the gradient's rounding, the start is rounded (`START_GRID`) and the polish's steps move with the
+    gradient's rounding only: the bandwidth, the noise, the LML and the predictions 1e-8 apart (measured 2e-12 to 3e-9).
+    T follows the bandwidth (its sensitivity times the bandwidth's rounding: measured 3e-8 here), so 1e-7."""
+    X, Y = _data(10000, d=3, seed=2)
+    kw = dict(kernel=_kernel(3), method="nystrom", n_components=50, random_state=0)
+    a = OVKGaussianProcess(**kw).fit(X, Y)
+    b = OVKGaussianProcess(**kw).fit(da.from_array(X, chunks=(1500, 2)), da.from_array(Y, chunks=(1500, 3)))
+    la, lb = a.log_marginal_likelihood_value_, b.log_marginal_likelihood_value_
+    assert abs(la - lb) <= REL * abs(la)
+    assert abs(a._theta[0] - b._theta[0]) <= REL * abs(a._theta[0])
+    np.testing.assert_allclose(b.noise_, a.noise_, rtol=REL)
+    assert np.abs(a.output_matrix_ - b.output_matrix_).max() <= 10 * REL * np.abs(a.output_matrix_).max()
+    (ma, sa), (mb, sb) = a.predict(X[:300], return_std=True), b.predict(X[:300], return_std=True)
+    assert np.abs(ma - mb).max() <= REL * np.abs(ma).max() and np.abs(sa - sb).max() <= REL * np.abs(sa).max()
