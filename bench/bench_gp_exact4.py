@@ -1,12 +1,13 @@
 """Issue 31.1 on every draw: the exact OVKGaussianProcess fit's n x n eighs, its time in eighs, and its optimum against the
 plain profile L-BFGS-B, per data seed.
 
-  python bench/bench_gp_exact4.py --quick          # n = 1500, seeds 0-4 (about 45 s on a quiet 2-core machine)
-  python bench/bench_gp_exact4.py --n 1500         # n = 1500, seeds 0-9 (about 1.5 min quiet)
-  python bench/bench_gp_exact4.py --n 3000 --seeds 0-1   # (about 2 min quiet; seeds 2-3 and 4 likewise)
+  python bench/bench_gp_exact4.py --quick          # n = 1500, seeds 0-4 (about 1 min on a quiet 2-core machine)
+  python bench/bench_gp_exact4.py --n 1500         # n = 1500, seeds 0-9 (about 2 min quiet)
+  python bench/bench_gp_exact4.py --n 3000 --seeds 0     # one seed at n = 3000 (about 75 s quiet; --seeds 1, ... 4 alike)
   python bench/bench_gp_exact4.py --digits         # the digits data shipped with scikit-learn (n = 1797, about 20 s)
   python bench/bench_gp_exact4.py                  # all of the above: n = 1500 seeds 0-9, n = 3000 seeds 0-4, digits
-                                                   # (about 7 min quiet)
+                                                   # (about 9 min quiet)
+  (estimates from the CPU seconds measured under load; most of each case is the plain L-BFGS-B reference, 8-14 eighs)
   -> bench/results/gp_exact_draws.csv (rows of other (data, n, seed) kept) and bench/results/gp_exact_draws.md
 
 Each (n, seed) runs in a fresh subprocess with one BLAS thread (bench_gp.ENV1). `OVKGaussianProcess()` (default
