@@ -1872,8 +1872,11 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
         ny = NystromLikelihood(lik.kernel, lik.X, lik.Y, Z, bound=True)   # its optimum 0.001-0.021 in log gamma from
         # the exact one on icm_data(1500, seeds 0-9), the 500-row subsample's 0.007-0.082 (see the decision above)
         ts, c0 = _surrogate_search(ny, theta, bounds)
-        with np.errstate(all="ignore"):
-            t = ny.state(ts, False)[-1]                 # tr(K_nn - Q) at the surrogate's optimum; tr(K_nn) = n (RBF)
+        try:
+            with np.errstate(all="ignore"):
+                t = ny.state(ts, False)[-1]             # tr(K_nn - Q) at the surrogate's optimum; tr(K_nn) = n (RBF)
+        except (np.linalg.LinAlgError, ValueError):
+            t = np.inf
         if not (np.isfinite(t) and t <= SURROGATE_TRACE * n):
             theta, ts = ts if np.isfinite(ts).all() else theta, None      # too coarse: the subsample, from there
     if ts is None:
