@@ -28,8 +28,8 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
            'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS',
-           'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'SURROGATE_INNER', 'INNER_FINAL',
-           'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
+           'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE',
+           'SUBSAMPLE_FTOL', 'SUBSAMPLE_MAXFUN', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
            'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
            'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
            'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
@@ -1837,7 +1837,6 @@ POLISH_STEPS = 8            # then at most this many exact evaluations (one eigh
 POLISH_TOL = 2.5e-7         # stop when the quadratic model's remaining gain is below this, relative to |L|
 SURROGATE_TRACE = 1e-3      # the Nystrom surrogate is kept when tr(K - Q) <= this tr(K) at its optimum
 SURROGATE_TOL = 1e-5        # the surrogate's search stops at this remaining gain (its optimum is not the exact one)
-SURROGATE_INNER = {"ftol": 1e-6}   # the surrogate's inner solves (scipy's default ftol 2.2e-9; see the decision above)
 INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
 
 
@@ -1849,24 +1848,15 @@ def _surrogate_ok(est, lik, bounds) -> bool:
 
 def _surrogate_search(sur, theta, bounds):
     """(ts, c0): the profile optimum of the surrogate likelihood `sur` from theta by the secant steps of `_secant_polish`
-    from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), its inner solves to SURROGATE_INNER, and their
-    last secant (the exact polish's first curvature only if the exact one fails)."""
-    s_inner, _, s_reset = _profile(sur, bounds)
-
-    def s_outer(tk):                                    # `_profile`'s outer, the inner solve looser
-        with np.errstate(all="ignore"):
-            try:
-                t = np.r_[tk, s_inner(tk, SURROGATE_INNER)]
-                f, g = sur(t, True)
-            except (np.linalg.LinAlgError, ValueError):
-                return np.inf, np.zeros_like(tk)
-        return (-f, -g[:1]) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(tk))
+    from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the exact polish's
+    first curvature only if the exact one fails)."""
+    s_inner, s_outer, s_reset = _profile(sur, bounds)
     s_reset(theta)
     x, done, c0 = _secant_polish(s_outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
                                  tol=SURROGATE_TOL)
     if not done:
         x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
-    return np.r_[x, s_inner(np.array([x]), SURROGATE_INNER)], c0
+    return np.r_[x, s_inner(np.array([x]))], c0
 
 
 def _surrogate_profile(est, lik, theta, bounds, more=()):
