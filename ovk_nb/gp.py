@@ -27,11 +27,11 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 
 # %% auto #0
 __all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
-           'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'POLISH_STEPS',
-           'POLISH_TOL', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
-           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
-           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS',
+           'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE',
+           'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID',
+           'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
+           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
@@ -1832,10 +1832,12 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5):
     return -Lx, -(Lxx - corr)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e0a9c6a9
-SURROGATE_ROWS = 500        # an exact fit of more than 2x this many rows searches its bandwidth on this many first
+SURROGATE_ROWS = 500        # an exact fit of more than 2x this many rows searches its bandwidth on a surrogate first
+SURROGATE_LANDMARKS = 200   # the surrogate: the collapsed Nystrom bound on all rows, this many evenly spaced landmarks
 POLISH_STEPS = 8            # then at most this many exact evaluations (one eigh each) polish it
 POLISH_TOL = 2.5e-7         # stop when the quadratic model's remaining gain is below this, relative to |L|
-SURROGATE_TOL = 1e-5        # the subsample's search stops at this remaining gain (its optimum is not the exact one)
+SURROGATE_TRACE = 1e-3      # the Nystrom surrogate is kept when tr(K - Q) <= this tr(K) at its optimum
+SURROGATE_TOL = 1e-5        # the surrogate's search stops at this remaining gain (its optimum is not the exact one)
 INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
 
 
@@ -1845,23 +1847,43 @@ def _surrogate_ok(est, lik, bounds) -> bool:
             and not est.n_restarts_optimizer and lik.X.shape[0] > 2 * SURROGATE_ROWS)
 
 
-def _surrogate_profile(est, lik, theta, bounds, more=()):
-    """(theta, lml): the profile optimum on SURROGATE_ROWS evenly spaced rows (their eighs cost (m / n)^3 of one exact
-    eigh), then `_secant_polish` on the exact profile from there, its first step on the exact curvature
-    (`_profile_curvature`), and L-BFGS-B if it did not converge."""
-    n = lik.X.shape[0]
-    rows = np.unique(np.linspace(0, n - 1, SURROGATE_ROWS).astype(int))
-    sub = SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows])
-    s_inner, s_outer, s_reset = _profile(sub, bounds)
+def _surrogate_search(sur, theta, bounds):
+    """(ts, c0): the profile optimum of the surrogate likelihood `sur` from theta by the secant steps of `_secant_polish`
+    from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the exact polish's
+    first curvature only if the exact one fails)."""
+    s_inner, s_outer, s_reset = _profile(sur, bounds)
     s_reset(theta)
-    lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
-    # the same secant steps on the subsample from a unit step, to SURROGATE_TOL; its last secant is the exact polish's
-    # first curvature only if the exact one fails (measured on bench_gp's ICM draws: 331 at m = 500 vs 460 on all
-    # n = 1500 rows; 490 vs 486 at n = 3000)
-    x, done, c0 = _secant_polish(s_outer, float(theta[0]), lo, hi, np.nan, tol=SURROGATE_TOL)
+    x, done, c0 = _secant_polish(s_outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
+                                 tol=SURROGATE_TOL)
     if not done:
         x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
-    ts = np.r_[x, s_inner(np.array([x]))]
+    return np.r_[x, s_inner(np.array([x]))], c0
+
+
+def _surrogate_profile(est, lik, theta, bounds, more=()):
+    """(theta, lml): the profile optimum of a surrogate, then `_secant_polish` on the exact profile from there, its first
+    step on the exact curvature (`_profile_curvature`), and L-BFGS-B if it did not converge. The surrogate: for RBF the
+    collapsed Nystrom bound on all n rows with SURROGATE_LANDMARKS evenly spaced landmarks (one O(n m^2) pass per
+    bandwidth), kept when its mean relative trace error tr(K - Q) / tr(K) at its optimum is at most SURROGATE_TRACE;
+    else (and for other kernels) the exact profile on SURROGATE_ROWS evenly spaced rows, from there."""
+    n = lik.X.shape[0]
+    ts = None
+    if isinstance(lik.sk, RBF):
+        Z = lik.X[np.unique(np.linspace(0, n - 1, min(SURROGATE_LANDMARKS, n // 2)).astype(int))]
+        ny = NystromLikelihood(lik.kernel, lik.X, lik.Y, Z, bound=True)   # its optimum 0.001-0.021 in log gamma from
+        # the exact one on icm_data(1500, seeds 0-9), the 500-row subsample's 0.007-0.082 (see the decision above)
+        ts, c0 = _surrogate_search(ny, theta, bounds)
+        try:
+            with np.errstate(all="ignore"):
+                t = ny.state(ts, False)[-1]             # tr(K_nn - Q) at the surrogate's optimum; tr(K_nn) = n (RBF)
+        except (np.linalg.LinAlgError, ValueError):
+            t = np.inf
+        if not (np.isfinite(t) and t <= SURROGATE_TRACE * n):
+            theta, ts = ts if np.isfinite(ts).all() else theta, None      # too coarse: the subsample, from there
+    if ts is None:
+        rows = np.unique(np.linspace(0, n - 1, SURROGATE_ROWS).astype(int))
+        ts, c0 = _surrogate_search(SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows]), theta, bounds)
+    lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
     inner, outer, reset = _profile(lik, bounds)
     reset(ts)
 

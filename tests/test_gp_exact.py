@@ -101,3 +101,40 @@ def test_exact_fit_threads_only_its_n_by_n_work(monkeypatch):
     gp = G.OVKGaussianProcess().fit(X, Y)
     assert seen["eigh"] == {blas_ceiling()} and seen["tail"] == {1}, seen
     assert gp._lik.__dict__.get("_big_threads") is None          # the limit is the fit's, not kept
+
+
+def _icm_bench(n, seed, n_test=1000, d=4, p=2, noise=0.05, n_feat=2000):
+    "bench_gp.icm_data's draw (copied: tests do not import bench/): an ICM GP draw by random Fourier features, y = f + noise."
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n + n_test, p))
+    Om, b = rng.normal(scale=np.sqrt(2.0), size=(p, n_feat)), rng.uniform(0, 2 * np.pi, n_feat)
+    w, B = rng.normal(size=(d, 1)), rng.normal(size=(d, d))
+    T = w @ w.T / 2 + B @ B.T / 4
+    G = rng.normal(size=(n_feat, d)) @ np.linalg.cholesky(T).T
+    F = np.sqrt(2.0 / n_feat) * np.cos(X @ Om + b) @ G
+    Y = F + np.sqrt(noise) * rng.normal(size=F.shape)
+    return X[:n], Y[:n]
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_exact_fit_benchmark_draws_two_eighs(monkeypatch, seed):
+    """Issue 31.1 on every draw: draws of the benchmark's kind (bench_gp.icm_data) at n = 600 with SURROGATE_ROWS = 200
+    (so that the surrogate route runs, with its default SURROGATE_LANDMARKS = 200 landmarks) reach the plain profile
+    L-BFGS-B's optimum (by objective, 1e-6 relative) with at most 2 eighs of the n x n Gram. On these two draws the
+    500-row-subsample surrogate (the route before, here 200 rows) took 3: its optimum was too far for one Newton step."""
+    X, Y = _icm_bench(600, seed)
+    sizes, eigh = [], gpm.eigh_psd
+
+    def counted(A, *a, **k):
+        sizes.append(A.shape[0])
+        return eigh(A, *a, **k)
+
+    monkeypatch.setattr(gpm, "eigh_psd", counted)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
+    ref = OVKGaussianProcess().fit(X, Y)
+    sizes.clear()
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
+    gp = OVKGaussianProcess().fit(X, Y)
+    lr, lg = ref.log_marginal_likelihood_value_, gp.log_marginal_likelihood_value_
+    assert lg >= lr - 1e-6 * abs(lr)
+    assert sizes.count(600) <= 2, sizes

@@ -1,0 +1,155 @@
+"""Issue 31.1 on every draw: the exact OVKGaussianProcess fit's n x n eighs, its time in eighs, and its optimum against the
+plain profile L-BFGS-B, per data seed.
+
+  python bench/bench_gp_exact4.py --quick          # n = 1500, seeds 0-4 (about 1 min on a quiet 2-core machine)
+  python bench/bench_gp_exact4.py --n 1500         # n = 1500, seeds 0-9 (about 2 min quiet)
+  python bench/bench_gp_exact4.py --n 3000 --seeds 0     # one seed at n = 3000 (about 75 s quiet; --seeds 1, ... 4 alike)
+  python bench/bench_gp_exact4.py --digits         # the digits data shipped with scikit-learn (n = 1797, about 20 s)
+  python bench/bench_gp_exact4.py                  # all of the above: n = 1500 seeds 0-9, n = 3000 seeds 0-4, digits
+                                                   # (about 9 min quiet)
+  (estimates from the CPU seconds measured under load; most of each case is the plain L-BFGS-B reference, 8-14 eighs)
+  -> bench/results/gp_exact_draws.csv (rows of other (data, n, seed) kept) and bench/results/gp_exact_draws.md
+
+Each (n, seed) runs in a fresh subprocess with one BLAS thread (bench_gp.ENV1). `OVKGaussianProcess()` (default
+arguments: d = 4 outputs, full-rank T, learned bandwidth and noise) on bench_gp's `icm_data(n, seed=seed)`, between two
+`eigh_psd` of the n x n RBF Gram (scipy's syevd, as numpy.linalg.eigh; the faster of the two is the unit), wall and CPU
+seconds (`time.process_time`, one thread: the load-robust clock) for both; the n x n eighs of the fit counted by wrapping
+`ovk_nb.gp.eigh_psd`. The reference is the plain profile L-BFGS-B (`SURROGATE_ROWS` set past n: the route before issue
+31), run once in the same process, for the optimum it reaches: rel. diff = (LML - LML ref) / |LML ref| (positive: the
+new fit is higher). `--digits`: scikit-learn's `load_digits` (1797 images of 8 x 8 pixels), X = the 4 leading principal
+components of the left half of each image, Y = the 4 leading principal components of its right half (4 correlated
+outputs), both standardised.
+"""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_gp import RES, _read, _sub, _write, icm_data   # noqa: E402
+
+CSV, MD = RES / "gp_exact_draws.csv", RES / "gp_exact_draws.md"
+
+
+def digits_data():
+    "load_digits: X = 4 leading PCs of each image's left half, Y = 4 leading PCs of its right half, standardised."
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+    img = load_digits().images                                  # (1797, 8, 8)
+    left, right = img[:, :, :4].reshape(len(img), -1), img[:, :, 4:].reshape(len(img), -1)
+    X = PCA(4, random_state=0).fit_transform(left)
+    Y = PCA(4, random_state=0).fit_transform(right)
+    return (X - X.mean(0)) / X.std(0), (Y - Y.mean(0)) / Y.std(0)
+
+
+def case(data, n, seed):
+    import ovk_nb.gp as gpm
+    from ovk_nb.kernels import RBF
+    from ovk_nb.linalg import eigh_psd
+    if data == "digits":
+        X, Y = digits_data()
+        n = len(X)
+    else:
+        X, Y, _, _ = icm_data(n, seed=seed)
+    K = RBF(1.0)(X, X)
+    sizes = []
+
+    def counted(A, *a, **k):
+        sizes.append(A.shape[0])
+        return eigh_psd(A, *a, **k)
+    gpm.eigh_psd = counted
+
+    def timed(f):
+        w, c = time.perf_counter(), time.process_time()
+        r = f()
+        return r, time.perf_counter() - w, time.process_time() - c
+    load0 = os.getloadavg()[0]
+    _, ew1, ec1 = timed(lambda: eigh_psd(K))
+    gp, fw, fc = timed(lambda: gpm.OVKGaussianProcess().fit(X, Y))
+    _, ew2, ec2 = timed(lambda: eigh_psd(K))
+    ew, ec = min(ew1, ew2), min(ec1, ec2)
+    eighs = sizes.count(n)
+    sizes.clear()
+    rows0, gpm.SURROGATE_ROWS = gpm.SURROGATE_ROWS, 10 ** 9
+    ref, rw, rc = timed(lambda: gpm.OVKGaussianProcess().fit(X, Y))
+    gpm.SURROGATE_ROWS = rows0
+    lml, lr = gp.log_marginal_likelihood_value_, ref.log_marginal_likelihood_value_
+    return {"data": data, "n": n, "seed": seed if data != "digits" else "", "threads": 1,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}",
+            "eigh_s": round(ew, 3), "eigh_cpu_s": round(ec, 3), "fit_s": round(fw, 3), "fit_cpu_s": round(fc, 3),
+            "ratio": round(fw / ew, 2), "ratio_cpu": round(fc / ec, 2), "eighs_n": eighs,
+            "log_gamma": round(float(gp.kernel_.theta[0]), 6), "lml": repr(lml),
+            "ref_fit_s": round(rw, 3), "ref_ratio_cpu": round(rc / ec, 2), "ref_eighs_n": sizes.count(n),
+            "log_gamma_ref": round(float(ref.kernel_.theta[0]), 6), "lml_ref": repr(lr),
+            "lml_rel_diff": f"{(lml - lr) / abs(lr):.2e}"}
+
+
+def report():
+    rows = _read(CSV)
+    L = ["# The exact GP fit on many draws: n x n eighs and the optimum (issue 31.1)", "",
+         "`python bench/bench_gp_exact4.py [--quick] [--n N ...] [--seeds a-b] [--digits]` (its docstring): "
+         "`OVKGaussianProcess()` (d = 4, full-rank T, learned bandwidth and noise) on `bench_gp.icm_data(n, seed)` or "
+         "scikit-learn's digits (X: 4 PCs of the left half-images, Y: 4 PCs of the right halves), one BLAS thread, each "
+         "case in a fresh process; `eigh`: the faster of two `eigh_psd` of the n x n Gram around the fit (wall, and CPU "
+         "seconds at one thread, the load-robust clock); `ratio`: fit / eigh (wall; CPU); `eighs`: the n x n eighs of the "
+         "fit; `ref`: the plain profile L-BFGS-B (the route before issue 31) in the same process; rel. diff = (LML - LML "
+         "ref) / |LML ref| (positive: higher). The load (1-minute average, start-end) beside each row.", "",
+         "| data | n | seed | load | eigh s (cpu) | fit s (cpu) | ratio wall | ratio cpu | eighs | log gamma | LML | "
+         "ref eighs | ref fit/eigh cpu | log gamma ref | LML ref | rel. diff |", "|" + "---|" * 16]
+    for r in rows:
+        L.append(f"| {r['data']} | {r['n']} | {r['seed']} | {r['load']} | {r['eigh_s']} ({r['eigh_cpu_s']}) | "
+                 f"{r['fit_s']} ({r['fit_cpu_s']}) | {r['ratio']} | {r['ratio_cpu']} | {r['eighs_n']} | {r['log_gamma']} | "
+                 f"{float(r['lml']):.6f} | {r['ref_eighs_n']} | {r['ref_ratio_cpu']} | {r['log_gamma_ref']} | "
+                 f"{float(r['lml_ref']):.6f} | {r['lml_rel_diff']} |")
+    icm = [r for r in rows if r["data"] == "icm"]
+    if rows:
+        L += ["", f"Cases: {len(rows)}; most n x n eighs in a fit: {max(int(r['eighs_n']) for r in rows)}; largest CPU "
+              f"ratio: {max(float(r['ratio_cpu']) for r in rows)}; smallest rel. diff: "
+              f"{min(float(r['lml_rel_diff']) for r in rows):.2e}"
+              + (f" (icm draws: {len(icm)})" if icm else "") + "."]
+    MD.write_text("\n".join(L) + "\n")
+
+
+def run(cases):
+    keys = {(d, str(n), str(s)) for d, n, s in cases}
+    rows = [r for r in _read(CSV) if (r["data"], r["n"], r["seed"]) not in keys]
+    for d, n, s in cases:
+        r = _sub([__file__, "--case", d, str(n), str(s)])
+        if r:
+            print(r, flush=True)
+            rows = [x for x in rows if (x["data"], str(x["n"]), str(x["seed"])) != (r["data"], str(r["n"]), str(r["seed"]))]
+            rows.append(r)
+            _write(CSV, sorted(rows, key=lambda r: (r["data"], int(r["n"]), int(r["seed"] or -1))))
+            report()
+
+
+def _seeds(a, default):
+    if "--seeds" not in a:
+        return default
+    lo, _, hi = a[a.index("--seeds") + 1].partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    if a[:1] == ["--case"]:
+        print(json.dumps(case(a[1], int(a[2]), int(a[3]) if a[3] else 0)))
+    elif a[:1] == ["--help"]:
+        print(__doc__)
+    else:
+        ns = [int(a[i + 1]) for i, v in enumerate(a) if v == "--n"]
+        if "--quick" in a:
+            cases = [("icm", 1500, s) for s in _seeds(a, range(5))]
+        elif ns:
+            cases = [("icm", n, s) for n in ns for s in _seeds(a, range(10) if n <= 2000 else range(5))]
+        elif "--digits" in a:
+            cases = []
+        else:
+            cases = [("icm", 1500, s) for s in range(10)] + [("icm", 3000, s) for s in range(5)]
+        if "--digits" in a or not (ns or "--quick" in a):
+            cases.append(("digits", 1797, ""))
+        run(cases)
