@@ -1719,11 +1719,12 @@ def _restart_theta(theta0, bounds, rng):
     return t
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #c2179e2f
-def _profile(lik, bounds):
+def _profile(lik, bounds, refine=None):
     """(inner, outer, reset) of the profile likelihood: inner(theta_k) maximises over (T, noise) at that bandwidth (an
     inner L-BFGS-B in the kept eigenbasis, O(n d^2) per evaluation); outer(theta_k) -> (-L, -dL/dtheta_k) at the inner
     optimum (envelope theorem); reset(theta0) starts the inner problem from theta0's (T, noise) again.
-    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve)."""
+    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve); `refine(theta_k,
+    t_inner) -> t_inner`, when given, polishes each inner optimum (the Nystrom route's Newton steps, `_nystrom_profile`)."""
     nk = lik.nk
     warm, best = [None], [np.inf, None]
     b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
@@ -1743,10 +1744,11 @@ def _profile(lik, bounds):
                   key=lambda r: r.fun)
         if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):   # no finite inner optimum: the warm start stays
             return warm[0] if best[1] is None else best[1]
-        warm[0] = res.x
+        ti = res.x if refine is None else refine(tk, res.x)
+        warm[0] = ti
         if res.fun < best[0]:
-            best[:] = [res.fun, res.x]
-        return res.x
+            best[:] = [res.fun, ti]
+        return ti
 
     def outer(tk):
         with np.errstate(all="ignore"):
@@ -2149,34 +2151,14 @@ def _nystrom_profile(lik, bounds, newton: int):
     then `newton` steps of `_inner_newton` (the inner problem's flat valleys: L-BFGS-B ends where the rounding of f hides
     its progress, and two runs whose sums differ in the last bits end apart); grad=False: a pass without the gradient's
     products (E, F). sol[x]: the inner optimum found at x; reset(theta0) starts the inner problem from theta0's."""
-    nk, sol = lik.nk, {}
-    warm, best = [None], [np.inf, None]
-    b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
-
-    def solve(tk):
-        def obj(ti):
-            with np.errstate(all="ignore"):
-                try:
-                    f, g = lik(np.r_[tk, ti], True, kernel_grad=False)
-                except (np.linalg.LinAlgError, ValueError):
-                    return np.inf, np.zeros_like(ti)
-            return (-f, -g) if np.isfinite(f) and np.isfinite(g).all() else (np.inf, np.zeros_like(ti))
-        res = min((minimize(obj, t0, method="L-BFGS-B", jac=True, bounds=b_in) for t0 in
-                   ([warm[0]] if best[1] is None or np.array_equal(best[1], warm[0]) else [warm[0], best[1]])),
-                  key=lambda r: r.fun)
-        if not (np.isfinite(res.fun) and np.isfinite(res.x).all()):
-            return warm[0] if best[1] is None else best[1]
-        ti = _inner_newton(lik, tk, res.x, bounds, newton) if newton else res.x
-        warm[0] = ti
-        if res.fun < best[0]:
-            best[:] = [res.fun, ti]
-        return ti
+    sol = {}
+    inner, _, reset = _profile(lik, bounds, (lambda tk, ti: _inner_newton(lik, tk, ti, bounds, newton)) if newton else None)
 
     def at(x, grad: bool = True):
         lik.grad_pass = grad
         try:
             with np.errstate(all="ignore"):
-                ti = sol[x] = solve(np.array([x]))
+                ti = sol[x] = inner(np.array([x]))
                 r = lik(np.r_[x, ti], grad)
         except (np.linalg.LinAlgError, ValueError):
             r = (np.nan, np.full(1, np.nan)) if grad else np.nan
@@ -2186,8 +2168,6 @@ def _nystrom_profile(lik, bounds, newton: int):
         ok = np.isfinite(f) and np.isfinite(g)
         return ((-f, -g) if ok else (np.inf, 0.0)) if grad else (-f if ok else np.inf)
 
-    def reset(t0):
-        warm[0], best[:] = np.array(t0[nk:], dtype=float), [np.inf, None]
     return at, sol, reset
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #b8b131df
