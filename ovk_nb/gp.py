@@ -1861,7 +1861,7 @@ def _surrogate_search(sur, theta, bounds):
         x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
     return np.r_[x, s_inner(np.array([x]))], c0
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #8078e2d6
 def _surrogate_profile(est, lik, theta, bounds, more=()):
     """(theta, lml): the profile optimum of a surrogate, then `_secant_polish` on the exact profile from there, its first
     step on the exact curvature (`_profile_curvature`), and L-BFGS-B if it did not converge. The surrogate: for RBF the
@@ -1901,7 +1901,7 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #e1166d93
 def _secant_polish(outer, x, lo, hi, c, first=None, tol=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
