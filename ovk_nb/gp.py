@@ -1855,7 +1855,7 @@ def _surrogate_search(sur, theta, bounds):
     first curvature only if the exact one fails)."""
     s_inner, s_outer, s_reset = _profile(sur, bounds)
     s_reset(theta)
-    x, done, c0 = _secant_polish(s_outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
+    x, done, c0, _ = _secant_polish(s_outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
                                  tol=SURROGATE_TOL)
     if not done:
         x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
@@ -1896,44 +1896,46 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
                 return (-lik(t, False), *_profile_curvature(lik, t, bounds))
             except (np.linalg.LinAlgError, ValueError):
                 return np.inf, 0.0, np.nan
-    x, done, _ = _secant_polish(outer, float(ts[0]), lo, hi, c0, first)
+    x, done, _, _ = _secant_polish(outer, float(ts[0]), lo, hi, c0, first)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e1166d93
-def _secant_polish(outer, x, lo, hi, c, first=None, tol=None):
+def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
-    curvature quadrupled). (x, True, c) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
-    bound, else (x, False, c) after POLISH_STEPS. `first(x) -> (F, F', F'')`, when given, makes the first evaluation,
-    its F'' the first curvature."""
+    curvature quadrupled). (x, True, c, F) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
+    bound, else (x, False, c, F) after `steps` (POLISH_STEPS) or at a non-finite F or F'. `first(x) -> (F, F', F'')`,
+    when given, makes the first evaluation, its F'' the first curvature. The Nystrom route's subsample search
+    (`_secant_1d`) is this search too."""
     tol = POLISH_TOL if tol is None else tol
+    steps = POLISH_STEPS if steps is None else steps
     if first is None:
         F, g = outer(np.array([x]))
         g = float(g[0])
     else:
         F, g, c1 = first(x)
         c = c1 if np.isfinite(c1) and c1 > 0 else c
-    for _ in range(POLISH_STEPS):
-        if not np.isfinite(F):
-            return x, False, c
+    for _ in range(steps):
+        if not (np.isfinite(F) and np.isfinite(g)):
+            return x, False, c, F
         if not (np.isfinite(c) and c > 0):
             c = max(abs(g), 1e-12)                       # no usable curvature: a unit step
         if 0.5 * g * g / c <= tol * max(1.0, abs(F)):
-            return x, True, c
+            return x, True, c, F
         x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
         if x1 == x:
-            return x, True, c
+            return x, True, c, F
         F1, g1 = outer(np.array([x1]))
         g1 = float(g1[0])
-        if not (np.isfinite(F1) and F1 <= F):
+        if not (np.isfinite(F1) and np.isfinite(g1) and F1 <= F):
             c *= 4.0
             continue
         cs = (g1 - g) / (x1 - x)
         c = cs if cs > 0 else c
         x, F, g = x1, F1, g1
-    return x, False, c
+    return x, False, c, F
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #974f6284
 def _final(lik, theta, f_of):
@@ -2039,30 +2041,20 @@ START_GRID = 1e-3           # the subsample's bandwidth (log gamma) is rounded t
 
 
 def _secant_1d(fg, x0, lo, hi, tol=None, max_fun=None, step: float = 0.5):
-    """(x, F, h): a minimum of a 1-D fg(x) -> (F, F') in [lo, hi] from x0: a first step of `step` against the gradient,
-    then Newton steps on the secant h of the last two gradients (at most 1 long); a step that does not lower F is not
-    taken (h quadrupled). Stops when 0.5 F'^2 / h <= tol max(1, |F|), at a bound the gradient pushes against, or after
-    `max_fun` evaluations (the best point seen; no warning: a start)."""
-    tol = SUBSAMPLE_TOL if tol is None else tol
+    """(x, F, h): a minimum of a 1-D fg(x) -> (F, F') in [lo, hi] from x0 by `_secant_polish`: a first step of `step`
+    against the gradient, then Newton steps on the secant h of the last two gradients (at most 1 long); a step that does
+    not lower F is not taken (h quadrupled). Stops when 0.5 F'^2 / h <= tol max(1, |F|), at a bound the gradient pushes
+    against, or after `max_fun` evaluations (the best point seen; no warning: a start)."""
+    def outer(a):
+        f, g = fg(float(a[0]))
+        return f, np.array([g])
+
+    def first(x):                                       # the first curvature: a step of `step`
+        f, g = fg(x)
+        return f, g, max(abs(g), 1e-12) / step
     max_fun = SUBSAMPLE_MAXFUN if max_fun is None else max_fun
-    x = float(np.clip(x0, lo, hi))
-    f, g = fg(x)
-    h = max(abs(g), 1e-12) / step
-    for _ in range(max_fun - 1):
-        if not (np.isfinite(f) and np.isfinite(g)):
-            break
-        if 0.5 * g * g / h <= tol * max(1.0, abs(f)) or (x <= lo and g > 0) or (x >= hi and g < 0):
-            break
-        x1 = float(np.clip(x - np.clip(g / h, -1.0, 1.0), lo, hi))
-        if x1 == x:
-            break
-        f1, g1 = fg(x1)
-        if not (np.isfinite(f1) and np.isfinite(g1) and f1 <= f):
-            h *= 4.0
-            continue
-        hs = (g1 - g) / (x1 - x)
-        h = hs if hs > 0 else h                           # a non-positive secant (not convex there): keep h
-        x, f, g = x1, f1, g1
+    x, _, h, f = _secant_polish(outer, float(np.clip(x0, lo, hi)), lo, hi, np.nan, first,
+                                SUBSAMPLE_TOL if tol is None else tol, max_fun - 1)
     return x, f, h
 
 
