@@ -1,11 +1,17 @@
 """Issue 31.1: the exact fit in a few factorizations. The exact profile's curvature in the eigenbasis
 (`_profile_curvature`) against differences of the exact profile gradient, and the surrogate route's count of n x n
 eighs with its optimum compared by objective to the plain profile L-BFGS-B."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import ovk_nb.gp as gpm
 from ovk_nb.gp import OVKGaussianProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from bench_gp import icm_data  # noqa: E402  (the benchmark's own draw, as tests/test_real_data.py imports bench_real)
 
 
 def _icm(n, seed):
@@ -48,10 +54,9 @@ def test_profile_curvature_against_differences(seed):
     assert Fpp == pytest.approx(fd, rel=2e-2)           # the subsample's L-BFGS-B secant, the first curvature before, was 28-43% off
 
 
-def test_exact_fit_two_eighs_same_optimum(monkeypatch):
-    """The subsample's search then one exact Newton step on the exact curvature: 2 eighs of the n x n Gram (the step's
-    point and its check; 7 before on this draw), the same optimum as the plain profile L-BFGS-B by objective (1e-6 relative)."""
-    X, Y = _icm(600, 0)
+def _route_against_plain(monkeypatch, X, Y):
+    """(LML of the plain profile L-BFGS-B, LML of the surrogate route with SURROGATE_ROWS = 200, the orders of the eighs
+    the route called)."""
     sizes, eigh = [], gpm.eigh_psd
 
     def counted(A, *a, **k):
@@ -64,7 +69,13 @@ def test_exact_fit_two_eighs_same_optimum(monkeypatch):
     sizes.clear()
     monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
     gp = OVKGaussianProcess().fit(X, Y)
-    lr, lg = ref.log_marginal_likelihood_value_, gp.log_marginal_likelihood_value_
+    return ref.log_marginal_likelihood_value_, gp.log_marginal_likelihood_value_, sizes
+
+
+def test_exact_fit_two_eighs_same_optimum(monkeypatch):
+    """The subsample's search then one exact Newton step on the exact curvature: 2 eighs of the n x n Gram (the step's
+    point and its check; 7 before on this draw), the same optimum as the plain profile L-BFGS-B by objective (1e-6 relative)."""
+    lr, lg, sizes = _route_against_plain(monkeypatch, *_icm(600, 0))
     assert lg >= lr - 1e-6 * abs(lr)
     assert sizes.count(600) <= 2, sizes
 
@@ -103,38 +114,13 @@ def test_exact_fit_threads_only_its_n_by_n_work(monkeypatch):
     assert gp._lik.__dict__.get("_big_threads") is None          # the limit is the fit's, not kept
 
 
-def _icm_bench(n, seed, n_test=1000, d=4, p=2, noise=0.05, n_feat=2000):
-    "bench_gp.icm_data's draw (copied: tests do not import bench/): an ICM GP draw by random Fourier features, y = f + noise."
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-2, 2, (n + n_test, p))
-    Om, b = rng.normal(scale=np.sqrt(2.0), size=(p, n_feat)), rng.uniform(0, 2 * np.pi, n_feat)
-    w, B = rng.normal(size=(d, 1)), rng.normal(size=(d, d))
-    T = w @ w.T / 2 + B @ B.T / 4
-    G = rng.normal(size=(n_feat, d)) @ np.linalg.cholesky(T).T
-    F = np.sqrt(2.0 / n_feat) * np.cos(X @ Om + b) @ G
-    Y = F + np.sqrt(noise) * rng.normal(size=F.shape)
-    return X[:n], Y[:n]
-
-
 @pytest.mark.parametrize("seed", [0, 2])
 def test_exact_fit_benchmark_draws_two_eighs(monkeypatch, seed):
     """Issue 31.1 on every draw: draws of the benchmark's kind (bench_gp.icm_data) at n = 600 with SURROGATE_ROWS = 200
     (so that the surrogate route runs, with its default SURROGATE_LANDMARKS = 200 landmarks) reach the plain profile
     L-BFGS-B's optimum (by objective, 1e-6 relative) with at most 2 eighs of the n x n Gram. On these two draws the
     500-row-subsample surrogate (the route before, here 200 rows) took 3: its optimum was too far for one Newton step."""
-    X, Y = _icm_bench(600, seed)
-    sizes, eigh = [], gpm.eigh_psd
-
-    def counted(A, *a, **k):
-        sizes.append(A.shape[0])
-        return eigh(A, *a, **k)
-
-    monkeypatch.setattr(gpm, "eigh_psd", counted)
-    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
-    ref = OVKGaussianProcess().fit(X, Y)
-    sizes.clear()
-    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
-    gp = OVKGaussianProcess().fit(X, Y)
-    lr, lg = ref.log_marginal_likelihood_value_, gp.log_marginal_likelihood_value_
+    X, Y, _, _ = icm_data(600, seed=seed)
+    lr, lg, sizes = _route_against_plain(monkeypatch, X, Y)
     assert lg >= lr - 1e-6 * abs(lr)
     assert sizes.count(600) <= 2, sizes
