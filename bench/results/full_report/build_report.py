@@ -144,7 +144,7 @@ def experiment_rows():
         page = (HERE / folder / "index.md").read_text()
         for name, paper, secs in re.findall(r"^## (\w+): .*\n\nPaper (\w+)\. Time: ([\d.]+)s", page, flags=re.M):
             out.append({"experiment": name, "paper": paper, "folder": folder, "time (s)": float(secs),
-                        "failed": "yes" if f"## {name}:" in page and "**FAILED**" in page.split(f"## {name}:")[1].split("\n## ")[0] else ""})
+                        "failed": "yes" if "**FAILED**" in page.split(f"## {name}:")[1].split("\n## ")[0] else ""})
     return out
 
 
