@@ -1,17 +1,25 @@
-"""The one full-size report (issue 32): one run of every experiment from one commit, in one index with the whole tally.
-Run from the repository root, after the run's folders are in place: python bench/results/full_report/build_report.py
+"""The one full-size report (issue 32): one run of every experiment, every result the output of one commit's code, in one
+index with the whole tally. Run from the repository root, after the run's folders are in place:
+python bench/results/full_report/build_report.py
 
-The run: `ovk-nb reproduce --out DIR` at the papers' sizes, from a clean checkout of one commit, in two processes side by
-side on the 2-core machine (`FOLDERS`: paper 001's LOCO search in one, every other experiment in the other). Each folder
-is that process's own report (index.html with the evidence: tables, figures; summary.csv, provenance.csv, code_hashes.json).
-The verdicts are the run's own, computed by `ovk_nb.experiments.core.judge` when it ran; nothing is re-judged here.
+The run: `ovk-nb reproduce --out DIR` at the papers' sizes, from a clean checkout of one commit, in processes side by side
+on the 2-core machine (`FOLDERS`). Each folder is that process's own report (index.html with the evidence: tables, figures;
+summary.csv, provenance.csv, code_hashes.json). The verdicts are the run's own, computed by
+`ovk_nb.experiments.core.judge` when it ran; nothing is re-judged here.
+
+A rerun of what a code change marked stale is a later folder: its experiments replace the same experiments of the earlier
+folders, and the report's commit is the rerun's. An experiment kept from an earlier commit is accepted only where its
+`code_hash` at the report's commit (its function and every ovk_nb module its module imports, read with `git show`) equals
+the hash its run recorded: then the report's commit runs exactly the code that produced it. Anything else is refused
+(`one_code`): a folder from a commit that is not an ancestor of the report's, a clean-tree or size or version mismatch, an
+old result whose code changed, a folder none of whose results is kept.
 
 This script writes, beside the folders:
-* summary.csv: every line of the folders once, with its folder (the rules are checked again: `verdict_problems`);
+* summary.csv: every kept line once, with its folder (the rules are checked again: `verdict_problems`);
 * code_hashes.json: {experiment: {hash, commit, folder}} from the runs' own code_hashes.json, and stale.json: the
   experiments whose `code_hash` today differs (tests/test_report_rules.py fails when the two disagree with today's code);
-* index.md / index.html: the one commit (refused if the folders ran from different commits or a dirty tree), the versions,
-  what a run records, the stale results by name, the whole tally, every paper's lines linked to their evidence.
+* index.md / index.html: the report's commit and each folder's, the versions, what a run records, the stale results by
+  name, the whole tally, every paper's lines linked to their evidence.
 """
 import ast
 import csv
@@ -24,11 +32,14 @@ from ovk_nb.reproduce import PAPER_SOURCES, PAPERS, dead_links, load_experiments
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent.parent
-# the run's folders: the process that ran them (`ovk-nb reproduce --only ...`), in the order of the page
-FOLDERS = {"papers_000_002_003_004": "every experiment but paper 001's", "paper_001": "paper 001's three experiments"}
-STARTED = "2026-11-29 03:59 UTC"    # both processes' launch (a report's own `date` is read when it is written, at the end)
-LOAD = ("this 2-core machine, nothing else of the project's running at first; from about 04:20 two helper agents' "
-        "tests and benchmarks ran beside it at a lower scheduling priority (load average 2-7)")
+# the run's folders, oldest first: what each process ran, when it started, the load beside it. A later folder's
+# experiments replace the same experiments of an earlier one (`owners`).
+_LOAD_0359 = ("nothing else of the project's running at first; from about 04:20 two helper agents' tests and benchmarks "
+              "ran beside it at a lower scheduling priority (load average 2-7)")
+FOLDERS = {"papers_000_002_003_004": {"what": "every experiment but paper 001's", "started": "2026-11-29 03:59 UTC",
+                                      "load": _LOAD_0359},
+           "paper_001": {"what": "paper 001's three experiments", "started": "2026-11-29 03:59 UTC", "load": _LOAD_0359}}
+VERSIONS = ("python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas", "seed", "sizes", "package")
 
 
 def _read(path):
@@ -41,25 +52,49 @@ def runs():
     return {f: (_read(HERE / f / "provenance.csv")[0], json.loads((HERE / f / "code_hashes.json").read_text())) for f in FOLDERS}
 
 
-def one_commit(rs):
-    """The commit every folder ran from, and the fields all share. ValueError if they ran from different commits or
-    versions, from a tree with uncommitted changes, or at reduced sizes: such folders are not one report."""
-    provs = [p for p, _ in rs.values()]
-    for key in ("commit", "python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas", "seed", "sizes", "package"):
-        vals = {p.get(key, "") for p in provs}
+def owners(rs):
+    "{experiment: folder}: the last folder (in `FOLDERS`' order) that ran it."
+    return {name: f for f, (_, hs) in rs.items() for name in hs}
+
+
+def _git(*args):
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def one_code(rs):
+    """The report's provenance: the commit of its last folder, whose code produced every kept result. ValueError if the
+    folders disagree on a version, ran from a dirty tree or at reduced sizes, come from a commit that is not an ancestor
+    of the report's, keep nothing, or keep a result whose `code_hash` at the report's commit differs from its run's."""
+    provs = {f: p for f, (p, _) in rs.items()}
+    for key in VERSIONS:
+        vals = {p.get(key, "") for p in provs.values()}
         if len(vals) != 1:
             raise ValueError(f"the folders disagree on {key}: {sorted(vals)}")
-    p = {**provs[0], "date": "; ".join(f"{f}: {q['date']}" for f, (q, _) in rs.items())}
-    if "uncommitted" in p["commit"] or not p["sizes"].startswith("full"):
-        raise ValueError(f"not a clean full-size run: {p['commit']!r}, {p['sizes']!r}")
-    return p
+    for f, p in provs.items():
+        if "uncommitted" in p["commit"] or not p["sizes"].startswith("full"):
+            raise ValueError(f"{f}: not a clean full-size run: {p['commit']!r}, {p['sizes']!r}")
+    head = provs[list(FOLDERS)[-1]]["commit"]
+    own = owners(rs)
+    for f, p in provs.items():
+        if f not in own.values():
+            raise ValueError(f"{f}: every result of it is replaced by a later folder: remove it")
+        if p["commit"] != head and _git("merge-base", "--is-ancestor", p["commit"], head).returncode:
+            raise ValueError(f"{f}: commit {p['commit']} is not an ancestor of the report's commit {head}")
+    reg, at_head = load_experiments(), _git_source(head)
+    changed = [n for n, f in own.items() if provs[f]["commit"] != head and code_hash(n, reg[n].module, at_head) != rs[f][1][n]]
+    if changed:
+        raise ValueError(f"results whose code changed between their run and {head}: rerun them: {sorted(changed)}")
+    dates = "; ".join(f"{f}: {p['date']}" for f, p in provs.items())
+    return {**provs[list(FOLDERS)[-1]], "date": dates, "runs": "; ".join(f"{f}: {p['commit']}" for f, p in provs.items())}
 
 
-def rows():
-    "Every line of the folders, with its folder; the not-run lines of a paper once."
-    out, seen = [], set()
+def rows(rs):
+    "Every kept line of the folders (an experiment's from its `owners` folder), with its folder; the not-run lines of a paper once."
+    out, seen, own = [], set(), owners(rs)
     for folder in FOLDERS:
         for r in _read(HERE / folder / "summary.csv"):
+            if r["experiment"] in own and own[r["experiment"]] != folder:
+                continue
             key = (r["paper_id"], r["quantity"]) if r["experiment"].endswith("_not_run") else (folder, r["experiment"], r["quantity"])
             if key not in seen:
                 seen.add(key)
@@ -69,8 +104,9 @@ def rows():
 
 def hashes(rs):
     "{experiment: {hash, commit, folder}}: the `code_hash` each run recorded, with its commit and folder."
+    own = owners(rs)
     return {name: {"hash": h, "commit": prov["commit"], "folder": folder}
-            for folder, (prov, hs) in rs.items() for name, h in sorted(hs.items())}
+            for folder, (prov, hs) in rs.items() for name, h in sorted(hs.items()) if own[name] == folder}
 
 
 def stale(recorded):
@@ -136,31 +172,40 @@ def _cells(r, link=False):
             "folder": r["folder"]}
 
 
-def experiment_rows():
-    "Every experiment the run did: its paper, folder and time, read from its folder's page (`## name: ...` then `Time: Xs`)."
+def experiment_rows(rs):
+    """Every kept experiment: its paper, folder, the commit it ran from and its time, read from its folder's page
+    (`## name: ...` then `Time: Xs`)."""
     import re
-    out = []
+    out, own = [], owners(rs)
     for folder in FOLDERS:
         page = (HERE / folder / "index.md").read_text()
         for name, paper, secs in re.findall(r"^## (\w+): .*\n\nPaper (\w+)\. Time: ([\d.]+)s", page, flags=re.M):
-            out.append({"experiment": name, "paper": paper, "folder": folder, "time (s)": float(secs),
+            if own.get(name) != folder:
+                continue
+            out.append({"experiment": name, "paper": paper, "folder": folder, "commit": rs[folder][0]["commit"], "time (s)": float(secs),
                         "failed": "yes" if "**FAILED**" in page.split(f"## {name}:")[1].split("\n## ")[0] else ""})
     return out
 
 
-def index(summ, prov, stale_list, stale_table, exps):
+def index(summ, prov, stale_list, stale_table, exps, rs_commit):
     """index.md and index.html: the one commit and its versions, the experiments and their times, what a run records, the
     stale results by name, the whole tally, every paper's lines (in the HTML linked to their evidence)."""
     from ovk_nb.reproduce import _STYLE, _html_table
     t = tally(summ)
     total = sum(e["time (s)"] for e in exps)
+    commits = sorted({e["commit"] for e in exps})
+    runs = "; ".join(f"`{f}/`: {w['what']}, from commit `{rs_commit[f]}`, started {w['started']} ({w['load']})"
+                     for f, w in FOLDERS.items())
     head = ["# ovk_nb full-size reproduction report (one run, one index)", "",
-            f"**One run from one commit**: every registered experiment at the papers' sizes, run by `ovk-nb reproduce` from a "
-            f"clean checkout of commit `{prov['commit']}` (seed {prov['seed']}), started {STARTED} on {LOAD}, in "
-            f"{len(FOLDERS)} processes side by side ({'; '.join(f'`{f}/`: {w}' for f, w in FOLDERS.items())}); {len(exps)} experiments, "
-            f"{sum(bool(e['failed']) for e in exps)} failed, {total:.0f} s of experiment time in all. Each verdict is the "
-            "run's own, computed from its evidence by `ovk_nb.experiments.core.judge`; each folder's page holds the evidence "
-            "(tables, figures) that the lines below link to.", "",
+            f"**Every result from one commit's code**: every registered experiment at the papers' sizes, run by `ovk-nb reproduce` "
+            f"from a clean checkout (seed {prov['seed']}) on this 2-core machine, in {len(FOLDERS)} processes ({runs}); "
+            f"{len(exps)} experiments, {sum(bool(e['failed']) for e in exps)} failed, {total:.0f} s of experiment time in all. "
+            + (f"All ran from commit `{prov['commit']}`. " if commits == [prov["commit"]] else
+               f"The report's commit is `{prov['commit']}`: the experiments kept from an earlier commit have the same "
+               "`code_hash` there (their function and every ovk_nb module they import), checked by `build_report.one_code`, "
+               "so this commit runs exactly the code that produced them. ")
+            + "Each verdict is the run's own, computed from its evidence by `ovk_nb.experiments.core.judge`; each folder's "
+            "page holds the evidence (tables, figures) that the lines below link to.", "",
             f"**Stale**: {len(stale_list)} of {len(exps)} experiments (their code, or an ovk_nb module they import, changed "
             "since the run: `stale.json`, named under *Stale results*).", "",
             "**Versions**: " + "; ".join(f"{k} {prov[k]}" for k in ("python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas")
@@ -192,18 +237,18 @@ def index(summ, prov, stale_list, stale_table, exps):
 
 def main():
     rs = runs()
-    prov = one_commit(rs)
+    prov = one_code(rs)
     recorded = hashes(rs)
     (HERE / "code_hashes.json").write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
     st = stale(recorded)
     (HERE / "stale.json").write_text(json.dumps(st, indent=1) + "\n")
-    summ = rows()
+    summ = rows(rs)
     bad = [f"{r['experiment']}: {r['quantity']}: {p}" for r in summ for p in verdict_problems(r)]
     if bad:
         raise SystemExit("lines break the rules:\n" + "\n".join(bad))
     (HERE / "summary.csv").write_text(rows_to_csv(summ))
     (HERE / "provenance.csv").write_text(rows_to_csv([prov]))
-    index(summ, prov, st, stale_rows(recorded, st), experiment_rows())
+    index(summ, prov, st, stale_rows(recorded, st), experiment_rows(rs), {f: p['commit'] for f, (p, _) in rs.items()})
     dead = dead_links(HERE)
     if dead:
         raise SystemExit(f"dead links in index.html: {dead[:10]}")
