@@ -276,6 +276,18 @@ def _gathered(parts, grams, rows, cols):
     (ri, rl), (ci, cl) = rows, cols
     return sum(w * G[np.ix_(ri, ci)] * Tm[np.ix_(rl, cl)] for (_, Tm, w), G in zip(parts, grams))
 
+
+def _outer_minus_inverse(a, L):
+    """W = a a^T - (L L^T)^{-1} (twice the likelihood's derivative in K_o): the inverse from the Cholesky factor by LAPACK's
+    potri (n^3 / 3 + n^3 / 3 flops: the triangle's inverse, then its Gram), a third of two triangular solves against I."""
+    inv, info = sla.lapack.dpotri(L, lower=1)
+    if info:
+        raise np.linalg.LinAlgError(f"potri: info {info}")
+    T = np.tril(inv)                                  # potri fills the lower triangle only
+    W = T + T.T
+    W[np.diag_indices_from(W)] -= np.diag(T)
+    return np.subtract(np.outer(a, a), W, out=W)
+
 # %% ../nbs/2_algorithms/08_gp.ipynb #e20d47e3
 class MaskedLikelihood:
     """The exact log marginal likelihood of the observed entries of Y (NaN = missing) and its gradient: the n_o x n_o
@@ -287,6 +299,8 @@ class MaskedLikelihood:
         self.obs = ~np.isnan(Y)
         self.idx = np.nonzero(self.obs)                       # (i, l) in ravel order
         self.y = Y[self.obs]
+        self.E = np.zeros((self.y.size, Y.shape[1]))          # E[(i, l), m] = [l = m]: sums by output pair
+        self.E[np.arange(self.y.size), self.idx[1]] = 1.0
         _flat_parts(kernel)
 
     def factor(self, theta):
@@ -308,18 +322,19 @@ class MaskedLikelihood:
         lml = -0.5 * float(self.y @ a) - float(np.log(np.diag(L)).sum()) - 0.5 * self.y.size * LOG2PI
         if not eval_gradient:
             return lml
-        W = np.outer(a, a) - sla.cho_solve((L, True), np.eye(len(a)), check_finite=False)    # 2 dL/dK_o
-        return lml, self.contract(W, s2, parts, grams, len(theta) - k.n_dims)
+        return lml, self.contract(_outer_minus_inverse(a, L), s2, parts, grams, len(theta) - k.n_dims)
 
     def contract(self, W, s2, parts, grams, n_noise: int = 1):
-        """The gradient (1/2 <W, dK_o / dtheta_j>)_j of a loss whose derivative in K_o is W / 2, one parameter at a time
-        (the noise: one shared entry, or one per output when n_noise = d)."""
-        (ri, rl), grad = self.idx, []
+        """The gradient (1/2 <W, dK_o / dtheta_j>)_j of a loss whose derivative in K_o is W / 2. With E the (n_o, d)
+        indicator of each entry's output, <W, G[ri, ri] * T[rl, rl]> = <E^T (W * G[ri, ri]) E, T>: one gather of each
+        scalar Gram (and derivative), then d x d sums for every output-matrix parameter (the noise: one shared entry, or
+        one per output when n_noise = d)."""
+        (ri, rl), grad, E = self.idx, [], self.E
+        by_pair = lambda A: E.T @ (A @ E)                                   # (d, d): sums of A's blocks by output pair
         for (sk, Tm, dT, w), (Kx, dKx) in zip(parts, grams):
-            Tl, Ki = Tm[np.ix_(rl, rl)], Kx[np.ix_(ri, ri)]
-            grad += [0.5 * w * float(np.sum(W * g[np.ix_(ri, ri)] * Tl)) for g in dKx]
-            WK = W * Ki
-            grad += [0.5 * w * float(np.sum(WK * g[np.ix_(rl, rl)])) for g in dT]
+            grad += [0.5 * w * float(np.sum(by_pair(W * g[np.ix_(ri, ri)]) * Tm)) for g in dKx]
+            M = by_pair(W * Kx[np.ix_(ri, ri)])
+            grad += [0.5 * w * float(np.sum(M * g)) for g in dT]
         gD = 0.5 * s2 * np.bincount(rl, weights=np.diag(W), minlength=len(s2))
         grad += [float(gD.sum())] if n_noise == 1 else list(gD)
         return np.array(grad)
