@@ -10,7 +10,11 @@ preconditioner (`ovk_nb.gp.MaskedNystromPreconditioner`) against the unmasked on
   python bench/bench_gp_masked.py estimate            # the estimate at one theta against the exact LML (about 1 min
                                                       # quiet; PYTHONPATH=<an older checkout> for its estimator)
                                                       # -> bench/results/gp_masked_estimate.csv
-  python bench/bench_gp_masked.py report              # bench/results/gp_masked.md from the three csv files
+  python bench/bench_gp_masked.py eval [n ...]        # one evaluation of each route (exact, stochastic) at one theta,
+                                                      # CPU time and peak memory: the threshold's measurement (default
+                                                      # n = 1000 2000 3000 4500: about 6 min quiet, 8 GB at n = 4500)
+                                                      # -> bench/results/gp_masked_eval.csv
+  python bench/bench_gp_masked.py report              # bench/results/gp_masked.md from the csv files
 
 The case is `bench_gp.masked_case`'s (X uniform on [-3, 3]^4, RBF gamma = 0.5, d = 4, random PSD T, lam = 0.1, 30% of
 the entries and the first 10 rows missing, tolerance 1e-8), drawn by the same generator calls. Each case runs in a fresh
@@ -140,6 +144,41 @@ def estimate_case(data, n, n_probes):
             "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
 
+def eval_case(n, n_probes=30):
+    """One LML + gradient evaluation of `MaskedLikelihood` and of `StochasticMaskedLikelihood` at the same theta (the
+    complete-data fit on the first 300 rows) on bench_gp.icm_data(n, p=4) (d = 4) with 30% of Y hidden: CPU and wall
+    seconds, the exact route's peak memory in n_o x n_o float64 arrays (tracemalloc), the two values."""
+    import tracemalloc
+    import warnings
+    from bench_gp import icm_data
+    from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess, StochasticMaskedLikelihood
+    X, Yf, _, _ = icm_data(n, p=4)
+    Y = Yf.copy()
+    Y[np.random.default_rng(1).random(Y.shape) < 0.3] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gp = OVKGaussianProcess(noise_per_output=False, normalize_y=False).fit(X[:300], Yf[:300])
+    th, row = np.r_[gp.kernel_.theta, np.log(gp.noise_)], {"n": n, "n_probes": n_probes}
+    load0 = os.getloadavg()[0]
+    for name, lik in (("exact", MaskedLikelihood(gp.kernel_, X, Y)),
+                      ("stochastic", StochasticMaskedLikelihood(gp.kernel_, X, Y, n_probes, random_state=0))):
+        if name == "exact":
+            tracemalloc.start()
+        t, c = time.perf_counter(), time.process_time()
+        v, _ = lik(th)
+        row.update({f"{name}_cpu_s": round(time.process_time() - c, 2), f"{name}_wall_s": round(time.perf_counter() - t, 2),
+                    f"{name}_lml": round(v, 3)})
+        if name == "exact":
+            n_o = lik.y.size
+            row["n_observed"] = n_o
+            row["exact_peak_copies"] = round(tracemalloc.get_traced_memory()[1] / (8.0 * n_o * n_o), 2)
+            tracemalloc.stop()
+        else:
+            row["pcg_iterations"] = lik.iterations_
+    row["rel_difference"] = float(f"{(row['stochastic_lml'] - row['exact_lml']) / abs(row['exact_lml']):.2e}")
+    return {**row, "threads": THREADS, "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+
+
 ESTIMATE = ["icm:1200:30", "masked:1000:10", "masked:1000:30"]
 STOCH = ["400:0.3:10,30", "600:0.3:30", "500:0.3:30:4", "800:0.3:10,30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
 
@@ -154,6 +193,15 @@ def report():
          "Woodbury, one core term per output pattern), 'masked' its default r. `setup_s`: building the masked "
          "preconditioner (the unmasked ones are built inside `solve_s`); `total_s` = setup + solve (the Gram apart). "
          "Times at the load shown (2 cores shared): read the iterations, rerun on a quiet machine for the times.", ""]
+    ev = _read(RES / "gp_masked_eval.csv")
+    if ev:
+        cols = list(ev[0])
+        L += ["## One evaluation of each route: the threshold's measurement", "",
+              "`MaskedLikelihood` and `StochasticMaskedLikelihood` (30 probes), one LML + gradient at the same theta on "
+              "`bench_gp.icm_data(n, p=4)` (d = 4) with 30% of Y hidden; `exact_peak_copies`: the exact route's peak "
+              "memory in n_o x n_o float64 arrays (tracemalloc); `rel_difference`: (stochastic - exact) / |exact|.", "",
+              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        L += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in ev] + [""]
     st = _read(RES / "gp_masked_stochastic.csv")
     if st:
         cols = list(st[0])
@@ -217,6 +265,16 @@ if __name__ == "__main__":
                 r["code"] = tag
                 key = (r["data"], str(r["n"]), str(r["n_probes"]), tag)
                 _write(path, [o for o in _read(path) if (o["data"], o["n"], o["n_probes"], o["code"]) != key] + [r])
+                print(r, flush=True)
+        print(report())
+    elif a[:1] == ["--eval-case"]:
+        print(json.dumps(eval_case(int(a[1]))))
+    elif a[:1] == ["eval"]:
+        path = RES / "gp_masked_eval.csv"
+        for n in [int(x) for x in a[1:] if x.isdigit()] or [1000, 2000, 3000, 4500]:
+            r = _sub([__file__, "--eval-case", str(n)])
+            if r:
+                _write(path, [o for o in _read(path) if o["n"] != str(n)] + [r])
                 print(r, flush=True)
         print(report())
     elif a[:1] == ["report"]:

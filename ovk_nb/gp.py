@@ -26,14 +26,14 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
                                check_X_Y_missing, fit_context, to_numpy)
 
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX',
-           'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS',
-           'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE',
-           'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID',
-           'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
-           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
-           'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
-           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+__all__ = ['LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK',
+           'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
+           'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
+           'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL',
+           'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS',
+           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
+           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
+           'NystromLikelihood', 'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -268,7 +268,10 @@ class DenseLikelihood:
         return gp_dense_reference(k, self.X, self.Y, _noise_arg(theta[nk:]), eval_gradient)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #c5942f67
-MASKED_DENSE_MAX = 4000     # observed entries: the exact masked likelihood (Cholesky of the observed block) up to this
+MASKED_EXACT_BYTES = 4 * 2 ** 30   # memory the exact masked likelihood may hold at its peak
+MASKED_PEAK_COPIES = 5.3          # its peak in n_o x n_o float64 arrays (tracemalloc, measured: see above)
+# observed entries: the exact masked likelihood (Cholesky of the observed block) up to this, the stochastic one past
+MASKED_DENSE_MAX = int((MASKED_EXACT_BYTES / (8 * MASKED_PEAK_COPIES)) ** 0.5)
 
 
 def _gathered(parts, grams, rows, cols):
@@ -291,8 +294,8 @@ def _outer_minus_inverse(a, L):
 # %% ../nbs/2_algorithms/08_gp.ipynb #e20d47e3
 class MaskedLikelihood:
     """The exact log marginal likelihood of the observed entries of Y (NaN = missing) and its gradient: the n_o x n_o
-    covariance of the observed entries gathered from the scalar Grams and the output matrices, Cholesky, one parameter's
-    derivative at a time. O(n_o^3) per evaluation; any Separable or SumKernel of Separables. theta = (kernel.theta, log noise),
+    covariance of the observed entries gathered from the scalar Grams and the output matrices, Cholesky, the gradient's
+    contraction summed by output pair (`contract`). O(n_o^3) per evaluation, 5.3 n_o^2 doubles at the peak; any Separable or SumKernel of Separables. theta = (kernel.theta, log noise),
     the log noise one entry (shared) or d (one per output)."""
     def __init__(self, kernel, X, Y):
         self.kernel, self.X, self.Y = kernel, X, Y
