@@ -13,6 +13,7 @@ fold), 5-fold held-out R^2 (shuffled KFold, random_state=0), lam = 1 (KernelRidg
 import os, sys, time
 
 import numpy as np
+from ovk_nb.experiments.core import rows_to_markdown
 from sklearn.datasets import load_diabetes, load_linnerud
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.model_selection import KFold
@@ -101,9 +102,7 @@ def main(quick=False):
 
 def table(rows):
     head = ["data", "n", "p", "d", "X", "KernelRidge(rbf)", *RULES]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        lines.append("| " + " | ".join(f"{r[h]:.3f}" if isinstance(r[h], float) else str(r[h]) for h in head) + " |")
+    lines = [rows_to_markdown([{h: f"{r[h]:.3f}" if isinstance(r[h], float) else str(r[h]) for h in head} for r in rows])]
     miss = {rule: sum(r[rule] < r["KernelRidge(rbf)"] - 0.02 for r in rows) for rule in RULES}
     lines.append("")
     lines.append("Cases below KernelRidge(rbf) - 0.02: " + ", ".join(f"{k} {v} of {len(rows)}" for k, v in miss.items()))

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ovk_nb.experiments.core import rows_to_markdown
+
 HERE = Path(__file__).resolve().parent
 RES = HERE / "results"
 CSV, MD = RES / "gp_gpytorch_svgp.csv", RES / "gp_gpytorch_svgp.md"
@@ -247,21 +249,18 @@ def report(bg):
          "-log N(y; mean, latent variance + noise) on the held-out set, in Y's units. Threads: BLAS threads = torch "
          "threads on both sides; load: the 1-minute load average at the case's start and end (the machine is shared: "
          "read the ratio within a run).", "",
-         "| n | p | our m (run) | threads | model | fit / time to target (s) | its CPU s | NLPD (target) | converged | epochs (target of run) | "
-         "training (s) | eval (s) | best NLPD | test MSE | noise | load |", "|" + "---|" * 16]
-    for r in rows:
-        L.append("| " + " | ".join(str(r[k]) for k in ("n", "p", "m", "threads", "model", "fit_s", "cpu_s", "nlpd", "converged",
-                                                          "epochs", "train_s", "eval_s", "best_nlpd", "mse", "noise",
-                                                          "load")) + " |")
+         rows_to_markdown([dict(zip(("n", "p", "our m (run)", "threads", "model", "fit / time to target (s)", "its CPU s",
+                                     "NLPD (target)", "converged", "epochs (target of run)", "training (s)", "eval (s)",
+                                     "best NLPD", "test MSE", "noise", "load"),
+                                    (str(r[k]) for k in ("n", "p", "m", "threads", "model", "fit_s", "cpu_s", "nlpd",
+                                                         "converged", "epochs", "train_s", "eval_s", "best_nlpd", "mse",
+                                                         "noise", "load")))) for r in rows])]
     L += ["", "## Ratio", "", "`ratio` = our fit / GPyTorch's time to its target (wall; CPU: the same with each side's CPU "
           "seconds, robust to the machine's load at one thread). `GPyTorch to our NLPD`: its training clock (wall / CPU) at "
           "the first epoch whose held-out NLPD is at or below ours (from its trace; 'never' within its run). `oracle NLPD`: the "
           "held-out NLPD of the true f with the true noise variance 0.05 (the floor a perfect model reaches on these "
-          "test points, up to their sampling).", "",
-          "| n | p | M ours | threads | GPyTorch config | ours fit (s) | ours CPU (s) | GPyTorch time to its NLPD (s) | its CPU (s) | "
-          "ratio (wall) | ratio (CPU) | NLPD ours | NLPD GPyTorch (target) | ours at same or better NLPD | "
-          "GPyTorch to our NLPD (wall / CPU s) |", "|" + "---|" * 16]
-    groups = {}
+          "test points, up to their sampling).", ""]
+    ratio_rows, groups = [], {}
     for r in rows:
         groups.setdefault((r["n"], r["p"], r["threads"]), []).append(r)
     for (n, p, th), rs in groups.items():
@@ -271,10 +270,16 @@ def report(bg):
             tr = json.loads(t["trace"])
             for o in ours:
                 hit = next((e for e in tr if e[3] <= float(o["nlpd"])), None)
-                reach = "never" if hit is None else f"{hit[1]:.1f} / {hit[2]:.1f} (epoch {hit[0]})"
-                L.append(f"| {n} | {p} | {o['m']}{o['model'].partition(' [')[1]}{o['model'].partition(' [')[2]} | {th} | {cfg} | {o['fit_s']} | {o['cpu_s']} | {t['fit_s']} | {t['cpu_s']} | "
-                         f"{float(o['fit_s']) / float(t['fit_s']):.3f} | {float(o['cpu_s']) / float(t['cpu_s']):.3f} | "
-                         f"{o['nlpd']} | {t['nlpd']} | {o.get('oracle_nlpd', '')} | {float(o['nlpd']) <= float(t['nlpd'])} | {reach} |")
+                ratio_rows.append({
+                    "n": n, "p": p, "M ours": o["m"] + "".join(o["model"].partition(" [")[1:]), "threads": th,
+                    "GPyTorch config": cfg, "ours fit (s)": o["fit_s"], "ours CPU (s)": o["cpu_s"],
+                    "GPyTorch time to its NLPD (s)": t["fit_s"], "its CPU (s)": t["cpu_s"],
+                    "ratio (wall)": f"{float(o['fit_s']) / float(t['fit_s']):.3f}",
+                    "ratio (CPU)": f"{float(o['cpu_s']) / float(t['cpu_s']):.3f}", "NLPD ours": o["nlpd"],
+                    "NLPD GPyTorch (target)": t["nlpd"], "oracle NLPD": o.get("oracle_nlpd", ""),
+                    "ours at same or better NLPD": str(float(o["nlpd"]) <= float(t["nlpd"])),
+                    "GPyTorch to our NLPD (wall / CPU s)": "never" if hit is None else f"{hit[1]:.1f} / {hit[2]:.1f} (epoch {hit[0]})"})
+    L.append(rows_to_markdown(ratio_rows))
     L += ["", "GPyTorch's held-out NLPD per epoch (epoch, training wall s, training CPU s, NLPD) is the `trace` column of the CSV.",
           "", NOTES]
     MD.write_text("\n".join(L) + "\n")

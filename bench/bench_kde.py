@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ovk_nb.experiments.core import rows_to_markdown
 from scipy.spatial.distance import pdist
 from threadpoolctl import threadpool_limits
 
@@ -233,8 +234,7 @@ def write(rows, args, seconds, head=None):
         pc = [c for c in cols if any(c in r for r in sel) and c not in ("part", "run")]
         runs = list(dict.fromkeys(r["run"] for r in sel if r.get("run")))
         lines += [f"## {part}", ""] + ([f"Run: {runs[0]}.", ""] if runs else [])
-        lines += ["| " + " | ".join(pc) + " |", "|" + "---|" * len(pc)]
-        lines += ["| " + " | ".join(fmt(r.get(c)) for c in pc) + " |" for r in sel]
+        lines += [rows_to_markdown([{c: fmt(r.get(c)) for c in pc} for r in sel])]
         lines.append("")
     lit = [r for r in rows if r["part"] == "fast vs literal" and r["n"] == max(x["n"] for x in rows if x["part"] == "fast vs literal")]
     fits = [r for r in rows if r["part"].startswith("scaling") and r["method"] in OPERATORS]

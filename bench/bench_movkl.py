@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ovk_nb.experiments.core import rows_to_markdown
 from threadpoolctl import threadpool_limits
 
 from ovk_nb.kernels import RBF, IdentityOperator, IntegralOperator, MultiplicationOperator, Polynomial, ScaledKernel
@@ -244,8 +245,7 @@ def write(rows, name):
     with open(OUT / f"{name}.csv", "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=cols); wr.writeheader(); wr.writerows(rows)
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
-    return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-                     + ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows])
+    return rows_to_markdown([{c: fmt(r.get(c, "")) for c in cols} for r in rows])
 
 
 def _old_movkl(ref):

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ovk_nb.experiments.core import rows_to_markdown
 from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
@@ -143,9 +144,7 @@ def binary(digits=(0,), etas=(1.0, 10.0), draw=0):
                                       for r in rows]) + "\n")
     md = [BINARY_MARK, "", f"One-vs-all problems on the same split, gammas and 24 % Nystrom (draw {draw}), lam = {LAM}; the peer "
           "alone (no OneVsRest wrapper). asym: ||A - A^T||_F / ||A||_F of the peer's A; eigenvalues of (A + A^T) / 2.", "",
-          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    md += ["| " + " | ".join(f"{r.get(c):.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols) + " |"
-           for r in rows]
+          rows_to_markdown([{c: r.get(c, "") for c in cols} for r in rows])]
     path = HERE / "results" / "mvml.md"
     old = path.read_text() if path.exists() else __doc__
     path.write_text(old.split(BINARY_MARK)[0].rstrip("\n") + "\n\n" + "\n".join(md) + "\n")
@@ -240,9 +239,7 @@ def write_results(rows, note=""):
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "mvml.csv").write_text("\n".join([",".join(cols)] + [",".join(str(r.get(c, "")) for c in cols)
                                                                               for r in rows]) + "\n")
-    md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    md += ["| " + " | ".join(f"{r.get(c):.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols) + " |"
-           for r in rows]
+    md = [rows_to_markdown([{c: r.get(c, "") for c in cols} for r in rows])]
     path = HERE / "results" / "mvml.md"
     keep = path.read_text().split(BINARY_MARK, 1) if path.exists() else [""]
     path.write_text(__doc__ + ("\n" + note.strip() + "\n" if note else "") + "\n" + "\n".join(md) + "\n"

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from ovk_nb.experiments.core import rows_to_markdown
 from _timing import best_time
 
 from ovk_nb.decoding import Hamming
@@ -62,9 +63,8 @@ def main_part():
 def write(name, rows, title):
     cols = list(dict.fromkeys(k for r in rows for k in r))
     (out / f"{name}.csv").write_text(",".join(cols) + "\n" + "\n".join(",".join(str(r.get(c, "")) for c in cols) for r in rows) + "\n")
-    md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    md += ["| " + " | ".join(f"{r[c]:.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols) + " |" for r in rows]
-    (out / f"{name}.md").write_text(title + "\n\n" + "\n".join(md) + "\n")
+    md = rows_to_markdown([{c: r.get(c, "") for c in cols} for r in rows])          # floats to 4 significant digits
+    (out / f"{name}.md").write_text(title + "\n\n" + md + "\n")
     print("\n".join(md))
 
 

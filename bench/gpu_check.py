@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ovk_nb.experiments.core import rows_to_markdown
 
 from ovk_nb.gp import OVKGaussianProcess
 from ovk_nb.kernels import RBF, Separable, SumKernel, paper000_J
@@ -230,8 +231,7 @@ def write(rows, libs):
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
     lines = ["# OVKRidge and OVKGaussianProcess on a GPU (bench/gpu_check.py)", "", ENV_LINE + (
              " -- DRY RUN on the CPU at toy sizes" if DRY else ""), "",
-             "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |" for r in rows]
+             rows_to_markdown([{k: fmt(r.get(k, "")) for k in keys} for r in rows])]
     (OUT / "gpu_table.md").write_text("\n".join(lines) + "\n")
 
 
