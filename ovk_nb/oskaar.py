@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
-from scipy.linalg.blas import dger, dgemv, dtrsv
+from scipy.linalg.blas import dgemv, dger, dscal, dtrsv
 from scipy.linalg.lapack import dpotrf, dtrtri
 
 from .decoding import (CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, _LabelIds, _surrogate_of,
@@ -752,12 +752,12 @@ def _factor_form(P: dict) -> dict:
     return {k: v for k, v in P.items() if k not in ("M", "A", "left")} | {"R": R}
 
 
-@np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def _inverse_step1(P: dict, f, Phi) -> tuple | None:
     """One primal round on the inverse form (the derivation above): u = M f, q = 1 + f^T u, g = S^T u / q,
     M <- M - w w^T (w = u / sqrt q), A <- A + f f^T, S <- S + f phi^T; M refreshed from A every `_INV_EVERY` rounds.
     None (nothing computed is kept) where the round needs the factor: cond(A) too large at a refresh, q < 1 (M no longer
-    positive definite to working precision) or a non-finite number."""
+    positive definite to working precision) or a non-finite number. BLAS calls and Python floats only: no numpy error
+    state to set (an overflow is a non-finite number here, refused by the test before the return)."""
     if P["left"] <= 0:
         P = _inverse_refresh(P, P["A"])
         if P is None:
@@ -770,7 +770,7 @@ def _inverse_step1(P: dict, f, Phi) -> tuple | None:
     if not 1.0 <= q < math.inf:
         return None
     g = dgemv(1.0 / q, S, u, trans=1)                               # S^T u / q
-    w = u * (1.0 / math.sqrt(q))
+    w = dscal(1.0 / math.sqrt(q), u)                                # u / sqrt(q), in place (u is ours)
     Sn = dger(1.0, f, Phi[0], a=S)                                  # new arrays: M, A and S are left as they were
     if not math.isfinite(float(w.dot(w)) + float(g.dot(g)) + float(Sn.ravel("K").dot(_zeros(Sn.size)))):
         return None
