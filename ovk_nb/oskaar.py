@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
-from scipy.linalg.blas import dgemv, dger, dscal, dtrsv
+from scipy.linalg.blas import ddot, dgemv, dger, dscal, dtrsv
 from scipy.linalg.lapack import dpotrf, dtrtri
 
 from .decoding import (CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, _LabelIds, _surrogate_of,
@@ -766,13 +766,13 @@ def _inverse_step1(P: dict, f, Phi) -> tuple | None:
     if S.shape[1] < Phi.shape[1]:                                   # new labels (ids) since: zero columns
         S = np.asfortranarray(np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1]))))
     u = dgemv(1.0, M, f)
-    q = 1.0 + float(f.dot(u))
+    q = 1.0 + ddot(f, u)
     if not 1.0 <= q < math.inf:
         return None
     g = dgemv(1.0 / q, S, u, trans=1)                               # S^T u / q
     w = dscal(1.0 / math.sqrt(q), u)                                # u / sqrt(q), in place (u is ours)
     Sn = dger(1.0, f, Phi[0], a=S)                                  # new arrays: M, A and S are left as they were
-    if not math.isfinite(float(w.dot(w)) + float(g.dot(g)) + float(Sn.ravel("K").dot(_zeros(Sn.size)))):
+    if not math.isfinite(ddot(w, w) + ddot(g, g) + ddot(Sn.ravel("K"), _zeros(Sn.size))):
         return None
     new = P | {"M": dger(-1.0, w, w, a=M), "A": dger(1.0, f, f, a=P["A"]), "S": Sn, "left": P["left"] - 1}
     return g[None], new
