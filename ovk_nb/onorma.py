@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import solve_triangular
-from scipy.linalg.blas import dgemv
+from scipy.linalg.blas import ddot, dgemv
 from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -473,7 +473,7 @@ def _lean_step(self: ONORMA, x1, y, plan, g: int, lo0: int, eta: float, dec: flo
         b = (y / D) / (dec / eta)
     Dk = D * dec
     c = Dk / eta                                # r_t = f_{t-1}(x_t) - y_t = -alpha_{t,t} / eta_t = -c b_t
-    err = c * c * float(b.dot(b if w is None else b * w))    # ||r_t||^2 without forming r_t (one product, not three)
+    err = c * c * ddot(b, b if w is None else b * w)        # ||r_t||^2 without forming r_t (one product, not three)
     if d["_trunc"] is not None:
         return b, err, None
     A = b * Dk                                  # alpha_{t,t}, and eq. (6)'s increment with K(x_t, x_t) = 1
@@ -509,15 +509,19 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
         return False
     dec = 1.0 - eta * lam
     Dk = d["_D"] * dec
-    quiet = _quiet()                            # np.errstate(over="ignore", invalid="ignore"), cheaper
-    try:
-        if (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV or self._threads is None:
-            b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
-        else:
-            with _BlasLimit(self._threads, numpy_only=True):     # its products are numpy's (cdist: no BLAS)
+    small = (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV
+    if small and d["_trunc"] is not None and g > lo0 and plan[3] is None:
+        b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)   # C loops and BLAS calls only: no error state
+    else:
+        quiet = _quiet()                        # np.errstate(over="ignore", invalid="ignore"), cheaper
+        try:
+            if small or self._threads is None:
                 b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
-    finally:
-        _loud(quiet)
+            else:
+                with _BlasLimit(self._threads, numpy_only=True):     # its products are numpy's (cdist: no BLAS)
+                    b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+        finally:
+            _loud(quiet)
     s = d["_err_sum"] + err
     if not (math.isfinite(s) and Dk >= 1e-50 and (q is None or math.isfinite(q))):
         return False
