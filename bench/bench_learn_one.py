@@ -1,7 +1,8 @@
 """Benchmark river's `learn_one` against one `partial_fit` over the same rows (issue 19, section 2), for ONORMA, OSKAAR
 and SALAMI (the fast path lives in the streaming core, `StreamLearner.learn_one`).
 
-    python bench/bench_learn_one.py            # writes bench/results/learn_one.md and bench/results/learn_one.csv
+    python bench/bench_learn_one.py            # writes bench/results/learn_one.md (the file's earlier sections kept
+                                               # below as history) and bench/results/learn_one.csv (this run's rows)
     python bench/bench_learn_one.py --runs 2   # the whole benchmark twice (a loaded machine: both are reported)
     python bench/bench_learn_one.py --quick    # fewer rows
     python bench/bench_learn_one.py --out DIR  # the tables elsewhere (e.g. another checkout's code, by PYTHONPATH)
@@ -264,8 +265,25 @@ def main(quick=False, runs=1, out=OUT, only=None):
                      + rows_to_markdown([{k: v for k, v in r.items() if k not in ("run", "load (1 min) at the end")}
                                          for r in rows]) + "\n\n")
         print(parts[-1], flush=True)
-    (out / "learn_one.md").write_text("".join(parts).rstrip("\n") + "\n")
+    md = out / "learn_one.md"
+    text = "".join(parts).rstrip("\n") + "\n"
+    if md.exists():                                 # the file's earlier sections are kept below, as history
+        text += "\n" + _as_history(md.read_text(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    md.write_text(text)
     (out / "learn_one.csv").write_text(rows_to_csv(allrows))
+
+
+HISTORY = "# Earlier runs (history, as they were written)\n"
+
+
+def _as_history(old: str, now: str) -> str:
+    """An earlier learn_one.md as the history of a new one: its head's sections (below its description) one level down
+    under "Previous head of this file", then its own history, unchanged."""
+    i = old.find("\n## ")
+    first, _, rest = (old[i + 1:] if i >= 0 else "").partition(HISTORY)
+    first = "\n".join("#" + ln if ln.startswith("##") else ln for ln in first.splitlines()).strip()
+    prev = f"## Previous head of this file (replaced {now})\n\n{first}\n\n" if first else ""
+    return HISTORY + "\n" + prev + rest.lstrip("\n")
 
 
 if __name__ == "__main__":
