@@ -571,3 +571,26 @@ def test_budgeted_oskaar_learn_one_and_partial_fit_mixed_and_pickled():
     for x, y in zip(X[:40], Y[:40]):
         ill.learn_one(x, y)
     assert "R" in ill._primal and ill._primal.get("no_inverse")
+
+
+def test_onorma_lean_step_both_product_branches_give_partial_fits_model(monkeypatch):
+    """issue 30: the truncated lean step's window product by two SciPy `dgemv` (below `_SERIAL_GEMV`, no numpy error state)
+    and by numpy's `ndarray.dot` (above it, where `_BlasLimit` limits numpy's BLAS) give partial_fit's model to 1e-12,
+    with no warning on ordinary rows."""
+    import warnings
+    import ovk_nb.onorma as onorma_mod
+    X, Y, _ = data("onorma", 150)
+    make = lambda: ONORMA(gaussian_times_J(3, 1.0), lam=0.01, truncation=20)
+    ref = make().partial_fit(X, Y)
+    fits = []
+    for serial in (onorma_mod._SERIAL_GEMV, 0):                  # 0: every window "above the serial size"
+        monkeypatch.setattr(onorma_mod, "_SERIAL_GEMV", serial)
+        est = make()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for x, y in zip(X, Y):
+                est.learn_one(x, y)
+        np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-12, atol=1e-12)
+        assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12)
+        fits.append(est.predict(X))
+    assert np.abs(fits[0] - fits[1]).max() <= 1e-12 * max(1.0, np.abs(fits[0]).max())
