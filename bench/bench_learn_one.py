@@ -1,10 +1,12 @@
 """Benchmark river's `learn_one` against one `partial_fit` over the same rows (issue 19, section 2), for ONORMA, OSKAAR
 and SALAMI (the fast path lives in the streaming core, `StreamLearner.learn_one`).
 
-    python bench/bench_learn_one.py            # writes bench/results/learn_one.md and bench/results/learn_one.csv
+    python bench/bench_learn_one.py            # writes bench/results/learn_one.md (the file's earlier sections kept
+                                               # below as history) and bench/results/learn_one.csv (this run's rows)
     python bench/bench_learn_one.py --runs 2   # the whole benchmark twice (a loaded machine: both are reported)
     python bench/bench_learn_one.py --quick    # fewer rows
     python bench/bench_learn_one.py --out DIR  # the tables elsewhere (e.g. another checkout's code, by PYTHONPATH)
+    python bench/bench_learn_one.py --only "budget 50" --only "truncation 50"   # only these rows (name contains the text)
 
 Targets (issue 30): learn_one per row <= 3x partial_fit's per-row cost, a fixed cost a call (learn_one's time outside the
 learner's one-row step `_run_one`) <= 15 us, with rows as arrays and, in river's convention, as dicts (x: feature ->
@@ -187,7 +189,7 @@ def case(name, make, X, Y, Xt, repeat, dicts=False):
             "met": bool(tl / tp <= 3 and fixed <= 15 and diff <= 1e-12)}
 
 
-def run_all(quick, repeat, n, run):
+def run_all(quick, repeat, n, run, only=None):
     "One run of every case; rows tagged with the run and the load average at its end."
     X, Y = make_paper000_synthetic(n + 200, 10, random_state=0, return_X_y=True)
     X = X / np.sqrt(X.shape[1])                                       # inputs in the unit ball (notebook 02)
@@ -199,25 +201,25 @@ def run_all(quick, repeat, n, run):
     X5 = rng.normal(size=(n + 200, 5)) / 3                            # issue 30's case: 5 inputs, 3 outputs, truncated
     Y3 = np.column_stack([np.sin(X5[:, 0]), X5[:, 1] * X5[:, 2], X5[:, 3]])
     small = lambda: ONORMA(gaussian_times_J(3, gamma=1.0), lam=0.01, truncation=50)
-    rows = [
-        case("ONORMA, Gaussian x J (d = 3, 5 inputs), truncation 50", small, X5[:n], Y3[:n], X5[n:], repeat),
-        case("ONORMA, Gaussian x J (d = 3, 5 inputs), truncation 50", small, X5[:n], Y3[:n], X5[n:], repeat, dicts=True),
-        case("ONORMA, Gaussian x J (d = 10)", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01), X, Y, Xt, repeat),
-        case("ONORMA, Gaussian x J (d = 10)", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01), X, Y, Xt, repeat,
-             dicts=True),
-        case("ONORMA, Gaussian x J, truncation 200", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01,
+    cases = [
+        ("ONORMA, Gaussian x J (d = 3, 5 inputs), truncation 50", small, X5[:n], Y3[:n], X5[n:], repeat),
+        ("ONORMA, Gaussian x J (d = 3, 5 inputs), truncation 50", small, X5[:n], Y3[:n], X5[n:], repeat, True),
+        ("ONORMA, Gaussian x J (d = 10)", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01), X, Y, Xt, repeat),
+        ("ONORMA, Gaussian x J (d = 10)", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01), X, Y, Xt, repeat, True),
+        ("ONORMA, Gaussian x J, truncation 200", lambda: ONORMA(gaussian_times_J(10, gamma=1.0), lam=0.01,
                                                                      truncation=200), X, Y, Xt, repeat),
-        case("OSKAAR, RBF, Hamming (4 labels)", lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+        ("OSKAAR, RBF, Hamming (4 labels)", lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
              Xs[:m], Ys[:m], Xs[m:], repeat),
-        case("OSKAAR, RBF, Hamming (4 labels)", lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
-             Xs[:m], Ys[:m], Xs[m:], repeat, dicts=True),
-        case("SALAMI, RBF, Hamming (4 labels), lifetime 4", lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming()),
+        ("OSKAAR, RBF, Hamming (4 labels)", lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
+             Xs[:m], Ys[:m], Xs[m:], repeat, True),
+        ("SALAMI, RBF, Hamming (4 labels), lifetime 4", lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming()),
              Xs[:m], Ys[:m], Xs[m:], repeat),
-        case("OSKAAR, RBF, Hamming (4 labels), budget 50", lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), budget=50),
+        ("OSKAAR, RBF, Hamming (4 labels), budget 50", lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming(), budget=50),
              Xs[:m], Ys[:m], Xs[m:], repeat),
-        case("SALAMI, RBF, Hamming (4 labels), lifetime 4, budget 30",
+        ("SALAMI, RBF, Hamming (4 labels), lifetime 4, budget 30",
              lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), budget=30), Xs[:m], Ys[:m], Xs[m:], repeat),
     ]
+    rows = [case(*c) for c in cases if only is None or any(o in c[0] for o in only)]
     load = os.getloadavg()
     for r in rows:
         r["BLAS threads"] = _blas_threads()
@@ -250,21 +252,38 @@ def _head(repeat, runs):
             f"benchmark is run {runs} time(s), each table with the load average at its end).\n\n")
 
 
-def main(quick=False, runs=1, out=OUT):
+def main(quick=False, runs=1, out=OUT, only=None):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     n, repeat = (500, 1) if quick else (2000, 5)
     head = _head(repeat, runs)
     parts, allrows = [head], []
     for run in range(1, runs + 1):
-        rows, load = run_all(quick, repeat, n, run)
+        rows, load = run_all(quick, repeat, n, run, only)
         allrows += rows
         parts.append(f"## Run {run} (load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f})\n\n"
                      + rows_to_markdown([{k: v for k, v in r.items() if k not in ("run", "load (1 min) at the end")}
                                          for r in rows]) + "\n\n")
         print(parts[-1], flush=True)
-    (out / "learn_one.md").write_text("".join(parts).rstrip("\n") + "\n")
+    md = out / "learn_one.md"
+    text = "".join(parts).rstrip("\n") + "\n"
+    if md.exists():                                 # the file's earlier sections are kept below, as history
+        text += "\n" + _as_history(md.read_text(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    md.write_text(text)
     (out / "learn_one.csv").write_text(rows_to_csv(allrows))
+
+
+HISTORY = "# Earlier runs (history, as they were written)\n"
+
+
+def _as_history(old: str, now: str) -> str:
+    """An earlier learn_one.md as the history of a new one: its head's sections (below its description) one level down
+    under "Previous head of this file", then its own history, unchanged."""
+    i = old.find("\n## ")
+    first, _, rest = (old[i + 1:] if i >= 0 else "").partition(HISTORY)
+    first = "\n".join("#" + ln if ln.startswith("##") else ln for ln in first.splitlines()).strip()
+    prev = f"## Previous head of this file (replaced {now})\n\n{first}\n\n" if first else ""
+    return HISTORY + "\n" + prev + rest.lstrip("\n")
 
 
 if __name__ == "__main__":
@@ -273,5 +292,6 @@ if __name__ == "__main__":
     ap.add_argument("--runs", type=int, default=1, help="the whole benchmark this many times (all reported)")
     ap.add_argument("--quick", action="store_true", help="fewer rows")
     ap.add_argument("--out", default=OUT, help="folder of learn_one.md / learn_one.csv")
+    ap.add_argument("--only", action="append", help="only the learners whose name contains this text (repeatable)")
     a = ap.parse_args()
-    sys.exit(main(quick=a.quick, runs=a.runs, out=a.out))
+    sys.exit(main(quick=a.quick, runs=a.runs, out=a.out, only=a.only))

@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import solve_triangular
+from scipy.linalg.blas import ddot, dgemv
 from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -442,14 +443,14 @@ def _undo_point(self: ONORMA, n):
 @patch
 def _lean_plan(self: ONORMA) -> tuple:
     """What the lean step reads, fixed while the hyper-parameters are (kept with their key `_pkey`): (key, -gamma, T^T,
-    quadrature weights, invsqrt?, the squared distances' C function) for the squared loss on one Gaussian kernel times one output matrix, no per-step
+    quadrature weights, invsqrt?, the squared distances' C function, T^T's transpose C-ordered) for the squared loss on one Gaussian kernel times one output matrix, no per-step
     records and a named schedule; (key, None) otherwise (the general route)."""
     P = self._parts
     k = P.scalars[0] if len(P.scalars) == 1 and len(P.sidx) == 1 else None
     ok = (self.loss == "squared" and not P.gen and type(k) is RBF and k.gamma > 0 and not self._records()
           and isinstance(self.schedule, str))
-    self._lean = ((self._pkey, -k.gamma, P.TT[0], P.w, self.schedule == "invsqrt", _sqeuclidean()) if ok else
-                  (self._pkey, None))
+    self._lean = ((self._pkey, -k.gamma, P.TT[0], P.w, self.schedule == "invsqrt", _sqeuclidean(),
+                   np.ascontiguousarray(P.TT[0].T)) if ok else (self._pkey, None))
     return self._lean
 
 
@@ -460,15 +461,19 @@ def _lean_step(self: ONORMA, x1, y, plan, g: int, lo0: int, eta: float, dec: flo
     _, ng, TT, w = plan[:4]
     d = self.__dict__
     a, r, D = lo0 - d["_base"], g - d["_base"], d["_D"]
-    rhs = y / D
     if r > a:
         E = plan[5](x1, d["_X"][a:r])
         E *= ng
-        rhs -= (np.exp(E, out=E)[0] @ d["_C"][a:r]) @ TT
-    b = rhs / (dec / eta)
+        k = np.exp(E, out=E)[0]
+        if (r - a) * len(y) < _SERIAL_GEMV:     # two gemv: v = C_w^T k, b = -(eta/dec) T v + eta/(dec D) y (the decision)
+            b = dgemv(-eta / dec, TT.T, dgemv(1.0, d["_C"][a:r].T, k), eta / (dec * D), y)
+        else:                                   # numpy's BLAS (the one `_BlasLimit` limits here)
+            b = (y / D - plan[6].dot(d["_C"][a:r].T.dot(k))) / (dec / eta)
+    else:
+        b = (y / D) / (dec / eta)
     Dk = D * dec
     c = Dk / eta                                # r_t = f_{t-1}(x_t) - y_t = -alpha_{t,t} / eta_t = -c b_t
-    err = c * c * float(b @ (b if w is None else b * w))     # ||r_t||^2 without forming r_t (one product, not three)
+    err = c * c * ddot(b, b if w is None else b * w)        # ||r_t||^2 without forming r_t (one product, not three)
     if d["_trunc"] is not None:
         return b, err, None
     A = b * Dk                                  # alpha_{t,t}, and eq. (6)'s increment with K(x_t, x_t) = 1
@@ -504,15 +509,19 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
         return False
     dec = 1.0 - eta * lam
     Dk = d["_D"] * dec
-    quiet = _quiet()                            # np.errstate(over="ignore", invalid="ignore"), cheaper
-    try:
-        if (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV or self._threads is None:
-            b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
-        else:
-            with _BlasLimit(self._threads, numpy_only=True):     # its products are numpy's (cdist: no BLAS)
+    small = (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV
+    if small and d["_trunc"] is not None and g > lo0 and plan[3] is None:
+        b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)   # C loops and BLAS calls only: no error state
+    else:
+        quiet = _quiet()                        # np.errstate(over="ignore", invalid="ignore"), cheaper
+        try:
+            if small or self._threads is None:
                 b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
-    finally:
-        _loud(quiet)
+            else:
+                with _BlasLimit(self._threads, numpy_only=True):     # its products are numpy's (cdist: no BLAS)
+                    b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+        finally:
+            _loud(quiet)
     s = d["_err_sum"] + err
     if not (math.isfinite(s) and Dk >= 1e-50 and (q is None or math.isfinite(q))):
         return False

@@ -14,7 +14,8 @@ import weakref
 import numpy as np
 from fastcore.basics import patch
 from scipy.linalg import cholesky, solve_triangular
-from scipy.linalg.blas import dtrsv
+from scipy.linalg.blas import ddot, dgemv, dger, dscal, dtrsv
+from scipy.linalg.lapack import dpotrf, dtrtri
 
 from .decoding import (CandidateSet, Decoder, Hamming, Spearman, Squared, ZeroOne, _LabelIds, _surrogate_of,
                              finite_labels, n_items)
@@ -616,6 +617,7 @@ def primal_block(P: dict, Xb, Phi) -> tuple:
     features Phi: whitened features H = F_b R^{-T}; the within-block KAAR of the linear kernel H H^T with lam = 1 gives
     P_k f_k = R^{-T} H^T c_k, c_k = (I + H_{<=k} H_{<=k}^T)^{-1} e_k; then g_k = S^T P_k f_k + sum_{j<k} (f_j^T P_k f_k) phi_j,
     and R <- R chol(I + H^T H), S <- S + F_b^T Phi_b. Returns (G, the new state); P is left as it was."""
+    P = _factor_form(P)                                             # after learn_one's inverse form: R = chol(A)
     R, B, nf = P["R"], len(Xb), P["nf"]
     if B == 1:                                                      # one round (learn_one): `_primal_step1`
         return _primal_step1(P, _gram_row(nf.scalar_kernel, Xb, nf.landmarks) @ nf.proj, Phi)
@@ -636,9 +638,14 @@ def primal_block(P: dict, Xb, Phi) -> tuple:
 
 
 def primal_estimates(P: dict, X, D: int) -> np.ndarray:
-    "g(x) of the budgeted state P for test inputs, each entering alone with a zero target; D: the label features' dimension."
-    v = _forward(P["R"], P["nf"](X).T)
+    """g(x) of the budgeted state P for test inputs, each entering alone with a zero target; D: the label features' dimension.
+    On `learn_one`'s inverse form (M = A^{-1}): g(x) = S^T M f / (1 + f^T M f), the same numbers."""
     S = np.pad(P["S"], ((0, 0), (0, D - P["S"].shape[1])))
+    if "M" in P:
+        F = P["nf"](X)
+        U = F @ P["M"]
+        return (U @ S) / (1.0 + (U * F).sum(1))[:, None]
+    v = _forward(P["R"], P["nf"](X).T)
     return (_backward(P["R"], v).T / (1.0 + (v ** 2).sum(0))[:, None]) @ S
 
 
@@ -714,6 +721,79 @@ def _primal_step1(P: dict, F, Phi) -> tuple:
                          f"{float(np.abs(F).max()):.3g}): scale the inputs (e.g. StandardScaler) or choose a smaller gamma")
     return g[None], {**P, "R": Rn, "S": Sn}
 
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #5ad8b117
+_SERIAL_GER = 2048 * 4    # OpenBLAS runs a ger on one thread up to m n = 2048 GEMM_MULTITHREAD_THRESHOLD (interface/ger.c)
+_INV_EVERY = 128          # rounds between two refreshes of M = A^{-1} from A's own Cholesky factor (the decision above)
+_INV_COND = 1e6           # the inverse form only for cond_1(A) = |A|_1 |M|_1 (at a refresh) up to this
+
+
+def _inverse_refresh(P: dict, A) -> dict | None:
+    """The inverse form of the primal state from A = F^T F + lam I (Fortran-ordered, symmetric): M = A^{-1} = T^T T with
+    T = C^{-1}, A = C C^T (`dpotrf`, `dtrtri`, one product), symmetric in full; None where A is not numerically positive
+    definite or cond_1(A) = |A|_1 |M|_1 > `_INV_COND`."""
+    c, info = dpotrf(A, lower=1, clean=1)
+    if info:
+        return None
+    T, info = dtrtri(c, lower=1)
+    if info:
+        return None
+    M = T.T @ T
+    M = np.asfortranarray(np.tril(M) + np.tril(M, -1).T)            # symmetric to the last bit (the decision above)
+    if not np.abs(A).sum(0).max() * np.abs(M).sum(0).max() <= _INV_COND:
+        return None
+    return {k: v for k, v in P.items() if k not in ("R", "M", "A", "left")} | {"A": A, "M": M, "left": _INV_EVERY}
+
+
+def _factor_form(P: dict) -> dict:
+    "The primal state with its factor R (`primal_start`'s form): P itself, or R = chol(A) from the inverse form."
+    if "R" in P:
+        return P
+    R = cholesky(P["A"], lower=True, check_finite=False)
+    return {k: v for k, v in P.items() if k not in ("M", "A", "left")} | {"R": R}
+
+
+def _inverse_step1(P: dict, f, Phi) -> tuple | None:
+    """One primal round on the inverse form (the derivation above): u = M f, q = 1 + f^T u, g = S^T u / q,
+    M <- M - w w^T (w = u / sqrt q), A <- A + f f^T, S <- S + f phi^T; M refreshed from A every `_INV_EVERY` rounds.
+    None (nothing computed is kept) where the round needs the factor: cond(A) too large at a refresh, q < 1 (M no longer
+    positive definite to working precision) or a non-finite number. BLAS calls and Python floats only: no numpy error
+    state to set (an overflow is a non-finite number here, refused by the test before the return)."""
+    if P["left"] <= 0:
+        P = _inverse_refresh(P, P["A"])
+        if P is None:
+            return None
+    S, M = P["S"], P["M"]
+    if S.shape[1] < Phi.shape[1]:                                   # new labels (ids) since: zero columns
+        S = np.asfortranarray(np.pad(S, ((0, 0), (0, Phi.shape[1] - S.shape[1]))))
+    u = dgemv(1.0, M, f)
+    q = 1.0 + ddot(f, u)
+    if not 1.0 <= q < math.inf:
+        return None
+    g = dgemv(1.0 / q, S, u, trans=1)                               # S^T u / q
+    w = dscal(1.0 / math.sqrt(q), u)                                # u / sqrt(q), in place (u is ours)
+    Sn = dger(1.0, f, Phi[0], a=S)                                  # new arrays: M, A and S are left as they were
+    if not math.isfinite(ddot(w, w) + ddot(g, g) + ddot(Sn.ravel("K"), _zeros(Sn.size))):
+        return None
+    new = P | {"M": dger(-1.0, w, w, a=M), "A": dger(1.0, f, f, a=P["A"]), "S": Sn, "left": P["left"] - 1}
+    return g[None], new
+
+
+def _primal_round(P: dict, F, Phi) -> tuple:
+    """`learn_one`'s primal round (both its routes): `_inverse_step1` on the inverse form where it applies (its BLAS
+    calls below OpenBLAS's threading sizes, A well enough conditioned), the form built from R once; else `_primal_step1`
+    on the factor (R = chol(A) once), which raises by name on an overflow. Returns (G, the new state); P is left as it was."""
+    f, r = F[0], F.shape[1]
+    if not P.get("no_inverse") and r * r <= _SERIAL_GER and r * Phi.shape[1] <= _SERIAL_GER:
+        Q = P
+        if "M" not in P:                                            # from the factor: A = R R^T, then M
+            R = P["R"]
+            Q = _inverse_refresh(P, np.asfortranarray(R @ R.T))
+        out = None if Q is None else _inverse_step1(Q, f, Phi)
+        if out is not None:
+            return out
+        P = _factor_form(P) | {"no_inverse": True}                 # the factor from now on (no rebuilding every round)
+    return _primal_step1(_factor_form(P), F, Phi)
+
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #5f9490e0
 _SERIAL_GEMM = 65536 * 4  # OpenBLAS runs a gemm on one thread up to m n k = SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD
 
@@ -753,7 +833,7 @@ def _feature_width(self: OSKAAR) -> int:
 @patch
 def _run_one(self: OSKAAR, X, T):
     """One round of `learn_one` (`StreamLearner._run_one`): `_run_blocks` for one row without its loop and slices, the same
-    calls (`_block_exact`; a primal round with `primal_block`'s one-round branch written out); the switch takes `_run`."""
+    calls (`_block_exact`; a primal round by `_primal_round`, the lean route's own); the switch takes `_run`."""
     P, (codes, reg) = self._primal, T
     if P is None and self.budget is not None and self.n_seen_ == self.budget:
         return self._run(X, T)                            # the switch to the primal state: the block route
@@ -769,7 +849,7 @@ def _run_one(self: OSKAAR, X, T):
         nf = P["nf"]
         F = _gram_row(nf.scalar_kernel, X, nf.landmarks) @ nf.proj
         Phi = self.decoder_.features(codes, reg)
-        G, self._primal = _primal_step1(P, F, Phi)
+        G, self._primal = _primal_round(P, F, Phi)
         self._record(G, codes, reg, checked=True, Phi=Phi)
     self._reg = reg
 
@@ -800,7 +880,7 @@ def _lean_step(self: OSKAAR, x1, codes, reg):
     else:                                                            # `_run_one`'s primal round
         nf = P["nf"]
         phi = dec.features(codes, reg)
-        G, P = _primal_step1(P, _gram_row(nf.scalar_kernel, x1, nf.landmarks) @ nf.proj, phi)
+        G, P = _primal_round(P, _gram_row(nf.scalar_kernel, x1, nf.landmarks) @ nf.proj, phi)
     Z = dec.decode(G, reg, np.arange(g, g + 1))
     loss = dec.task_loss(Z, codes, reg)
     surr = _surrogate_of(G, phi) if type(dec).surrogate is Decoder.surrogate else dec.surrogate(G, codes, reg)

@@ -512,3 +512,85 @@ def test_exact_factors_free_rows_stay_zero(monkeypatch, make):
             assert not f.buf[f.n:].any()
             E = f.__dict__.get("_E")
             assert E is None or not E[f.n:].any()
+
+
+def test_inverse_form_round_is_the_factor_round():
+    """issue 30: a budgeted OSKAAR primal round on the inverse form (M = A^{-1}, Sherman-Morrison: `_inverse_step1`) gives
+    the factor round's g (`_primal_step1`) and its new state (A = R R^T, M = A^{-1}, the same S), to eps times cond(A);
+    the round after a refresh (`_INV_EVERY` rounds) too. A failed inverse round returns None and changes nothing."""
+    from ovk_nb.oskaar import _INV_EVERY, _factor_form, _inverse_refresh, _inverse_step1, _primal_step1
+    X, Y, _ = data("oskaar-budget", 60)
+    est = MAKERS["oskaar-budget"]().partial_fit(X, Y)
+    P, dec = est._primal, est.decoder_
+    assert "R" in P                                                 # partial_fit keeps the factor
+    rng = np.random.default_rng(3)
+    Q = _inverse_refresh(P, np.asfortranarray(P["R"] @ P["R"].T))
+    eps, cond = np.finfo(float).eps, np.linalg.cond(P["R"] @ P["R"].T)
+    for t in range(_INV_EVERY + 3):                                 # through a refresh
+        x = rng.normal(size=(1, 4)) / 2
+        F = P["nf"](x)
+        phi = dec.features(*est._fast_target(x, (rng.random(3) > 0.5).astype(int)))
+        before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in Q.items()}
+        G1, P = _primal_step1(P, F, phi)
+        G2, Q = _inverse_step1(Q, F[0], phi)
+        tol = 50 * eps * cond
+        assert np.abs(G1 - G2).max() <= tol * max(1.0, np.abs(G1).max())
+        A = P["R"] @ P["R"].T
+        assert np.abs(Q["A"] - A).max() <= 50 * eps * np.abs(A).max()
+        assert np.abs(Q["M"] @ A - np.eye(len(A))).max() <= tol
+        np.testing.assert_array_equal(Q["M"], Q["M"].T)             # symmetric to the last bit
+        np.testing.assert_allclose(Q["S"], P["S"], rtol=0, atol=50 * eps * np.abs(P["S"]).max())
+    assert Q["left"] == 2 * _INV_EVERY - (_INV_EVERY + 3)           # refreshed once
+    np.testing.assert_allclose(_factor_form(Q)["R"], P["R"], rtol=0, atol=1e3 * eps * cond * np.abs(P["R"]).max())
+    f_big = np.full(len(F[0]), 1e200)                               # an overflow: None, the state as it was
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in Q.items()}
+    assert _inverse_step1(Q, f_big, phi) is None
+    assert all(np.array_equal(before[k], v) if isinstance(v, np.ndarray) else before[k] == v for k, v in Q.items())
+
+
+def test_budgeted_oskaar_learn_one_and_partial_fit_mixed_and_pickled():
+    """learn_one keeps the inverse form, partial_fit the factor: a stream fed by both in turns (and pickled between) gives
+    partial_fit's model to 1e-12; predictions read either form; an ill-conditioned state keeps the factor for good."""
+    import pickle
+    X, Y, _ = data("oskaar-budget", 300)
+    ref = MAKERS["oskaar-budget"]().partial_fit(X, Y)
+    est = MAKERS["oskaar-budget"]()
+    for a, b in ((0, 100), (100, 130), (130, 240), (240, 300)):
+        if a in (0, 130):
+            for x, y in zip(X[a:b], Y[a:b]):
+                est.learn_one(x, y)
+            assert "M" in est._primal and "R" not in est._primal     # learn_one's primal rounds: the inverse form
+            est = pickle.loads(pickle.dumps(est))
+        else:
+            est.partial_fit(X[a:b], Y[a:b])
+            assert "R" in est._primal and "M" not in est._primal
+    ga, gb = ref._feature_estimates(X), est._feature_estimates(X)
+    assert np.abs(ga - gb).max() <= 1e-12 * max(1.0, np.abs(ga).max())
+    assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12, abs=1e-12)
+    ill = OSKAAR(RBF(0.01), lam=1e-8, decoder=Hamming(), budget=15)   # nearly collinear features: cond(A) > _INV_COND
+    for x, y in zip(X[:40], Y[:40]):
+        ill.learn_one(x, y)
+    assert "R" in ill._primal and ill._primal.get("no_inverse")
+
+
+def test_onorma_lean_step_both_product_branches_give_partial_fits_model(monkeypatch):
+    """issue 30: the truncated lean step's window product by two SciPy `dgemv` (below `_SERIAL_GEMV`, no numpy error state)
+    and by numpy's `ndarray.dot` (above it, where `_BlasLimit` limits numpy's BLAS) give partial_fit's model to 1e-12,
+    with no warning on ordinary rows."""
+    import warnings
+    import ovk_nb.onorma as onorma_mod
+    X, Y, _ = data("onorma", 150)
+    make = lambda: ONORMA(gaussian_times_J(3, 1.0), lam=0.01, truncation=20)
+    ref = make().partial_fit(X, Y)
+    fits = []
+    for serial in (onorma_mod._SERIAL_GEMV, 0):                  # 0: every window "above the serial size"
+        monkeypatch.setattr(onorma_mod, "_SERIAL_GEMV", serial)
+        est = make()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for x, y in zip(X, Y):
+                est.learn_one(x, y)
+        np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-12, atol=1e-12)
+        assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12)
+        fits.append(est.predict(X))
+    assert np.abs(fits[0] - fits[1]).max() <= 1e-12 * max(1.0, np.abs(fits[0]).max())
