@@ -113,9 +113,9 @@ def _kde_factor(k, L, operator, eps):
     if operator == "identity":
         s, U = eigh_psd(k, name="input_kernel")             # a user's kernel: refused by name if not PSD
         return EigenFactor(s, U, np.ones(n), U, U.T, np.eye(n))
-    if operator == "covariance":
-        s, U = eigh_psd(k, name="input_kernel")
-        t, W = eigh_psd(L / n, name="output_kernel")
+    if operator == "covariance":                            # two independent eighs: side by side too
+        (s, U), (t, W) = _side_by_side([lambda: _eigh_released(k, "input_kernel"),
+                                        lambda: _eigh_released(L / n, "output_kernel")], _eigh_workers(n))
         return EigenFactor(s, U, t, W, W.T, (W.T @ U).T)
     C, S = _conditional_output_side(k, L, eps)              # M = P L / n = eps C^{-T} C^{-1} L, P = n eps (k + n eps I)^{-1}
     (s, U), (t, W) = _side_by_side([lambda: _eigh_released(k, "input_kernel"),

@@ -439,9 +439,11 @@ def test_docstring_examples():
     assert doctest.testmod(ovk_nb.kde, optionflags=doctest.ELLIPSIS).failed == 0
 
 
-def test_conditional_covariance_eighs_side_by_side_equal_the_one_thread_fit(monkeypatch):
+@pytest.mark.parametrize("op", ["conditional_covariance", "covariance"])
+def test_conditional_covariance_eighs_side_by_side_equal_the_one_thread_fit(monkeypatch, op):
     """Issue 34: the conditional covariance's two eighs are independent (M by a Cholesky congruence) and run side by side
-    where the thread policy gives two threads, each on one BLAS thread; the fit equals the one-thread fit up to the
+    where the thread policy gives two threads (the covariance's
+    two eighs too), each on one BLAS thread; the fit equals the one-thread fit up to the
     threaded products' rounding (1e-12), and a user's threadpool_limits(1) or a busy machine keeps them in turn."""
     import ovk_nb.kde as kde
     import ovk_nb.linalg as la
@@ -453,10 +455,10 @@ def test_conditional_covariance_eighs_side_by_side_equal_the_one_thread_fit(monk
     monkeypatch.setattr(la, "idle_cores", lambda: 2.0)                 # an idle 2-core machine
     X, Y, Xt, Yc = problem(7, 60)
     with threadpool_limits(2):
-        par = OVKDE(RBF(0.5), RBF(0.3), "conditional_covariance", lam=0.05).fit(X, Y)
+        par = OVKDE(RBF(0.5), RBF(0.3), op, lam=0.05).fit(X, Y)
         assert workers == [2]
         with threadpool_limits(1):
-            one = OVKDE(RBF(0.5), RBF(0.3), "conditional_covariance", lam=0.05).fit(X, Y)
+            one = OVKDE(RBF(0.5), RBF(0.3), op, lam=0.05).fit(X, Y)
         assert workers == [2, 1]
     scale = np.abs(one.coef_).max()
     np.testing.assert_allclose(par.coef_, one.coef_, rtol=0, atol=1e-12 * scale)
@@ -464,5 +466,5 @@ def test_conditional_covariance_eighs_side_by_side_equal_the_one_thread_fit(monk
                                atol=1e-12 * np.abs(one.decision_scores(Xt, Yc)).max())
     monkeypatch.setattr(la, "idle_cores", lambda: 0.2)                 # others busy on both cores: in turn
     with threadpool_limits(2):
-        OVKDE(RBF(0.5), RBF(0.3), "conditional_covariance", lam=0.05).fit(X, Y)
+        OVKDE(RBF(0.5), RBF(0.3), op, lam=0.05).fit(X, Y)
     assert workers[-1] == 1
