@@ -12,7 +12,9 @@ LAPACK drivers), from which `ovk_nb.linalg`'s thresholds are read.
     python bench/bench_threads.py --headline # adds Nystrom n = 1e6, p = 1000 in a fresh process and exact ridge against
                                              # KernelRidge at n = 5000 (about 2 more minutes)
 
-Writes bench/results/threads.md (this run on top, earlier runs kept below it under 'Earlier runs') and threads.csv.
+Writes bench/results/threads.md (this run on top, earlier runs kept below it under 'Earlier runs') and threads.csv
+(`--out NAME`: NAME.md and NAME.csv instead, e.g. `--no-blocks --only OVKDE --only MVML --out threads_kde_mvml`: OVKDE
+and MVML's rows alone, about 2 min on a quiet 2-core machine).
 Targets (quiet machine): as installed <= 0.65x one thread; under load <= 1.1x; Nystrom ridge n = 1e6, p = 1000 <= 60 s
 and <= 1 GB; exact separable ridge Gaussian x J, n = 5000, d = 4 <= 1.0x scikit-learn KernelRidge, both as installed.
 """
@@ -91,6 +93,8 @@ CASES = [  # (name, make(n) -> fit, quick n, full n): sizes where a fit takes >=
     ("MovKL, 9 kernels, 20 outputs", movkl, 2000, 2000),          # the alternation threads from 2000
     ("OVKDE conditional covariance, fit + score 100", ovkde, 2000, 2000),
     ("MVML, 3 views x 400 landmarks (r = 1200)", mvml, 40000, 40000),
+    # n = 40000 is 0.78 s on one thread of a quiet machine, too short for a 'big fit': the same model at n = 1e5 (~2-3 s)
+    ("MVML, 3 views x 400 landmarks (r = 1200)", mvml, None, 100000),
 ]
 
 
@@ -249,10 +253,10 @@ def headline_kernel_ridge(n=5000, d=4, repeat=2):
 HISTORY = "## Earlier runs (history, newest first; each as it was written)"
 
 
-def _with_history(text):
-    """This run's text, then the earlier runs of threads.md below it: the previous run (its title made a '### Run:' line,
+def _with_history(text, name="threads"):
+    """This run's text, then the earlier runs of NAME.md below it: the previous run (its title made a '### Run:' line,
     its sections '####') and the older history as it was."""
-    path = OUT / "threads.md"
+    path = OUT / f"{name}.md"
     if not path.exists():
         return text
     old = path.read_text()
@@ -267,7 +271,7 @@ def _with_history(text):
     return text + "\n" + HISTORY + "\n\n" + "\n".join(lines) + "\n\n" + hist.strip() + "\n"
 
 
-def main(quick=False, headline=False, load=True, only=None, blocks=True):
+def main(quick=False, headline=False, load=True, only=None, blocks=True, out="threads"):
     OUT.mkdir(exist_ok=True)
     t_start, load0 = time.perf_counter(), os.getloadavg()
     repeat = 1 if quick else 2
@@ -286,7 +290,8 @@ def main(quick=False, headline=False, load=True, only=None, blocks=True):
         heads = [headline_kernel_ridge(5000), headline_nystrom()]
     end = os.getloadavg()
     flags = ((" --quick" if quick else "") + (" --headline" if headline else "") + ("" if load else " --no-load")
-             + ("" if blocks else " --no-blocks") + "".join(f" --only '{o}'" for o in only or []))
+             + ("" if blocks else " --no-blocks") + "".join(f" --only '{o}'" for o in only or [])
+             + ("" if out == "threads" else f" --out {out}"))
     head = (f"# Threads where they pay (issue 34)\n\n`python bench/bench_threads.py{flags}`. "
             f"{la._n_cpus()} CPUs, BLAS as installed with {la.blas_ceiling()} threads. Load average (1 / 5 / 15 min) "
             f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, {end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f} "
@@ -305,8 +310,8 @@ def main(quick=False, headline=False, load=True, only=None, blocks=True):
         text += ("## Building blocks by order: one thread, all BLAS threads, the policy\n\n" + rows_to_markdown(cross)
                  + "\n\n## eigh's LAPACK drivers: one thread and all BLAS threads\n\n" + rows_to_markdown(drivers)
                  + "\n\n## Two independent factorisations: in turn or side by side\n\n" + rows_to_markdown(sides) + "\n")
-    (OUT / "threads.md").write_text(_with_history(text))
-    (OUT / "threads.csv").write_text(rows_to_csv(rows))
+    (OUT / f"{out}.md").write_text(_with_history(text, out))
+    (OUT / f"{out}.csv").write_text(rows_to_csv(rows))
     print(text)
 
 
@@ -318,5 +323,6 @@ if __name__ == "__main__":
     ap.add_argument("--no-load", action="store_true", help="skip the under-load section")
     ap.add_argument("--no-blocks", action="store_true", help="skip the building blocks (Cholesky / eigh / GEMM, drivers)")
     ap.add_argument("--only", action="append", help="only the fits whose name contains this (repeatable), e.g. MovKL")
+    ap.add_argument("--out", default="threads", help="results file bench/results/OUT.md (and .csv); default threads")
     a = ap.parse_args()
-    sys.exit(main(quick=a.quick, headline=a.headline, load=not a.no_load, only=a.only, blocks=not a.no_blocks))
+    sys.exit(main(quick=a.quick, headline=a.headline, load=not a.no_load, only=a.only, blocks=not a.no_blocks, out=a.out))

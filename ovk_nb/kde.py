@@ -54,23 +54,75 @@ def kde_scores_literal(k, L, kx, Ly, lam: float, operator: str = "covariance", e
     G = np.stack([np.kron(kx[:, t][None, :], T) @ v for t in range(kx.shape[1])])   # (n_test, n) = (T A k_x)^T
     return G @ Ly
 
+# %% ../nbs/2_algorithms/04_kde.ipynb #6835ec7a
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+import scipy.linalg as sla  # noqa: E402
+
+from .linalg import EIGH_THREADS_MIN_N, blas_ceiling  # noqa: E402
+
+KDE_EIGH_THREADS_MIN_N = EIGH_THREADS_MIN_N        # n from which an eigh-based fit (OVKDE, WestonKDE) may use threads
+
+
+def _eigh_released(A, name: str):
+    """`eigh_psd(A, name=name)` by NumPy's LAPACK (`np.linalg.eigh`: the same divide-and-conquer driver as eigh_psd's
+    'evd'), which releases the GIL where SciPy's wrapper holds it, so that two run side by side (the decision above)."""
+    s, U = np.linalg.eigh(A)
+    if len(s) and float(s[0]) < -1e-8 * max(float(np.abs(s).max()), 1e-300):
+        raise ValueError(f"{name} is not positive semi-definite on these samples (smallest Gram eigenvalue {s[0]:.3g}, "
+                         f"largest {s[-1]:.3g}): a kernel must be a positive semi-definite function")
+    return np.clip(s, 0.0, None), U
+
+
+def _eigh_workers(n: int) -> int:
+    "Threads for independent eighs of order n: the thread policy's from KDE_EIGH_THREADS_MIN_N under the BLAS limit now."
+    k = factor_threads(n, KDE_EIGH_THREADS_MIN_N)
+    return blas_ceiling() if k is None else k
+
+
+def _side_by_side(calls, workers: int) -> list:
+    """The results of independent calls, in order: side by side on `workers` threads, each on one BLAS thread, from 2
+    workers; in turn (under the BLAS limit as found) below."""
+    if workers < 2:
+        return [c() for c in calls]
+    with blas_threads(1), ThreadPoolExecutor(min(workers, len(calls))) as ex:
+        futures = [ex.submit(c) for c in calls]
+        return [f.result() for f in futures]          # the first failure in call order is the one raised
+
 # %% ../nbs/2_algorithms/04_kde.ipynb #4b335dc1
+def _conditional_output_side(k, L, eps):
+    """C (lower, C C^T = k + n eps I) and S = eps C^{-1} L C^{-T}, congruent to L (so PSD exactly when L is); needs no
+    eigenvector of k. A k so far from PSD that k + n eps I has no Cholesky factor is refused by name (as eigh_psd would)."""
+    n = len(k)
+    try:
+        C = sla.cholesky(k + (n * eps) * np.eye(n), lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        _eigh_released(k, "input_kernel")                  # names the input kernel
+        raise ValueError("input_kernel is not positive semi-definite on these samples (k + n eps I has no Cholesky "
+                         "factor): a kernel must be a positive semi-definite function") from None
+    S = eps * sla.solve_triangular(C, sla.solve_triangular(C, L, lower=True, check_finite=False).T, lower=True,
+                                   check_finite=False)
+    return C, (S + S.T) / 2
+
+
 def _kde_factor(k, L, operator, eps):
     """The EigenFactor of (k kron M + lam I) vec(A^T) = vec(I): G = k = U diag(s) U^T, T = M = V diag(t) V^{-1} for the three
-    operators (see the derivation above), Y = I, so Yt = U^T V^{-T} = (V^{-1} U)^T."""
+    operators (see the derivation above), Y = I, so Yt = U^T V^{-T} = (V^{-1} U)^T. The conditional covariance's two eighs
+    are independent (M by a Cholesky congruence) and run side by side where the thread policy gives two threads."""
     n = len(L)
-    s, U = eigh_psd(k, name="input_kernel")                 # a user's kernel: refused by name if not PSD
     if operator == "identity":
+        s, U = eigh_psd(k, name="input_kernel")             # a user's kernel: refused by name if not PSD
         return EigenFactor(s, U, np.ones(n), U, U.T, np.eye(n))
-    if operator == "covariance":
-        t, W = eigh_psd(L / n, name="output_kernel")
+    if operator == "covariance":                            # two independent eighs: side by side too
+        (s, U), (t, W) = _side_by_side([lambda: _eigh_released(k, "input_kernel"),
+                                        lambda: _eigh_released(L / n, "output_kernel")], _eigh_workers(n))
         return EigenFactor(s, U, t, W, W.T, (W.T @ U).T)
-    p = n * eps / (s + n * eps)                              # eigenvalues of P = n eps (k + n eps I)^{-1}
-    Ph = (U * np.sqrt(p)) @ U.T                              # P^{1/2}
-    S = Ph @ L @ Ph / n
-    t, W = eigh_psd((S + S.T) / 2, name="output_kernel")     # S is congruent to L: PSD exactly when L is
-    VinvU = (W.T @ U) / np.sqrt(p)[None, :]
-    return EigenFactor(s, U, t, Ph @ W, VinvU @ U.T, VinvU.T)
+    C, S = _conditional_output_side(k, L, eps)              # M = P L / n = eps C^{-T} C^{-1} L, P = n eps (k + n eps I)^{-1}
+    (s, U), (t, W) = _side_by_side([lambda: _eigh_released(k, "input_kernel"),
+                                    lambda: _eigh_released(S, "output_kernel")], _eigh_workers(n))
+    Vinv = (C @ W).T                                        # M C^{-T} W = C^{-T} W diag(t): V = C^{-T} W, V^{-1} = W^T C^T
+    V = sla.solve_triangular(C, W, lower=True, trans="T", check_finite=False)
+    return EigenFactor(s, U, t, V, Vinv, (Vinv @ U).T)
 
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -89,10 +141,9 @@ def _criterion(terms, Z):
     return base[None, :] - 2.0 * (Lc @ Z).T            # O(n) per (input, candidate)
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #e26f9c86
-from .linalg import CHOLESKY_THREADS_MIN_N, EIGH_THREADS_MIN_N, GEMM_THREADS_MIN_WORK  # noqa: E402
+from .linalg import CHOLESKY_THREADS_MIN_N, GEMM_THREADS_MIN_WORK  # noqa: E402
 
-KDE_EIGH_THREADS_MIN_N = EIGH_THREADS_MIN_N        # n from which an eigh-based fit (OVKDE, WestonKDE) may use threads
-KDE_CHOLESKY_THREADS_MIN_N = CHOLESKY_THREADS_MIN_N  # the same for CortesKDE's Cholesky fit
+KDE_CHOLESKY_THREADS_MIN_N = CHOLESKY_THREADS_MIN_N  # n from which CortesKDE's Cholesky fit may use threads
 KDE_SCORES_THREADS_MIN_WORK = GEMM_THREADS_MIN_WORK  # multiply-adds n^2 n_test of the criterion's Q k_x
 
 

@@ -23,10 +23,11 @@ from .backend import DEFAULT_LAMS
 from .validation import Interval, Options, check_fitted, check_input, check_matrix, check_X, check_X_Y, fit_context
 
 # %% auto #0
-__all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'MultiViewKernel', 'Metric', 'group_norms',
-           'objective', 'g_step', 'w_step', 'a_step', 'prox_step', 'MVMLState', 'alternate', 'LowRankMetric',
-           'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank', 'mvml_dense_reference', 'full_g_reference',
-           'stack_views', 'check_views', 'mean_distance_gamma', 'loo_lams', 'MVML', 'MVMLClassifier']
+__all__ = ['METRICS', 'AUTO_RANK', 'AUTO_MIN_LANDMARKS', 'MVML_THREADS_MIN_RANK', 'MVML_CHUNKS_MIN_WORK', 'MVML_CHUNK',
+           'MultiViewKernel', 'Metric', 'group_norms', 'objective', 'g_step', 'w_step', 'a_step', 'prox_step',
+           'MVMLState', 'alternate', 'LowRankMetric', 'lowrank_g_step', 'lowrank_a_step', 'alternate_lowrank',
+           'mvml_dense_reference', 'full_g_reference', 'stack_views', 'check_views', 'mean_distance_gamma', 'loo_lams',
+           'MVML', 'MVMLClassifier']
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #a1aca1b3
 def _embed(Z, offs):
@@ -737,6 +738,57 @@ def _one_blas_thread(method):
             _CEILING.value = outer
     return wrapper
 
+# %% ../nbs/2_algorithms/05_mvml.ipynb #0a9908cf
+import collections  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+MVML_CHUNKS_MIN_WORK = 5 * 10 ** 6  # n r from which the row chunks of the feature pass run side by side (the decision)
+MVML_CHUNK = 4096                   # rows per chunk (BlockNystrom.normal_equations' default: the same sums)
+
+
+def _chunk_workers(n: int, r: int, chunk: int = MVML_CHUNK) -> int:
+    """Row chunks run side by side for n rows of r features: the thread policy's threads (under the ceiling read before
+    the fit's one-thread limit) from n r >= MVML_CHUNKS_MIN_WORK with two chunks or more; else 1 (the one-thread loop)."""
+    if MVML_CHUNKS_MIN_WORK is None or n <= chunk:
+        return 1
+    ceiling = getattr(_CEILING, "value", None)
+    ceiling = blas_ceiling() if ceiling is None else ceiling
+    k = factor_threads(n * r, MVML_CHUNKS_MIN_WORK, ceiling=ceiling)
+    return max(1, min(ceiling if k is None else k, -(-n // chunk)))
+
+
+def _side_by_side(fn, chunks, workers: int, consume) -> None:
+    """consume(fn(c)) for every chunk c in order, fn running on `workers` threads side by side, each on one BLAS thread
+    (numpy and BLAS release the GIL); at most 2 x workers results wait at a time."""
+    with blas_threads(1), ThreadPoolExecutor(workers) as ex:
+        pending = collections.deque()
+        for c in chunks:
+            pending.append(ex.submit(fn, c))
+            if len(pending) >= 2 * workers:
+                consume(pending.popleft().result())
+        while pending:
+            consume(pending.popleft().result())
+
+
+def _normal_equations(features, X, Y, workers: int, chunk: int = MVML_CHUNK):
+    """(Z^T Z, Z^T Y) of `BlockNystrom.normal_equations`, its row chunks `workers` at a time: the same products added in
+    the same order, so the same bits as one thread."""
+    Y = np.asarray(Y, dtype=float).reshape(len(X), -1)
+    if workers <= 1:
+        return features.normal_equations(X, Y, chunk)
+    r = int(features.offsets[-1])
+    G, B = np.zeros((r, r)), np.zeros((r, Y.shape[1]))
+
+    def part(sl):
+        Z = features(X[sl])
+        return Z.T @ Z, Z.T @ Y[sl]
+
+    def add(PQ):
+        np.add(G, PQ[0], out=G)
+        np.add(B, PQ[1], out=B)
+    _side_by_side(part, _chunks(len(X), chunk), workers, add)
+    return (G + G.T) / 2, B
+
 # %% ../nbs/2_algorithms/05_mvml.ipynb #fab3483b
 def _prepare(self, X, groups=None):
     "Set views_, kernels_, n_components_, landmarks_, features_ on the estimator (shared permutation from random_state)."
@@ -868,8 +920,9 @@ def _solve_columns(self, X, Y, yy, scales):
         if is_dask_array(X):
             G, B = dask_block_nystrom_normal_equations(self.features_, X, Y)
             B = B / scales[None, :]
-        else:
-            G, B = self.features_.normal_equations(X, np.asarray(Y, float).reshape(len(X), -1) / scales[None, :])
+        else:                                        # the chunks side by side where that pays (the decision above)
+            G, B = _normal_equations(self.features_, X, np.asarray(Y, float).reshape(len(X), -1) / scales[None, :],
+                                     _chunk_workers(len(X), r))
     offs = self.features_.offsets
     omega = {"learned": "frobenius", "sparse": "group"}.get(self.metric, "none")
     learn = self.metric in ("learned", "sparse") and self.a_steps > 0
@@ -896,7 +949,7 @@ def _solve_columns(self, X, Y, yy, scales):
     return out
 
 
-def _decision(self, X, chunk: int = 4096):
+def _decision(self, X, chunk: int = MVML_CHUNK):
     if is_dask_array(X):                                 # blockwise on the workers: a Dask array (m,) or (m, t)
         check_fitted(self, "n_features_in_")
         check_dask_X(X, "predicting", p=self.n_features_in_)
@@ -904,8 +957,13 @@ def _decision(self, X, chunk: int = 4096):
         return F[:, 0] if self.coef_.ndim == 1 else F
     check_fitted(self, "n_features_in_")
     X = check_X(self, _views_input(self, X, fitting=False)[0])
-    with blas_threads(_threads(int(self.features_.offsets[-1]))):
-        out = [self.features_(X[sl]) @ self.coef_ for sl in _chunks(len(X), chunk)]
+    r, out = int(self.features_.offsets[-1]), []
+    workers = _chunk_workers(len(X), r, chunk)
+    if workers > 1:                                      # independent chunks side by side (the decision above)
+        _side_by_side(lambda sl: self.features_(X[sl]) @ self.coef_, _chunks(len(X), chunk), workers, out.append)
+    else:
+        with blas_threads(_threads(r)):
+            out = [self.features_(X[sl]) @ self.coef_ for sl in _chunks(len(X), chunk)]
     return np.concatenate(out) if out else np.zeros((0,) + self.coef_.shape[1:])
 
 

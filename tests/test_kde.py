@@ -437,3 +437,34 @@ def test_docstring_examples():
     import doctest
     import ovk_nb.kde
     assert doctest.testmod(ovk_nb.kde, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+@pytest.mark.parametrize("op", ["conditional_covariance", "covariance"])
+def test_conditional_covariance_eighs_side_by_side_equal_the_one_thread_fit(monkeypatch, op):
+    """Issue 34: the conditional covariance's two eighs are independent (M by a Cholesky congruence) and run side by side
+    where the thread policy gives two threads (the covariance's
+    two eighs too), each on one BLAS thread; the fit equals the one-thread fit up to the
+    threaded products' rounding (1e-12), and a user's threadpool_limits(1) or a busy machine keeps them in turn."""
+    import ovk_nb.kde as kde
+    import ovk_nb.linalg as la
+    from threadpoolctl import threadpool_limits
+    workers, real = [], kde._side_by_side
+    monkeypatch.setattr(kde, "_side_by_side", lambda calls, k: (workers.append(k), real(calls, k))[1])
+    monkeypatch.setattr(kde, "KDE_EIGH_THREADS_MIN_N", 10)
+    monkeypatch.setattr(kde.OVKDE, "_fit_threads_min_n", 10)
+    monkeypatch.setattr(la, "idle_cores", lambda: 2.0)                 # an idle 2-core machine
+    X, Y, Xt, Yc = problem(7, 60)
+    with threadpool_limits(2):
+        par = OVKDE(RBF(0.5), RBF(0.3), op, lam=0.05).fit(X, Y)
+        assert workers == [2]
+        with threadpool_limits(1):
+            one = OVKDE(RBF(0.5), RBF(0.3), op, lam=0.05).fit(X, Y)
+        assert workers == [2, 1]
+    scale = np.abs(one.coef_).max()
+    np.testing.assert_allclose(par.coef_, one.coef_, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(par.decision_scores(Xt, Yc), one.decision_scores(Xt, Yc), rtol=0,
+                               atol=1e-12 * np.abs(one.decision_scores(Xt, Yc)).max())
+    monkeypatch.setattr(la, "idle_cores", lambda: 0.2)                 # others busy on both cores: in turn
+    with threadpool_limits(2):
+        OVKDE(RBF(0.5), RBF(0.3), op, lam=0.05).fit(X, Y)
+    assert workers[-1] == 1

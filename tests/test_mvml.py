@@ -350,3 +350,35 @@ def test_default_beats_kernel_ridge_on_diabetes():
         ours = cross_val_score(MVML(), Xs, y, cv=cv).mean()
         krr = cross_val_score(KernelRidge(kernel="rbf"), Xs, y, cv=cv).mean()
         assert ours >= krr - 0.02, (ours, krr)
+
+
+def test_row_chunks_side_by_side_give_the_same_bits_and_obey_the_users_cap(monkeypatch):
+    """Issue 34: from MVML_CHUNKS_MIN_WORK the feature pass (Z^T Z, Z^T y) and predict run their 4096-row chunks side by
+    side on the policy's threads, one BLAS thread each, the partial products added in chunk order: the fit and the
+    predictions are the one-thread fit's to the last bit. A user's threadpool_limits(1) and a busy machine keep one."""
+    import ovk_nb.linalg as la
+    import ovk_nb.mvml as mv
+    from threadpoolctl import threadpool_limits
+
+    workers, real = [], mv._side_by_side
+    monkeypatch.setattr(mv, "_side_by_side", lambda fn, c, k, out: (workers.append(k), real(fn, c, k, out))[1])
+    monkeypatch.setattr(mv, "MVML_CHUNKS_MIN_WORK", 1)
+    monkeypatch.setattr(la, "idle_cores", lambda: 2.0)               # an idle 2-core machine
+    X, y = _data(n=9000)                                             # three chunks
+    kw = dict(views=VIEWS, kernel=RBF(0.5), n_components=30, random_state=0, lam=0.1)
+    with threadpool_limits(2):
+        par = MVML(**kw).fit(X, y)
+        p_par = par.predict(X)
+        assert workers == [2, 2]                                     # fit and predict, two chunks at a time
+        workers.clear()
+        with threadpool_limits(1):                                   # the user's cap: the one-thread loop
+            one = MVML(**kw).fit(X, y)
+            p_one = one.predict(X)
+        assert workers == []
+    for a in ("coef_", "A_", "g_", "w_", "objective_"):
+        assert np.array_equal(getattr(par, a), getattr(one, a)), a
+    assert np.array_equal(p_par, p_one)
+    monkeypatch.setattr(la, "idle_cores", lambda: 0.2)               # others busy on both cores: one thread
+    with threadpool_limits(2):
+        MVML(**kw).fit(X, y)
+    assert workers == []
