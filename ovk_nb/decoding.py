@@ -732,7 +732,8 @@ def encode(self: Hamming, Y, reg, step=0):
         codes = Y.astype(np.int64)
     else:                                                  # integers: one max over the codes read as unsigned (a
         codes = Y.astype(np.int64)                         # negative symbol reads as 2^64 - |y|): both ends at once
-        if codes.view(np.uint64).max() >= self.alphabet:
+        u = codes.view(np.uint64)                          # (a few symbols, learn_one's row: Python's max, no ufunc)
+        if (max(u.ravel().tolist(), default=0) if u.size <= 64 else u.max()) >= self.alphabet:
             raise ValueError(f"Y must hold integer symbols in [0, {self.alphabet}) (alphabet={self.alphabet})")
     q = reg.get("q", Y.shape[1])
     if Y.shape[1] != q:
