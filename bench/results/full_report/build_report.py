@@ -36,9 +36,13 @@ ROOT = HERE.parent.parent.parent
 # experiments replace the same experiments of an earlier one (`owners`).
 _LOAD_0359 = ("nothing else of the project's running at first; from about 04:20 two helper agents' tests and benchmarks "
               "ran beside it at a lower scheduling priority (load average 2-7)")
-FOLDERS = {"papers_000_002_003_004": {"what": "every experiment but paper 001's", "started": "2026-11-29 03:59 UTC",
-                                      "load": _LOAD_0359},
-           "paper_001": {"what": "paper 001's three experiments", "started": "2026-11-29 03:59 UTC", "load": _LOAD_0359}}
+_LOAD_0745 = "the two processes alone on the machine, at a higher scheduling priority than the lead's light work beside them"
+FOLDERS = {"paper_001": {"what": "paper 001's three experiments", "started": "2026-11-29 03:59 UTC", "load": _LOAD_0359},
+           "paper_000": {"what": "paper 000's eleven experiments, rerun when a change to onorma marked them stale",
+                         "started": "2026-11-29 07:45 UTC", "load": _LOAD_0745},
+           "papers_002_003_004": {"what": "papers 002, 003 and 004's fourteen experiments, rerun when changes to oskaar, "
+                                  "decoding, mvml and kde marked them stale", "started": "2026-11-29 07:45 UTC",
+                                  "load": _LOAD_0745}}
 VERSIONS = ("python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas", "seed", "sizes", "package")
 
 
@@ -196,7 +200,7 @@ def index(summ, prov, stale_list, stale_table, exps, rs_commit):
     commits = sorted({e["commit"] for e in exps})
     runs = "; ".join(f"`{f}/`: {w['what']}, from commit `{rs_commit[f]}`, started {w['started']} ({w['load']})"
                      for f, w in FOLDERS.items())
-    head = ["# ovk_nb full-size reproduction report (one run, one index)", "",
+    head = ["# ovk_nb full-size reproduction report (one commit's code, one index)", "",
             f"**Every result from one commit's code**: every registered experiment at the papers' sizes, run by `ovk-nb reproduce` "
             f"from a clean checkout (seed {prov['seed']}) on this 2-core machine, in {len(FOLDERS)} processes ({runs}); "
             f"{len(exps)} experiments, {sum(bool(e['failed']) for e in exps)} failed, {total:.0f} s of experiment time in all. "
@@ -218,7 +222,7 @@ def index(summ, prov, stale_list, stale_table, exps, rs_commit):
                  "## The experiments", "", rows_to_markdown(exps), "", "## Stale results, by name", "", st_intro, "",
                  rows_to_markdown(stale_table) if stale_table else "None.", "",
                  "## Verdicts per paper (the whole run)", "", rows_to_markdown(t), ""]
-    html = ["<h1>ovk_nb full-size reproduction report (one run, one index)</h1>"] + [f"<p>{x}</p>" for x in head[2:] if x] + \
+    html = ["<h1>ovk_nb full-size reproduction report (one commit's code, one index)</h1>"] + [f"<p>{x}</p>" for x in head[2:] if x] + \
            ["<h2>What the run records</h2>", f"<p>{rec}</p>", _html_table(run_field_rows(prov)),
             "<h2>The experiments</h2>", _html_table(exps), '<h2 id="stale">Stale results, by name</h2>', f"<p>{st_intro}</p>",
             _html_table(stale_table) if stale_table else "<p>None.</p>",
