@@ -797,7 +797,8 @@ def _features(self: NystromLikelihood, sk, L):
     if self.dask:
         return self._dask_features(sk, L)
     if xp is np and isinstance(sk, (RBF, Laplacian)):
-        return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0 and self.grad_pass)
+        return _bandwidth_pass(X, Y, self._Zh, sk, L, self._rows(), grad=self.nk > 0 and self.grad_pass,
+                               workers=self.__dict__.get("_pass_workers") or 1)
     Ld = L if xp is np else _on(L, X)                      # the m x m factor crosses once per bandwidth
     acc = None
     for sl in self._rows():
@@ -888,14 +889,26 @@ def _trsm_right(P, L, b: int = TRSM_BLOCK):
     return P
 
 
-def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True):
+def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True, workers: int = 1):
     """One pass over the rows of NumPy X for a bandwidth kernel k = exp(-gamma D) (RBF: D the squared distances, by
     |x - c|^2 + |z - c|^2 - 2 (x - c).(z - c) with c the landmarks' mean; Laplacian: the L1 distances). Per chunk:
     P = [K_nm L^{-T}, Y] by an in-place triangular solve (`_trsm_right`), P^T P (one SYRK) and, with `grad`,
     P^T (D o K_nm) (one GEMM). Returns (Phi^T Phi, Phi^T Y, E, F) with E = Phi^T dK_nm (1, m, m) and F = Y^T dK_nm
-    (1, d, m), dK = dK_nm / dlog gamma = -gamma D o K_nm; E, F None without `grad`."""
+    (1, d, m), dK = dK_nm / dlog gamma = -gamma D o K_nm; E, F None without `grad`. With `workers` > 1 the chunks run
+    side by side in that many contiguous groups, each on one BLAS thread, their sums added in group order (the order of
+    the sums changes: equal to one thread to rounding, 1e-12 and below)."""
     m = Z.shape[0]
-    S, E = _bandwidth_sums(X, Y, Z, sk, L, rows, grad)
+    if workers > 1 and len(rows) >= 2 * workers:
+        from concurrent.futures import ThreadPoolExecutor
+        groups = [rows[i::workers] for i in range(workers)]              # interleaved: equal work for each
+        with blas_threads(1), ThreadPoolExecutor(workers) as ex:
+            parts = list(ex.map(lambda g: _bandwidth_sums(X, Y, Z, sk, L, g, grad), groups))
+        S, E = parts[0]
+        for S1, E1 in parts[1:]:
+            S += S1
+            E += E1
+    else:
+        S, E = _bandwidth_sums(X, Y, Z, sk, L, rows, grad)
     if not grad:
         return S[:m, :m], S[:m, m:], None, None
     return S[:m, :m], S[:m, m:], E[None, :m], E[None, m:]
@@ -2454,9 +2467,12 @@ def fit(self: OVKGaussianProcess, X, Y):
     # (`_big_threads`: the eigh per bandwidth, the gradient's n^3 products), see the decision above
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
     k = factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)
-    eigen = type(lik) is SeparableLikelihood and k != 1
+    # the Nystrom route likewise: its pass's chunks side by side on the policy's threads (`_pass_workers`), the rest on one
+    eigen, nys = type(lik) is SeparableLikelihood and k != 1, type(lik) is NystromLikelihood and k != 1
     if eigen:
         lik._big_threads, k = blas_ceiling() if k is None else k, 1
+    if nys:
+        lik._pass_workers, k = blas_ceiling() if k is None else k, 1
     try:
         with blas_threads(k):
             theta, value = _optimize(self, lik, theta, bounds, more)
@@ -2465,6 +2481,8 @@ def fit(self: OVKGaussianProcess, X, Y):
     finally:
         if eigen:
             lik._big_threads = None
+        if nys:
+            lik._pass_workers = None
     if not (np.isfinite(lml) and np.isfinite(value)):
         raise ValueError("Y: the log marginal likelihood is not finite at the learned hyper-parameters: scale X and Y "
                          "(normalize_y=True) or bound the noise away from 0 (noise_bounds)")
