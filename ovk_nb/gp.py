@@ -914,6 +914,7 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True, workers: int = 1):
     return S[:m, :m], S[:m, m:], E[None, :m], E[None, m:]
 
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #c8e3a5b2
 def _bandwidth_sums(X, Y, Z, sk, L, rows, grad: bool = True):
     """(S, E) = (P^T P, P^T dK) summed over `rows` of X, P = [K_nm L^{-T}, Y] ((m + d) x (m + d) and (m + d) x m; E of
     zero columns without `grad`): `_bandwidth_pass`'s sums, also one Dask row block's share of them."""
@@ -2461,13 +2462,11 @@ def fit(self: OVKGaussianProcess, X, Y):
     prepare = {"array_api": _fit_data_xp, "dask": _fit_data_dask}.get(route, _fit_data)
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
-    # one BLAS thread below ONE_THREAD_N (small eigh/products lose to thread start-up); from it the thread policy: every
-    # idle core, one thread while other processes keep the cores busy (issue 34; linalg.EIGH_THREADS_MIN_N). The exact
-    # eigenbasis route runs its optimizer on one thread and gives the policy's threads to its n x n work only
-    # (`_big_threads`: the eigh per bandwidth, the gradient's n^3 products), see the decision above
+    # one BLAS thread below ONE_THREAD_N; from it the thread policy (issue 34; linalg.EIGH_THREADS_MIN_N). The exact route
+    # runs its optimizer on one thread, the policy's threads for its n x n work (`_big_threads`); the Nystrom route its
+    # pass's chunks side by side on them (`_pass_workers`), the rest on one thread (the decisions above)
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
     k = factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)
-    # the Nystrom route likewise: its pass's chunks side by side on the policy's threads (`_pass_workers`), the rest on one
     eigen, nys = type(lik) is SeparableLikelihood and k != 1, type(lik) is NystromLikelihood and k != 1
     if eigen:
         lik._big_threads, k = blas_ceiling() if k is None else k, 1
