@@ -21,7 +21,7 @@ from .backend import check_xp_data, device_of, route_of
 from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_sum   # dask imported for Dask data only
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
-from .linalg import KernelParts, _like, _solve_triangular, blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
+from .linalg import KernelParts, _chunk_terms, _like, _solve_triangular, blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
 
@@ -895,18 +895,20 @@ def _bandwidth_pass(X, Y, Z, sk, L, rows, grad: bool = True, workers: int = 1):
     P = [K_nm L^{-T}, Y] by an in-place triangular solve (`_trsm_right`), P^T P (one SYRK) and, with `grad`,
     P^T (D o K_nm) (one GEMM). Returns (Phi^T Phi, Phi^T Y, E, F) with E = Phi^T dK_nm (1, m, m) and F = Y^T dK_nm
     (1, d, m), dK = dK_nm / dlog gamma = -gamma D o K_nm; E, F None without `grad`. With `workers` > 1 the chunks run
-    side by side in that many contiguous groups, each on one BLAS thread, their sums added in group order (the order of
-    the sums changes: equal to one thread to rounding, 1e-12 and below)."""
+    side by side on that many threads, each on one BLAS thread (linalg's `_chunk_terms`), and their sums are added in
+    chunk order: the one-thread pass's sums to the bit."""
     m = Z.shape[0]
-    if workers > 1 and len(rows) >= 2 * workers:
-        from concurrent.futures import ThreadPoolExecutor
-        groups = [rows[i::workers] for i in range(workers)]              # interleaved: equal work for each
-        with blas_threads(1), ThreadPoolExecutor(workers) as ex:
-            parts = list(ex.map(lambda g: _bandwidth_sums(X, Y, Z, sk, L, g, grad), groups))
-        S, E = parts[0]
-        for S1, E1 in parts[1:]:
-            S += S1
-            E += E1
+    if workers > 1 and len(rows) >= 2:
+        from types import SimpleNamespace
+        Lf = np.asfortranarray(L)
+        one = SimpleNamespace(terms=lambda x, y: _bandwidth_sums(x, y, Z, sk, Lf, [slice(0, len(x))], grad))
+        S = E = None
+        with blas_threads(1):
+            for S1, E1 in _chunk_terms(one, X, Y, rows, workers):
+                if S is None:
+                    S, E = np.zeros_like(S1), np.zeros_like(E1)
+                S += S1                                        # the sequential pass's S += P^T P, in the same order
+                E += E1
     else:
         S, E = _bandwidth_sums(X, Y, Z, sk, L, rows, grad)
     if not grad:
