@@ -55,11 +55,9 @@ def kde_scores_literal(k, L, kx, Ly, lam: float, operator: str = "covariance", e
     return G @ Ly
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #6835ec7a
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
-
 import scipy.linalg as sla  # noqa: E402
 
-from .linalg import EIGH_THREADS_MIN_N, blas_ceiling  # noqa: E402
+from .linalg import EIGH_THREADS_MIN_N, big_work_threads, side_by_side  # noqa: E402
 
 KDE_EIGH_THREADS_MIN_N = EIGH_THREADS_MIN_N        # n from which an eigh-based fit (OVKDE, WestonKDE) may use threads
 
@@ -76,18 +74,7 @@ def _eigh_released(A, name: str):
 
 def _eigh_workers(n: int) -> int:
     "Threads for independent eighs of order n: the thread policy's from KDE_EIGH_THREADS_MIN_N under the BLAS limit now."
-    k = factor_threads(n, KDE_EIGH_THREADS_MIN_N)
-    return blas_ceiling() if k is None else k
-
-
-def _side_by_side(calls, workers: int) -> list:
-    """The results of independent calls, in order: side by side on `workers` threads, each on one BLAS thread, from 2
-    workers; in turn (under the BLAS limit as found) below."""
-    if workers < 2:
-        return [c() for c in calls]
-    with blas_threads(1), ThreadPoolExecutor(min(workers, len(calls))) as ex:
-        futures = [ex.submit(c) for c in calls]
-        return [f.result() for f in futures]          # the first failure in call order is the one raised
+    return big_work_threads(n, KDE_EIGH_THREADS_MIN_N)
 
 
 def _independent_eighs(named, n: int) -> list:
@@ -96,8 +83,7 @@ def _independent_eighs(named, n: int) -> list:
     thread at order 2000, measured; see the decision above)."""
     workers = _eigh_workers(n)
     eig = _eigh_released if workers >= 2 else (lambda A, name: eigh_psd(A, name=name))
-    return _side_by_side([lambda A=A, name=name: eig(A, name) for A, name in named], workers)
-
+    return list(side_by_side(lambda an: eig(*an), named, workers))
 
 # %% ../nbs/2_algorithms/04_kde.ipynb #4b335dc1
 def _conditional_output_side(k, L, eps):

@@ -16,12 +16,13 @@ from scipy.spatial.distance import cdist
 from .validation import Options, Predicate, accept_also, check_matrix, check_positive, check_psd, sym_in_weights, to_numpy
 
 # %% auto #0
-__all__ = ['XP_CHUNK', 'GAMMA_RULES', 'KERNEL_NAMES', 'Params', 'is_array_api', 'xp_of', 'scalar_gram', 'scalar_diag',
-           'ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear', 'Polynomial', 'data_gamma', 'RBF',
-           'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'named_kernel', 'resolve_kernel', 'BlockKernel',
-           'field_apply', 'CurlFreeRBF', 'DivFreeRBF', 'paper000_J', 'gaussian_times_J', 'linear_quadratic',
-           'grid_weights', 'OutputOperator', 'gaussian_profile', 'IdentityOperator', 'MultiplicationOperator',
-           'IntegralOperator', 'truncate_operator', 'ColumnKernel', 'ScaledKernel', 'Coregionalization']
+__all__ = ['XP_CHUNK', 'DISTANCE_BLOCK', 'GAMMA_RULES', 'KERNEL_NAMES', 'Params', 'is_array_api', 'xp_of', 'scalar_gram',
+           'scalar_diag', 'distance_blocks', 'ScalarKernel', 'sq_distances', 'check_gram_finite', 'Linear',
+           'Polynomial', 'data_gamma', 'RBF', 'Laplacian', 'OVKernel', 'Separable', 'SumKernel', 'named_kernel',
+           'resolve_kernel', 'BlockKernel', 'field_apply', 'CurlFreeRBF', 'DivFreeRBF', 'paper000_J',
+           'gaussian_times_J', 'linear_quadratic', 'grid_weights', 'OutputOperator', 'gaussian_profile',
+           'IdentityOperator', 'MultiplicationOperator', 'IntegralOperator', 'truncate_operator', 'ColumnKernel',
+           'ScaledKernel', 'Coregionalization']
 
 # %% ../nbs/1_shared/01_kernels.ipynb #5a1c0e02
 _PARAM_NAMES: dict = {}
@@ -489,6 +490,64 @@ def _xp_block_gram(kernel, X, Y):
         out = term if out is None else out + term
     return out
 
+# %% ../nbs/1_shared/01_kernels.ipynb #2aa30327
+DISTANCE_BLOCK = 2 ** 18    # entries of one row block of the Gram trick (2 MB): its temporaries stay small, and blocks can
+                            # run side by side (`ovk_nb.linalg.KernelParts.grams`)
+
+
+def distance_blocks(n: int, m: int) -> list:
+    """The row blocks of an (n, m) squared-distance matrix: slices of about `DISTANCE_BLOCK` entries each.
+
+    Parameters
+    ----------
+    n, m : int
+        The matrix's rows and columns.
+
+    Returns
+    -------
+    list of slice
+        Consecutive row slices covering ``range(n)``.
+
+    Examples
+    --------
+    >>> distance_blocks(5, 2 ** 17)
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    """
+    rows = max(1, DISTANCE_BLOCK // max(m, 1))
+    return [slice(i, min(i + rows, n)) for i in range(0, n, rows)]
+
+
+def _distance_frame(X, Y):
+    """The Gram trick's inputs (Xc, Yc, a, b, s): X and Y centred at X's mean and scaled to unit maximum s, a and b their
+    squared row norms; or the finished matrix where no trick is needed (s = 0) or possible (differences overflow: cdist)."""
+    c = X.mean(0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xc, Yc = X - c, Y - c
+        s = max(float(np.abs(Xc).max()), float(np.abs(Yc).max()))
+    if not np.isfinite(s):                                  # differences overflow: exact per pair, then inf
+        from scipy.spatial.distance import cdist
+        with np.errstate(over="ignore"):
+            return cdist(X, Y, "sqeuclidean")
+    if s == 0.0:
+        return np.zeros((len(X), len(Y)))
+    Xc /= s; Yc /= s
+    return Xc, Yc, (Xc * Xc).sum(1), (Yc * Yc).sum(1), s
+
+
+def _distance_rows(frame, sl, out) -> None:
+    """out[sl] = the squared distances of X's rows `sl`: (a_i + b_j) - 2 <x_i, y_j>, clipped at 0, times s twice; the same
+    operations in the same order for any block, so the blocks' order (or threads) cannot change a bit."""
+    Xc, Yc, a, b, s = frame
+    d = out[sl]
+    P = Xc[sl] @ Yc.T
+    P *= 2.0
+    np.add(a[sl, None], b[None, :], out=d)
+    d -= P
+    np.maximum(d, 0.0, out=d)
+    with np.errstate(over="ignore"):
+        d *= s; d *= s                                      # may overflow to inf (kernel value exactly 0); s * s alone could
+                                                            # be inf, and 0 * inf on the diagonal NaN
+
 # %% ../nbs/1_shared/01_kernels.ipynb #8674ff87
 class ScalarKernel(Params):
     """Base class of the scalar kernels: ``k(X, Y=None)`` gives the (n, m) Gram matrix, ``k.diag(X)`` its diagonal.
@@ -623,23 +682,13 @@ def sq_distances(X, Y) -> np.ndarray:
     if min(len(X), len(Y)) <= _FEW_ROWS:                    # a row or two against many (a learn_one step): differences
         with np.errstate(over="ignore", invalid="ignore"):  # directly, exact, O(n m p) like the product; overflow is +inf
             return _pairwise_differences(X, Y)
-    c = X.mean(0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        Xc, Yc = X - c, Y - c
-        s = max(float(np.abs(Xc).max()), float(np.abs(Yc).max()))
-    if not np.isfinite(s):                                  # differences overflow: exact per pair, then inf
-        from scipy.spatial.distance import cdist
-        with np.errstate(over="ignore"):
-            return cdist(X, Y, "sqeuclidean")
-    if s == 0.0:
-        return np.zeros((len(X), len(Y)))
-    Xc /= s; Yc /= s
-    d = (Xc * Xc).sum(1)[:, None] + (Yc * Yc).sum(1)[None, :] - 2.0 * (Xc @ Yc.T)
-    np.maximum(d, 0.0, out=d)
-    with np.errstate(over="ignore"):
-        d *= s; d *= s                                      # may overflow to inf (kernel value exactly 0); s * s alone could
-                                                            # be inf, and 0 * inf on the diagonal NaN
-    return d
+    f = _distance_frame(X, Y)
+    if not isinstance(f, tuple):                            # overflow: cdist's exact values, then inf
+        return f
+    out = np.empty((len(X), len(Y)))
+    for sl in distance_blocks(len(X), len(Y)):
+        _distance_rows(f, sl, out)
+    return out
 
 
 _sqdist = sq_distances

@@ -20,15 +20,16 @@ from .kernels import (RBF, Linear, OVKernel, Polynomial, Separable, SumKernel, _
 from .validation import to_numpy
 
 # %% auto #0
-__all__ = ['COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER', 'SYMMETRY_ROWS', 'NYSTROM_JOBS_BYTES', 'IDLE_CACHE_S', 'IDLE_WINDOW_S',
-           'IDLE_CORES_PER_THREAD', 'EIGH_THREADS_MIN_N', 'CHOLESKY_THREADS_MIN_N', 'GEMM_THREADS_MIN_WORK',
-           'KernelParts', 'group_columns', 'eigh_psd', 'EigenFactor', 'IllConditionedWarning', 'check_condition',
-           'cho_cond', 'grouped_cholesky', 'dense_solve', 'pcg', 'symmetric_operator', 'kernel_matvec',
-           'separable_preconditioner', 'jacobi_preconditioner', 'is_field_kernel', 'field_matvec',
-           'ov_nystrom_preconditioner', 'check_symmetric', 'landmark_rows', 'cg_solve', 'NystromFeatures',
-           'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures', 'RFFModel', 'rff_fit',
-           'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq', 'BlockNystrom',
-           'blas_threads', 'idle_cores', 'blas_ceiling', 'factor_threads']
+__all__ = ['IDLE_CACHE_S', 'IDLE_WINDOW_S', 'IDLE_CORES_PER_THREAD', 'EIGH_THREADS_MIN_N', 'CHOLESKY_THREADS_MIN_N',
+           'GEMM_THREADS_MIN_WORK', 'GRAM_BLOCKS_MIN_WORK', 'COND_EPS_BOUND', 'BLAS2_PENALTY', 'PCG_NEVER',
+           'SYMMETRY_ROWS', 'NYSTROM_JOBS_BYTES', 'blas_threads', 'idle_cores', 'blas_ceiling', 'factor_threads',
+           'side_by_side', 'one_thread_scope', 'big_work_threads', 'KernelParts', 'group_columns', 'eigh_psd',
+           'EigenFactor', 'IllConditionedWarning', 'check_condition', 'cho_cond', 'grouped_cholesky', 'dense_solve',
+           'pcg', 'symmetric_operator', 'kernel_matvec', 'separable_preconditioner', 'jacobi_preconditioner',
+           'is_field_kernel', 'field_matvec', 'ov_nystrom_preconditioner', 'check_symmetric', 'landmark_rows',
+           'cg_solve', 'NystromFeatures', 'NystromModel', 'NystromSystem', 'nystrom_fit', 'RandomFourierFeatures',
+           'RFFModel', 'rff_fit', 'masked_solve_dense', 'nystrom_preconditioner', 'masked_solve', 'masked_logdet_slq',
+           'BlockNystrom']
 
 # %% ../nbs/1_shared/02_linalg.ipynb #c0f071ab
 def _like(A, like):
@@ -151,6 +152,297 @@ def _kron(xp, G, S):
 def _concat(xp, outs, cols):
     "Row blocks stacked (no blocks: (0, cols) zeros of NumPy)."
     return (np.concatenate(outs) if xp is np else xp.concat(outs, axis=0)) if outs else np.zeros((0, cols))
+
+# %% ../nbs/1_shared/02_linalg.ipynb #462dca3c
+_CONTROLLER = []
+
+
+def _controller() -> ThreadpoolController:
+    "The one threadpoolctl controller, made at the first call (a fresh one scans the loaded libraries: about 90 us)."
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
+
+
+def blas_threads(limit: int | None):
+    """Context manager: at most `limit` BLAS threads inside (one cached threadpoolctl controller).
+
+    Parameters
+    ----------
+    limit : int or None
+        The thread limit; None: leave BLAS alone.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        The context.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with blas_threads(1):
+    ...     float(np.ones(3) @ np.ones(3))
+    3.0
+    """
+    if limit is None:
+        return contextlib.nullcontext()
+    return _controller().limit(limits=int(limit), user_api="blas")
+
+# %% ../nbs/1_shared/02_linalg.ipynb #c848fe06
+import time
+
+IDLE_CACHE_S = 1.0          # an idle-core measurement is reused for this long
+IDLE_WINDOW_S = (0.05, 2.0)  # shortest and longest window between two CPU samples; outside it a fresh 0.05 s window
+_IDLE = {}                   # the last sample and the last measurement
+
+
+def _cpu_sample():
+    """(monotonic time, busy CPU seconds of the CPUs this process may run on since boot, this process's CPU seconds, its
+    pid), from /proc/stat (busy: every column but idle and iowait) and `time.process_time` (all our threads); None without
+    /proc/stat. The pid keeps a forked child from measuring against its parent's CPU time."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        with open("/proc/stat", "rb") as f:
+            lines = f.read().splitlines()
+        hz = os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError):
+        return None
+    busy = 0
+    for line in lines:
+        if line[:3] == b"cpu" and line[3:4].isdigit():
+            name, *v = line.split()
+            if int(name[3:]) in cpus:
+                v = [int(x) for x in v[:8]]           # user nice system idle iowait irq softirq steal (guest is in user)
+                busy += sum(v) - v[3] - v[4]
+    return time.monotonic(), busy / hz, time.process_time(), os.getpid()
+
+
+def _n_cpus() -> int:
+    "The CPUs this process may run on (its affinity; all CPUs where that is not known)."
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def idle_cores() -> float:
+    """The cores this process may use that no *other* process is busy on: our CPUs minus the others' busy CPU seconds per
+    second over a short window (system-wide busy time from /proc/stat minus this process's own CPU time).
+
+    The window runs from the previous measurement when that is 0.05-2 s old (free), else it is a fresh 0.05 s one; a
+    result is reused for 1 s. Our own threads (a fit that just ran, OpenBLAS's spinning workers) never count as load. All
+    our CPUs where /proc/stat is missing (macOS, Windows).
+
+    Returns
+    -------
+    float
+        The number of cores that other processes leave idle (0 to the number of our CPUs).
+
+    Examples
+    --------
+    >>> 0 <= idle_cores() <= os.cpu_count()
+    True
+    """
+    n, now = _n_cpus(), time.monotonic()
+    last = _IDLE.get("value")
+    if last is not None and 0 <= now - last[0] < IDLE_CACHE_S:
+        return last[1]
+    s = _cpu_sample()
+    if s is None:
+        return float(n)
+    p = _IDLE.get("sample")
+    if p is None or p[3:] != s[3:] or not IDLE_WINDOW_S[0] <= s[0] - p[0] <= IDLE_WINDOW_S[1]:
+        time.sleep(IDLE_WINDOW_S[0])
+        p, s = s, _cpu_sample()
+    others = max(0.0, (s[1] - p[1]) - (s[2] - p[2])) / max(s[0] - p[0], 1e-9)
+    idle = float(min(n, max(0.0, n - others)))
+    _IDLE.update(sample=s, value=(s[0], idle))
+    return idle
+
+# %% ../nbs/1_shared/02_linalg.ipynb #88756c5f
+IDLE_CORES_PER_THREAD = 1.5   # idle cores from which a second thread is started (see the decision above)
+# the sizes from which threads pay on an idle machine, per kind of routine (the table above; callers' thresholds name them)
+EIGH_THREADS_MIN_N = 1000           # eigh (driver 'evd') of order n: 2 threads / 1 = 0.85 at 1000, 0.77 at 2000
+CHOLESKY_THREADS_MIN_N = 2000       # Cholesky of order n: 1.41 at 1000 (a loss), 0.68 at 2000, 0.73 at 4000
+GEMM_THREADS_MIN_WORK = 10 ** 9     # multiply-adds of one product: 0.49 at 1000^3, 0.85 at 2000^3, 0.52 at 4000^3
+
+
+def blas_ceiling() -> int:
+    """The BLAS threads the user allows now: the largest count the loaded BLAS libraries report (a `threadpool_limits`
+    in force, OPENBLAS_NUM_THREADS and the like set before start, else the cores BLAS found).
+
+    Returns
+    -------
+    int
+        The ceiling of `factor_threads`, at least 1.
+
+    Examples
+    --------
+    >>> from threadpoolctl import threadpool_limits
+    >>> with threadpool_limits(1):
+    ...     blas_ceiling()
+    1
+    """
+    return max([c.num_threads for c in _controller().lib_controllers if c.user_api == "blas"], default=1)
+
+
+def factor_threads(size: int, min_size: int, ceiling: int | None = None):
+    """The BLAS thread limit for one large factorisation or product: the policy, written once.
+
+    1 below ``min_size`` (small work loses to thread start-up). From it, one thread per idle core that *other* processes
+    leave (`idle_cores`, rounded: 1.5 idle cores start a second thread), at least 1 and at most the threads BLAS has now
+    (`blas_ceiling`: a user's `threadpool_limits` or OPENBLAS_NUM_THREADS is the ceiling). None (leave BLAS alone) when that
+    is the ceiling.
+
+    Parameters
+    ----------
+    size : int
+        The size of the problem (n, n d, a rank, ...).
+    min_size : int
+        The size from which threads pay.
+    ceiling : int or None, default=None
+        The most threads allowed; None: `blas_ceiling()`. A caller that holds a lower limit of its own around the call
+        (MVML's one-thread `fit`) passes the ceiling it read before taking that limit.
+
+    Returns
+    -------
+    int or None
+        The limit for `blas_threads`.
+
+    Examples
+    --------
+    >>> factor_threads(10, min_size=1000)
+    1
+    """
+    if size < min_size:
+        return 1
+    ceiling = blas_ceiling() if ceiling is None else int(ceiling)
+    if ceiling <= 1:
+        return None
+    k = min(ceiling, max(1, int(idle_cores() + 2 - IDLE_CORES_PER_THREAD)))
+    return None if k >= ceiling else k
+
+# %% ../nbs/1_shared/02_linalg.ipynb #828698d4
+import collections
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+_SCOPE = threading.local()      # the ceiling `one_thread_scope` read on entry (per thread; None outside a scope)
+
+
+def side_by_side(fn, items, workers: int, ahead: int | None = None):
+    """fn(item) for each item, yielded in the items' order: on `workers` threads side by side, each on one BLAS thread.
+
+    Parameters
+    ----------
+    fn : callable
+        The work on one item; independent of the other items' (NumPy releases the GIL in BLAS and element-wise passes).
+    items : iterable
+        The pieces (row slices, matrices, ...).
+    workers : int
+        Threads; below 2 the plain loop, under the BLAS limit as found.
+    ahead : int or None, default=None
+        The most pieces in flight, results included (None: `workers`): memory O(ahead x piece).
+
+    Yields
+    ------
+    object
+        fn(item), in order; the first failure in item order is raised there.
+
+    Examples
+    --------
+    >>> list(side_by_side(lambda v: v * v, range(5), workers=2))
+    [0, 1, 4, 9, 16]
+    """
+    if workers < 2:
+        for it in items:
+            yield fn(it)
+        return
+    with blas_threads(1), ThreadPoolExecutor(workers) as pool:
+        pending, ahead = collections.deque(), max(int(ahead or workers), 1)
+        for it in items:
+            pending.append(pool.submit(fn, it))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+# %% ../nbs/1_shared/02_linalg.ipynb #ba29aa05
+@contextlib.contextmanager
+def one_thread_scope():
+    """Context manager: its body on one BLAS thread, with the ceiling the user allowed on entry kept for
+    `big_work_threads` (the outermost scope's when nested).
+
+    Examples
+    --------
+    >>> with one_thread_scope():
+    ...     blas_ceiling()
+    1
+    """
+    outer = getattr(_SCOPE, "ceiling", None)
+    _SCOPE.ceiling = blas_ceiling() if outer is None else outer
+    try:
+        with blas_threads(1):
+            yield
+    finally:
+        _SCOPE.ceiling = outer
+
+
+def big_work_threads(size: int, min_size: int) -> int:
+    """The BLAS threads for one large routine: 1 below ``min_size``, else the thread policy (`factor_threads`) under the
+    ceiling of the enclosing `one_thread_scope` (outside one: `blas_ceiling()`).
+
+    Parameters
+    ----------
+    size : int
+        The routine's size (an order n, a work count, ...).
+    min_size : int
+        The size from which threads pay.
+
+    Returns
+    -------
+    int
+        The thread count, for `blas_threads` or `side_by_side`.
+
+    Examples
+    --------
+    >>> big_work_threads(10, min_size=1000)
+    1
+    """
+    if size < min_size:
+        return 1
+    ceiling = getattr(_SCOPE, "ceiling", None)
+    ceiling = blas_ceiling() if ceiling is None else ceiling
+    k = factor_threads(size, min_size, ceiling=ceiling)
+    return ceiling if k is None else k
+
+# %% ../nbs/1_shared/02_linalg.ipynb #99025196
+from .kernels import _distance_frame, _distance_rows, distance_blocks
+
+GRAM_BLOCKS_MIN_WORK = 4 * 10 ** 6      # entries (n m) from which a Gaussian Gram's row blocks run side by side
+
+
+def _rbf_gram_blocks(k, X, Y):
+    """exp(-gamma ||x_i - y_j||^2) of one `RBF` k, as `grams` computes it (NumPy), its row blocks `side_by_side` on the
+    policy's threads from GRAM_BLOCKS_MIN_WORK entries; checked finite."""
+    f = _distance_frame(X, Y)
+    if isinstance(f, tuple):
+        out = np.empty((len(X), len(Y)), dtype=np.result_type(f[0], float))
+
+        def block(sl):
+            with np.errstate(over="ignore", invalid="ignore"):  # errstate is per thread: each worker sets its own
+                _distance_rows(f, sl, out)
+                d = out[sl]
+                np.negative(d, out=d)
+                np.multiply(d, k.gamma, out=d)
+                np.exp(d, out=d)
+        workers = big_work_threads(out.size, GRAM_BLOCKS_MIN_WORK)
+        for _ in side_by_side(block, distance_blocks(*out.shape), workers, ahead=2 * workers):
+            pass
+    else:                                                       # s = 0 or overflowing differences: the whole matrix
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.exp(np.multiply(np.negative(f), k.gamma))
+    return check_gram_finite(out, k, X, Y)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #ab816e02
 def _flatten(kernel, w, sep, gen):
@@ -306,6 +598,8 @@ def grams(self: KernelParts, X, Y, cache=None):
     if is_array_api(X):             # another array library: the kernels' array-API form (in place up to exp)
         return [scalar_gram(k, X, Y) for k in self.scalars]
     single = cache is None and sum(type(k) is RBF for k in self.scalars) == 1
+    if single and len(self.scalars) == 1 and X.size and Y.size and min(len(X), len(Y)) > 2:
+        return [_rbf_gram_blocks(self.scalars[0], X, Y)]      # row blocks side by side (below): the same bits
     own = cache is None and sum(type(k) in (Linear, Polynomial) for k in self.scalars) == 1
     cache = {} if cache is None else cache
     out = []
@@ -1850,21 +2144,9 @@ def _nystrom_jobs(parts: KernelParts, n_jobs: int, rows: int, m: int) -> int:
 
 
 def _chunk_terms(system, X, Y, slices, n_jobs: int):
-    """`system.terms` of each row chunk, in chunk order. n_jobs > 1 (NumPy, the caller on one BLAS thread): that many
-    worker threads (the chunks are independent, and NumPy releases the GIL in BLAS and in the element-wise passes), at
-    most n_jobs chunks in flight (their terms included) so that memory stays O(n_jobs chunk m)."""
-    if n_jobs <= 1:
-        for sl in slices:
-            yield system.terms(X[sl, ...], Y[sl, ...])
-        return
-    with ThreadPoolExecutor(n_jobs) as pool:
-        todo, futs = iter(slices), []
-        for sl in todo:
-            futs.append(pool.submit(system.terms, X[sl, ...], Y[sl, ...]))
-            if len(futs) >= n_jobs:
-                yield futs.pop(0).result()
-        for f in futs:
-            yield f.result()
+    """`system.terms` of each row chunk, in chunk order: `side_by_side` on n_jobs workers (NumPy; the caller on one BLAS
+    thread), at most n_jobs chunks in flight (their terms included), so that memory stays O(n_jobs chunk m)."""
+    return side_by_side(lambda sl: system.terms(X[sl, ...], Y[sl, ...]), slices, n_jobs)
 
 # %% ../nbs/1_shared/02_linalg.ipynb #e708732b
 def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_jobs: int = 1) -> NystromModel:
@@ -2569,172 +2851,3 @@ def normal_equations(self: BlockNystrom, X, Y, chunk: int = 4096):
         G += Z.T @ Z
         B += Z.T @ Y[sl]
     return (G + G.T) / 2, B
-
-# %% ../nbs/1_shared/02_linalg.ipynb #462dca3c
-_CONTROLLER = []
-
-
-def _controller() -> ThreadpoolController:
-    "The one threadpoolctl controller, made at the first call (a fresh one scans the loaded libraries: about 90 us)."
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0]
-
-
-def blas_threads(limit: int | None):
-    """Context manager: at most `limit` BLAS threads inside (one cached threadpoolctl controller).
-
-    Parameters
-    ----------
-    limit : int or None
-        The thread limit; None: leave BLAS alone.
-
-    Returns
-    -------
-    contextlib.AbstractContextManager
-        The context.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> with blas_threads(1):
-    ...     float(np.ones(3) @ np.ones(3))
-    3.0
-    """
-    if limit is None:
-        return contextlib.nullcontext()
-    return _controller().limit(limits=int(limit), user_api="blas")
-
-# %% ../nbs/1_shared/02_linalg.ipynb #c848fe06
-import time
-
-IDLE_CACHE_S = 1.0          # an idle-core measurement is reused for this long
-IDLE_WINDOW_S = (0.05, 2.0)  # shortest and longest window between two CPU samples; outside it a fresh 0.05 s window
-_IDLE = {}                   # the last sample and the last measurement
-
-
-def _cpu_sample():
-    """(monotonic time, busy CPU seconds of the CPUs this process may run on since boot, this process's CPU seconds, its
-    pid), from /proc/stat (busy: every column but idle and iowait) and `time.process_time` (all our threads); None without
-    /proc/stat. The pid keeps a forked child from measuring against its parent's CPU time."""
-    try:
-        cpus = os.sched_getaffinity(0)
-        with open("/proc/stat", "rb") as f:
-            lines = f.read().splitlines()
-        hz = os.sysconf("SC_CLK_TCK")
-    except (AttributeError, OSError, ValueError):
-        return None
-    busy = 0
-    for line in lines:
-        if line[:3] == b"cpu" and line[3:4].isdigit():
-            name, *v = line.split()
-            if int(name[3:]) in cpus:
-                v = [int(x) for x in v[:8]]           # user nice system idle iowait irq softirq steal (guest is in user)
-                busy += sum(v) - v[3] - v[4]
-    return time.monotonic(), busy / hz, time.process_time(), os.getpid()
-
-
-def _n_cpus() -> int:
-    "The CPUs this process may run on (its affinity; all CPUs where that is not known)."
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def idle_cores() -> float:
-    """The cores this process may use that no *other* process is busy on: our CPUs minus the others' busy CPU seconds per
-    second over a short window (system-wide busy time from /proc/stat minus this process's own CPU time).
-
-    The window runs from the previous measurement when that is 0.05-2 s old (free), else it is a fresh 0.05 s one; a
-    result is reused for 1 s. Our own threads (a fit that just ran, OpenBLAS's spinning workers) never count as load. All
-    our CPUs where /proc/stat is missing (macOS, Windows).
-
-    Returns
-    -------
-    float
-        The number of cores that other processes leave idle (0 to the number of our CPUs).
-
-    Examples
-    --------
-    >>> 0 <= idle_cores() <= os.cpu_count()
-    True
-    """
-    n, now = _n_cpus(), time.monotonic()
-    last = _IDLE.get("value")
-    if last is not None and 0 <= now - last[0] < IDLE_CACHE_S:
-        return last[1]
-    s = _cpu_sample()
-    if s is None:
-        return float(n)
-    p = _IDLE.get("sample")
-    if p is None or p[3:] != s[3:] or not IDLE_WINDOW_S[0] <= s[0] - p[0] <= IDLE_WINDOW_S[1]:
-        time.sleep(IDLE_WINDOW_S[0])
-        p, s = s, _cpu_sample()
-    others = max(0.0, (s[1] - p[1]) - (s[2] - p[2])) / max(s[0] - p[0], 1e-9)
-    idle = float(min(n, max(0.0, n - others)))
-    _IDLE.update(sample=s, value=(s[0], idle))
-    return idle
-
-# %% ../nbs/1_shared/02_linalg.ipynb #88756c5f
-IDLE_CORES_PER_THREAD = 1.5   # idle cores from which a second thread is started (see the decision above)
-# the sizes from which threads pay on an idle machine, per kind of routine (the table above; callers' thresholds name them)
-EIGH_THREADS_MIN_N = 1000           # eigh (driver 'evd') of order n: 2 threads / 1 = 0.85 at 1000, 0.77 at 2000
-CHOLESKY_THREADS_MIN_N = 2000       # Cholesky of order n: 1.41 at 1000 (a loss), 0.68 at 2000, 0.73 at 4000
-GEMM_THREADS_MIN_WORK = 10 ** 9     # multiply-adds of one product: 0.49 at 1000^3, 0.85 at 2000^3, 0.52 at 4000^3
-
-
-def blas_ceiling() -> int:
-    """The BLAS threads the user allows now: the largest count the loaded BLAS libraries report (a `threadpool_limits`
-    in force, OPENBLAS_NUM_THREADS and the like set before start, else the cores BLAS found).
-
-    Returns
-    -------
-    int
-        The ceiling of `factor_threads`, at least 1.
-
-    Examples
-    --------
-    >>> from threadpoolctl import threadpool_limits
-    >>> with threadpool_limits(1):
-    ...     blas_ceiling()
-    1
-    """
-    return max([c.num_threads for c in _controller().lib_controllers if c.user_api == "blas"], default=1)
-
-
-def factor_threads(size: int, min_size: int, ceiling: int | None = None):
-    """The BLAS thread limit for one large factorisation or product: the policy, written once.
-
-    1 below ``min_size`` (small work loses to thread start-up). From it, one thread per idle core that *other* processes
-    leave (`idle_cores`, rounded: 1.5 idle cores start a second thread), at least 1 and at most the threads BLAS has now
-    (`blas_ceiling`: a user's `threadpool_limits` or OPENBLAS_NUM_THREADS is the ceiling). None (leave BLAS alone) when that
-    is the ceiling.
-
-    Parameters
-    ----------
-    size : int
-        The size of the problem (n, n d, a rank, ...).
-    min_size : int
-        The size from which threads pay.
-    ceiling : int or None, default=None
-        The most threads allowed; None: `blas_ceiling()`. A caller that holds a lower limit of its own around the call
-        (MVML's one-thread `fit`) passes the ceiling it read before taking that limit.
-
-    Returns
-    -------
-    int or None
-        The limit for `blas_threads`.
-
-    Examples
-    --------
-    >>> factor_threads(10, min_size=1000)
-    1
-    """
-    if size < min_size:
-        return 1
-    ceiling = blas_ceiling() if ceiling is None else int(ceiling)
-    if ceiling <= 1:
-        return None
-    k = min(ceiling, max(1, int(idle_cores() + 2 - IDLE_CORES_PER_THREAD)))
-    return None if k >= ceiling else k

@@ -699,48 +699,34 @@ def _initial_lowrank(G, offs, rcond):
 # %% ../nbs/2_algorithms/05_mvml.ipynb #b0697249
 from sklearn.utils import check_random_state  # noqa: E402
 
-import threading  # noqa: E402
-
-from .linalg import EIGH_THREADS_MIN_N, blas_ceiling, factor_threads  # noqa: E402
+from .linalg import EIGH_THREADS_MIN_N, big_work_threads, one_thread_scope  # noqa: E402
 
 # r (total rank) from which the few large routines (the n x r Gram products, eigh of the lifted problem) take the thread
 # policy (every idle core; one thread when other processes keep the cores busy); None: never. Issue 34: the building
 # blocks' eigh threshold (see the decision).
 MVML_THREADS_MIN_RANK = EIGH_THREADS_MIN_N
 
-_CEILING = threading.local()        # the BLAS threads allowed when fit / predict took its one-thread limit
-
 
 def _threads(size: int) -> int:
-    """BLAS threads for one large routine (a Gram product, an eigh) of size `size`, inside the one-thread limit of
-    `_one_blas_thread`: the thread policy under the ceiling read before that limit from MVML_THREADS_MIN_RANK, else 1."""
-    if MVML_THREADS_MIN_RANK is None or size < MVML_THREADS_MIN_RANK:
-        return 1
-    ceiling = getattr(_CEILING, "value", 1)
-    k = factor_threads(size, MVML_THREADS_MIN_RANK, ceiling=ceiling)
-    return ceiling if k is None else k
+    """BLAS threads for one large routine (a Gram product, an eigh) of size `size` inside `_one_blas_thread`: the thread
+    policy under the user's ceiling (`ovk_nb.linalg.big_work_threads`) from MVML_THREADS_MIN_RANK, else 1."""
+    return 1 if MVML_THREADS_MIN_RANK is None else big_work_threads(size, MVML_THREADS_MIN_RANK)
 
 
 def _one_blas_thread(method):
-    """Run `fit` / `predict` with one BLAS thread: their many small products (group norms, the alternation's matrix-vector
-    products, the per-view blocks) lose to thread start-up and to a busy machine; the few large routines inside take the
-    thread policy again, under the user's ceiling read here (`_threads`), see the decision in the notebook."""
+    """Run `fit` / `predict` in `ovk_nb.linalg.one_thread_scope`: their many small products (group norms, the
+    alternation's matrix-vector products, the per-view blocks) lose to thread start-up and to a busy machine; the few large
+    routines inside take the thread policy again (`_threads`), see the decision in the notebook."""
     import functools
 
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
-        outer = getattr(_CEILING, "value", None)
-        _CEILING.value = blas_ceiling() if outer is None else outer      # the user's limit, read before ours
-        try:
-            with blas_threads(1):
-                return method(*args, **kwargs)
-        finally:
-            _CEILING.value = outer
+        with one_thread_scope():
+            return method(*args, **kwargs)
     return wrapper
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #0a9908cf
-import collections  # noqa: E402
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from .linalg import side_by_side  # noqa: E402
 
 MVML_CHUNKS_MIN_WORK = 5 * 10 ** 6  # n r from which the row chunks of the feature pass run side by side (the decision)
 MVML_CHUNK = 4096                   # rows per chunk (BlockNystrom.normal_equations' default: the same sums)
@@ -751,28 +737,12 @@ def _chunk_workers(n: int, r: int, chunk: int = MVML_CHUNK) -> int:
     the fit's one-thread limit) from n r >= MVML_CHUNKS_MIN_WORK with two chunks or more; else 1 (the one-thread loop)."""
     if MVML_CHUNKS_MIN_WORK is None or n <= chunk:
         return 1
-    ceiling = getattr(_CEILING, "value", None)
-    ceiling = blas_ceiling() if ceiling is None else ceiling
-    k = factor_threads(n * r, MVML_CHUNKS_MIN_WORK, ceiling=ceiling)
-    return max(1, min(ceiling if k is None else k, -(-n // chunk)))
-
-
-def _side_by_side(fn, chunks, workers: int, consume) -> None:
-    """consume(fn(c)) for every chunk c in order, fn running on `workers` threads side by side, each on one BLAS thread
-    (numpy and BLAS release the GIL); at most 2 x workers results wait at a time."""
-    with blas_threads(1), ThreadPoolExecutor(workers) as ex:
-        pending = collections.deque()
-        for c in chunks:
-            pending.append(ex.submit(fn, c))
-            if len(pending) >= 2 * workers:
-                consume(pending.popleft().result())
-        while pending:
-            consume(pending.popleft().result())
+    return max(1, min(big_work_threads(n * r, MVML_CHUNKS_MIN_WORK), -(-n // chunk)))
 
 
 def _normal_equations(features, X, Y, workers: int, chunk: int = MVML_CHUNK):
-    """(Z^T Z, Z^T Y) of `BlockNystrom.normal_equations`, its row chunks `workers` at a time: the same products added in
-    the same order, so the same bits as one thread."""
+    """(Z^T Z, Z^T Y) of `BlockNystrom.normal_equations`, its row chunks `workers` at a time (`side_by_side`, at most
+    2 x workers in flight): the same products added in the same order, so the same bits as one thread."""
     Y = np.asarray(Y, dtype=float).reshape(len(X), -1)
     if workers <= 1:
         return features.normal_equations(X, Y, chunk)
@@ -782,11 +752,9 @@ def _normal_equations(features, X, Y, workers: int, chunk: int = MVML_CHUNK):
     def part(sl):
         Z = features(X[sl])
         return Z.T @ Z, Z.T @ Y[sl]
-
-    def add(PQ):
-        np.add(G, PQ[0], out=G)
-        np.add(B, PQ[1], out=B)
-    _side_by_side(part, _chunks(len(X), chunk), workers, add)
+    for P, Q in side_by_side(part, _chunks(len(X), chunk), workers, ahead=2 * workers):
+        np.add(G, P, out=G)
+        np.add(B, Q, out=B)
     return (G + G.T) / 2, B
 
 # %% ../nbs/2_algorithms/05_mvml.ipynb #fab3483b
@@ -960,7 +928,8 @@ def _decision(self, X, chunk: int = MVML_CHUNK):
     r, out = int(self.features_.offsets[-1]), []
     workers = _chunk_workers(len(X), r, chunk)
     if workers > 1:                                      # independent chunks side by side (the decision above)
-        _side_by_side(lambda sl: self.features_(X[sl]) @ self.coef_, _chunks(len(X), chunk), workers, out.append)
+        out = list(side_by_side(lambda sl: self.features_(X[sl]) @ self.coef_, _chunks(len(X), chunk), workers,
+                                ahead=2 * workers))
     else:
         with blas_threads(_threads(r)):
             out = [self.features_(X[sl]) @ self.coef_ for sl in _chunks(len(X), chunk)]

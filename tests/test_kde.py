@@ -448,8 +448,8 @@ def test_conditional_covariance_eighs_side_by_side_equal_the_one_thread_fit(monk
     import ovk_nb.kde as kde
     import ovk_nb.linalg as la
     from threadpoolctl import threadpool_limits
-    workers, real = [], kde._side_by_side
-    monkeypatch.setattr(kde, "_side_by_side", lambda calls, k: (workers.append(k), real(calls, k))[1])
+    workers, real = [], kde.side_by_side
+    monkeypatch.setattr(kde, "side_by_side", lambda fn, items, k, ahead=None: (workers.append(k), real(fn, items, k, ahead))[1])
     monkeypatch.setattr(kde, "KDE_EIGH_THREADS_MIN_N", 10)
     monkeypatch.setattr(kde.OVKDE, "_fit_threads_min_n", 10)
     monkeypatch.setattr(la, "idle_cores", lambda: 2.0)                 # an idle 2-core machine

@@ -360,8 +360,8 @@ def test_row_chunks_side_by_side_give_the_same_bits_and_obey_the_users_cap(monke
     import ovk_nb.mvml as mv
     from threadpoolctl import threadpool_limits
 
-    workers, real = [], mv._side_by_side
-    monkeypatch.setattr(mv, "_side_by_side", lambda fn, c, k, out: (workers.append(k), real(fn, c, k, out))[1])
+    workers, real = [], mv.side_by_side
+    monkeypatch.setattr(mv, "side_by_side", lambda fn, c, k, ahead=None: (workers.append(k), real(fn, c, k, ahead))[1])
     monkeypatch.setattr(mv, "MVML_CHUNKS_MIN_WORK", 1)
     monkeypatch.setattr(la, "idle_cores", lambda: 2.0)               # an idle 2-core machine
     X, y = _data(n=9000)                                             # three chunks
