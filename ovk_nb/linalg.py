@@ -1244,8 +1244,8 @@ def _one_gram_shifts(parts: KernelParts, G, Yh, groups, lam, mode="auto", overla
     anorm = _anorm(A)
     F = _spd_factor(np, A)
     early = {}
-    if overlap and pcg_groups:                                 # pocon in a second thread while the PCG solves run here
-        with ThreadPoolExecutor(1) as side:
+    if overlap and pcg_groups:             # pocon in a second thread while the PCG solves run here, one BLAS thread each
+        with blas_threads(1), ThreadPoolExecutor(1) as side:
             fut = side.submit(cho_cond, F, anorm)
             for g in pcg_groups:
                 s, rhs_g, _ = todo[g]
