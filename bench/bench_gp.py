@@ -353,6 +353,13 @@ def stochastic_case(n, fits=True, frac=0.3, n_probes=30):
     return out
 
 
+def md_table(rows, cols=None):
+    "csv rows as a Markdown table of `cols` (default: the first row's keys), each cell as the csv holds it."
+    from ovk_nb.experiments.core import rows_to_markdown
+    cols = list(rows[0]) if cols is None else cols
+    return rows_to_markdown([{c: str(r.get(c, "")) for c in cols} for r in rows])
+
+
 def _read(path):
     "The rows of a results CSV (none when it does not exist yet)."
     return list(csv.DictReader(open(path))) if path.exists() else []
@@ -506,7 +513,6 @@ def report(load_note=""):
                      f"{r.get('T_rel_diff', '')} |")
     ev = _read(RES / "gp_masked_eval.csv")
     if ev:
-        from ovk_nb.experiments.core import rows_to_markdown
         L += ["", "## Where the exact masked likelihood stops (issue 31.4)", "",
               "The table above is the stochastic estimator before issue 31.4 (main 1fbcd0f); its fits against the exact ones "
               "since then are in `gp_masked.md`. `python bench/bench_gp_masked.py eval`: one LML + gradient of each route at "
@@ -515,7 +521,7 @@ def report(load_note=""):
               "The exact route is cheaper at every size measured and its fits need fewer evaluations, so `method='auto'` "
               "stays exact while its peak (5.3 n_o^2 doubles) fits in 4 GiB: `MASKED_DENSE_MAX` = 10064 observed entries "
               "(was 4000). The derivation, and what is not shown, is in the GP notebook (*Where the exact masked likelihood "
-              "stops*).", "", rows_to_markdown([{c: str(r.get(c, "")) for c in ev[0]} for r in ev])]
+              "stops*).", "", md_table(ev)]
     L += _eighs_section()
     (RES / "gp.md").write_text("\n".join(L) + "\n")
 

@@ -22,11 +22,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ovk_nb.experiments.core import rows_to_markdown
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_gp import (RES, THREADS, _count_passes, _read, _sub, _write, icm_data, nystrom_eval_case,  # noqa: E402
+from bench_gp import (RES, THREADS, md_table, _count_passes, _read, _sub, _write, icm_data, nystrom_eval_case,  # noqa: E402
                       nystrom_memory_case)
 
 CSV = RES / "gp_nystrom_scale.csv"
@@ -171,7 +170,7 @@ def report4():
          "`OVKRidge(solver='nystrom', n_components=m)` fits on the same data (ratios to their mean). CPU seconds",
          "(`time.process_time`) are the load-robust clock. `passes` = rows of X read / n, split into gradient passes and",
          "value-only passes on all rows and the subsample's rows. Targets: ratio <= 9, CPU <= 10 s at n = 1e5.", ""]
-    L += [rows_to_markdown([{c: str(r.get(c, "")) for c in cols} for r in rows])]
+    L += [md_table(rows, cols)]
     (RES / "gp_nystrom_fit4.md").write_text("\n".join(L) + "\n")
 
 
@@ -213,7 +212,7 @@ def report():
          "`memory`: peak RSS of a fit alone. `dask`: the same fit on one machine and on a LocalCluster (2 worker",
          "processes x 1 thread), same explicit kernel; one LML + gradient at a fixed theta on both (relative differences).", ""]
     used = [c for c in cols if any(r.get(c) for r in rows)]
-    L += [rows_to_markdown([{c: str(r.get(c, "")) for c in used} for r in rows])]
+    L += [md_table(rows, used)]
     (RES / "gp_nystrom_scale.md").write_text("\n".join(L) + "\n")
 
 
