@@ -881,14 +881,12 @@ def _lean_step(self: OSKAAR, x1, codes, reg):
         nf = P["nf"]
         phi = dec.features(codes, reg)
         G, P = _primal_round(P, _gram_row(nf.scalar_kernel, x1, nf.landmarks) @ nf.proj, phi)
-    Z = dec.decode(G, reg, np.arange(g, g + 1))
-    loss = dec.task_loss(Z, codes, reg)
-    surr = _surrogate_of(G, phi) if type(dec).surrogate is Decoder.surrogate else dec.surrogate(G, codes, reg)
-    err = d["_err_sum"] + float(loss[0])
+    z, loss, surr = dec._one_round(G, codes, reg, phi, g)            # decode, task_loss, surrogate of the row, cheaper
+    err = d["_err_sum"] + float(loss)
     if d["_primal"] is not None:
-        return None, P, None, Z[0], loss[0], surr[0], err
+        return None, P, None, z, loss, surr, err
     dd = math.sqrt(d2)
-    return l21, dd, (phi[0] - b) / dd, Z[0], loss[0], surr[0], err
+    return l21, dd, (phi[0] - b) / dd, z, loss, surr, err
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #641a1387
 @patch
