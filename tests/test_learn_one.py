@@ -481,8 +481,9 @@ def test_solve_into_is_trsv_on_every_buffer_and_forgets_dead_buffers():
                                   lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=3),
                                   lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=2, budget=6)])
 def test_exact_factors_free_rows_stay_zero(monkeypatch, make):
-    """issue 30: the one-round undo point zeroes the exact factors' free rows back (`_FreeRowsZero`): right because a free
-    row (of L's buffer or of E's) is zeros whatever the calls, blocks, rounds, failed rounds and pickles before. A round
+    """issue 30: the one-round undo point zeroes the exact factors' free rows back (`_FreeRowsZero`), and the records',
+    inputs' and codes' free rows: right because a free row (of L's buffer or of E's, of a record, of the stored inputs
+    and codes) is zeros whatever the calls, blocks, rounds, failed rounds and pickles before. A round
     made to fail after the factors' rows are written (in `_record`) leaves the learner byte for byte as it was."""
     import pickle
     from test_oskaar import state_bytes
@@ -512,6 +513,11 @@ def test_exact_factors_free_rows_stay_zero(monkeypatch, make):
             assert not f.buf[f.n:].any()
             E = f.__dict__.get("_E")
             assert E is None or not E[f.n:].any()
+        r = est.n_seen_ - est._rec0                          # the records' free rows, the inputs' and codes' (issue 30,
+        for k in est._records():                             # learn6: the one-round undo point zeroes them back too)
+            assert not (np.asarray(getattr(est, k)[r:]) != 0).any(), k
+        if est._primal is None:
+            assert not est._X[est._n_in:].any() and not (np.asarray(est._codes[est._n_in:]) != 0).any()
 
 
 def test_inverse_form_round_is_the_factor_round():
