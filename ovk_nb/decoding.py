@@ -723,6 +723,10 @@ def encode(self: Hamming, Y, reg, step=0):
     ValueError
         If Y does not hold valid labels for this decoder.
     """
+    if type(Y) is np.ndarray and Y.shape[0] == 1 and Y.ndim == 2 and Y.dtype.kind in "iu" and "q" in reg:
+        row = Y[0].tolist()                                # one row of integers (learn_one's): Python's min and max
+        if len(row) == reg["q"] and row and min(row) >= 0 and max(row) < self.alphabet:
+            return Y.astype(np.int64), reg                 # the codes and registry of the route below, checked alike
     Y = np.asarray(Y)
     if Y.ndim != 2 or Y.shape[1] == 0 or Y.dtype.kind not in "biuf":
         raise ValueError(f"Y must be a 2-D array of symbols (one row of q labels per sample), got shape {Y.shape}")

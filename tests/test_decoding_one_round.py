@@ -30,3 +30,21 @@ def test_one_round_equals_the_three_methods(dec, make):
         assert np.array_equal(np.asarray(z), Z[0])
         assert loss == dec.task_loss(Z, codes, reg)[0]
         assert surr == dec.surrogate(G, codes, reg)[0]
+
+
+def test_hamming_one_row_encode_is_the_batch_route():
+    """issue 30 (learn6): Hamming.encode's one-row integer route (Python's min and max) gives the codes, dtype and registry
+    of the general route, and refuses what it refuses with its messages (out of range, negative, a wrong length)."""
+    dec = Hamming(alphabet=3)
+    reg = dec.encode(np.array([[0, 1, 2, 0]]), dec.start())[1]
+    r = np.random.default_rng(0)
+    for dt in (np.int64, np.int32, np.uint8, np.int8):
+        for _ in range(20):
+            y = r.integers(0, 3, (1, 4)).astype(dt)
+            codes, reg2 = dec.encode(y, reg)
+            ref, _ = dec.encode(np.concatenate([y, y]), reg)            # two rows: the general route
+            assert reg2 is reg and codes.dtype == np.int64 and np.array_equal(codes, ref[:1])
+    for bad, msg in [(np.array([[0, 3, 1, 0]]), "integer symbols"), (np.array([[0, -1, 1, 0]]), "integer symbols"),
+                     (np.array([[0, 1, 1]]), "4 labels per row"), (np.zeros((1, 0), int), "2-D array")]:
+        with pytest.raises(ValueError, match=msg):
+            dec.encode(bad, reg)
