@@ -1085,7 +1085,8 @@ def _fast_array(a, size):
         if a.dtype.kind not in _NUMERIC:
             return None
         a = np.ascontiguousarray(a, dtype=float)
-    return a if math.isfinite(a @ a) else None        # one dot product: NaN / inf (or an overflowing one) -> full path
+    return a if math.isfinite(a.dot(a)) else None     # one dot product: NaN / inf (or an overflowing one) -> full path
+                                                      # (`ndarray.dot`: 1.1 us against matmul's 1.9 us, load 2.6)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #ed5ece33
 @patch
