@@ -723,6 +723,10 @@ def encode(self: Hamming, Y, reg, step=0):
     ValueError
         If Y does not hold valid labels for this decoder.
     """
+    if type(Y) is np.ndarray and Y.shape[0] == 1 and Y.ndim == 2 and Y.dtype.kind in "iu" and "q" in reg:
+        row = Y[0].tolist()                                # one row of integers (learn_one's): Python's min and max
+        if len(row) == reg["q"] and row and min(row) >= 0 and max(row) < self.alphabet:
+            return Y.astype(np.int64), reg                 # the codes and registry of the route below, checked alike
     Y = np.asarray(Y)
     if Y.ndim != 2 or Y.shape[1] == 0 or Y.dtype.kind not in "biuf":
         raise ValueError(f"Y must be a 2-D array of symbols (one row of q labels per sample), got shape {Y.shape}")
@@ -1480,3 +1484,25 @@ def task_loss(self: Spearman, Z, codes, reg):
         Spearman's distance, in [0, 1].
     """
     return ((Z - codes) ** 2).sum(1) / self._consts()[0]
+
+# %% ../nbs/1_shared/05_decoding.ipynb #305b2552
+@patch
+def _one_round(self: Decoder, G, codes, reg, phi, step: int) -> tuple:
+    """(decision, task loss, surrogate loss) of one round: G of shape (1, n_features), codes its one label's codes,
+    phi = `features(codes, reg)`, step the round's index (`decode`'s n_past). What `decode`, `task_loss` and `surrogate`
+    give for the row (the decision above); a decoder with a cheaper route for one row overrides it."""
+    Z = self.decode(G, reg, np.arange(step, step + 1))
+    loss = self.task_loss(Z, codes, reg)
+    surr = _surrogate_of(G, phi) if type(self).surrogate is Decoder.surrogate else self.surrogate(G, codes, reg)
+    return Z[0], loss[0], surr[0]
+
+
+@patch
+def _one_round(self: Hamming, G, codes, reg, phi, step: int) -> tuple:
+    "`Decoder._one_round` on the row itself (the decision above), the same bits; a subclass takes the base's route."
+    if type(self) is not Hamming:
+        return Decoder._one_round(self, G, codes, reg, phi, step)
+    q = reg["q"]
+    z = G.reshape(q, self.alphabet).argmax(1)
+    r = G[0] - phi[0]
+    return z, np.count_nonzero(z != codes[0]) / q, np.add.reduce(np.multiply(r, r, out=r))

@@ -19,8 +19,8 @@ from sklearn.utils.validation import column_or_1d
 
 from .kernels import RBF, OVKernel, resolve_kernel
 from .linalg import KernelParts, group_columns
-from .streaming import (_SERIAL_GEMV, KernelStream, StreamLearner, _BlasLimit, _fast_values, _loud, _quiet,
-                              _sqeuclidean, _window_start1, gram_rows)
+from .streaming import (_SERIAL_GEMV, KernelStream, StreamLearner, _BlasLimit, _fast_values, _limit_off,
+                              _limit_on, _loud, _main_blas_ops, _quiet, _sqeuclidean, _window_start1, gram_rows)
 from .validation import Options, check_fitted, check_input
 
 # %% auto #0
@@ -515,10 +515,18 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
     else:
         quiet = _quiet()                        # np.errstate(over="ignore", invalid="ignore"), cheaper
         try:
+            ops = None if small or self._threads is None else _main_blas_ops(numpy_only=True)
             if small or self._threads is None:
                 b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+            elif ops is not None:               # the main thread: the limit set and put back by its C calls (no context)
+                lim = int(self._threads)
+                old = _limit_on(ops, lim)       # its products are numpy's (cdist: no BLAS)
+                try:
+                    b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+                finally:
+                    _limit_off(ops, lim, old)
             else:
-                with _BlasLimit(self._threads, numpy_only=True):     # its products are numpy's (cdist: no BLAS)
+                with _BlasLimit(self._threads, numpy_only=True):
                     b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
         finally:
             _loud(quiet)

@@ -881,14 +881,12 @@ def _lean_step(self: OSKAAR, x1, codes, reg):
         nf = P["nf"]
         phi = dec.features(codes, reg)
         G, P = _primal_round(P, _gram_row(nf.scalar_kernel, x1, nf.landmarks) @ nf.proj, phi)
-    Z = dec.decode(G, reg, np.arange(g, g + 1))
-    loss = dec.task_loss(Z, codes, reg)
-    surr = _surrogate_of(G, phi) if type(dec).surrogate is Decoder.surrogate else dec.surrogate(G, codes, reg)
-    err = d["_err_sum"] + float(loss[0])
+    z, loss, surr = dec._one_round(G, codes, reg, phi, g)            # decode, task_loss, surrogate of the row, cheaper
+    err = d["_err_sum"] + float(loss)
     if d["_primal"] is not None:
-        return None, P, None, Z[0], loss[0], surr[0], err
+        return None, P, None, z, loss, surr, err
     dd = math.sqrt(d2)
-    return l21, dd, (phi[0] - b) / dd, Z[0], loss[0], surr[0], err
+    return l21, dd, (phi[0] - b) / dd, z, loss, surr, err
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #641a1387
 @patch
@@ -944,36 +942,38 @@ def _saved_row(a, r: int):
 @patch
 def _undo_point(self: OSKAAR, n):
     """The rows a pass of n rounds may write in place (`_free_rows`), to write back if it fails (`StreamLearner._learn`);
-    for one round (`learn_one`) read by index (the decision above): a full buffer is replaced by the pass, not written."""
+    for one round (`learn_one`) one entry that zeroes them back (the decisions above: the records' free row r, the inputs'
+    and codes' free row, the live exact factors' free rows n are zeros); a full buffer is replaced by the pass, not
+    written."""
     if n != 1:
         return [(a, s, a[s].copy()) for a, s in self._free_rows(n)]
     d = self.__dict__
     r = d["n_seen_"] - d["_rec0"]
-    out = [_saved_row(d[k], r) for k in self._records() if r < len(d[k])]
+    rows = [(a, r) for a in map(d.__getitem__, self._records()) if r < len(a)]
+    fs = ()
     if d["_primal"] is None:                              # inputs, codes and the live exact factors' buffers
         g, X = d["_n_in"], d["_X"]
         if g < len(X):
-            out += [_saved_row(X, g), _saved_row(d["_codes"], g)]
-        fs = self._exact_factors()                        # their free rows n are zeros: one entry zeroes them back
-        if fs:
-            out.append((_FreeRowsZero(fs), None, None))
-    return out
+            rows += [(X, g), (d["_codes"], g)]
+        fs = self._exact_factors()
+    return [(_FreeRowsZero(fs, rows), None, None)]
 
 
 class _FreeRowsZero:
-    """The undo of the live exact factors' free rows (row n of L's buffer and of E's): zeros, which is what they hold (the
-    decision above); `a[s] = rows` in `StreamLearner._learn`'s undo loop writes them."""
-    __slots__ = ("factors",)
+    """The undo of one round's free rows, all zeros (the decisions above): the given (array, row) pairs and the live exact
+    factors' row n (of L's buffer and of E's); `a[s] = rows` in `StreamLearner._learn`'s undo loop writes them."""
+    __slots__ = ("factors", "rows")
 
-    def __init__(self, factors):
-        self.factors = factors
+    def __init__(self, factors, rows=()):
+        self.factors, self.rows = factors, rows
 
     def __setitem__(self, s, rows):
+        for a, i in self.rows:
+            a[i] = 0
         for f in self.factors:
             for a in (f.buf, f.__dict__.get("_E")):
                 if a is not None and f.n < len(a):
                     a[f.n] = 0.0
-
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch

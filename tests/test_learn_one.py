@@ -481,8 +481,9 @@ def test_solve_into_is_trsv_on_every_buffer_and_forgets_dead_buffers():
                                   lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=3),
                                   lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=2, budget=6)])
 def test_exact_factors_free_rows_stay_zero(monkeypatch, make):
-    """issue 30: the one-round undo point zeroes the exact factors' free rows back (`_FreeRowsZero`): right because a free
-    row (of L's buffer or of E's) is zeros whatever the calls, blocks, rounds, failed rounds and pickles before. A round
+    """issue 30: the one-round undo point zeroes the exact factors' free rows back (`_FreeRowsZero`), and the records',
+    inputs' and codes' free rows: right because a free row (of L's buffer or of E's, of a record, of the stored inputs
+    and codes) is zeros whatever the calls, blocks, rounds, failed rounds and pickles before. A round
     made to fail after the factors' rows are written (in `_record`) leaves the learner byte for byte as it was."""
     import pickle
     from test_oskaar import state_bytes
@@ -512,6 +513,11 @@ def test_exact_factors_free_rows_stay_zero(monkeypatch, make):
             assert not f.buf[f.n:].any()
             E = f.__dict__.get("_E")
             assert E is None or not E[f.n:].any()
+        r = est.n_seen_ - est._rec0                          # the records' free rows, the inputs' and codes' (issue 30,
+        for k in est._records():                             # learn6: the one-round undo point zeroes them back too)
+            assert not (np.asarray(getattr(est, k)[r:]) != 0).any(), k
+        if est._primal is None:
+            assert not est._X[est._n_in:].any() and not (np.asarray(est._codes[est._n_in:]) != 0).any()
 
 
 def test_inverse_form_round_is_the_factor_round():
@@ -594,3 +600,38 @@ def test_onorma_lean_step_both_product_branches_give_partial_fits_model(monkeypa
         assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12)
         fits.append(est.predict(X))
     assert np.abs(fits[0] - fits[1]).max() <= 1e-12 * max(1.0, np.abs(fits[0]).max())
+
+
+def test_onorma_wide_window_step_limits_numpys_blas_and_puts_it_back(monkeypatch):
+    """issue 30 (learn6): ONORMA's lean step past OpenBLAS's serial gemv size sets the thread limit by its C calls
+    (`_limit_on` / `_limit_off`, no context object): one thread inside the step, the user's count after it, also after a
+    step that raises; the model is partial_fit's."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from ovk_nb.kernels import RBF, Separable
+    from ovk_nb.onorma import ONORMA
+    from ovk_nb.streaming import _SERIAL_GEMV
+    rng = np.random.default_rng(1)
+    n = _SERIAL_GEMV // 8 + 40                                   # the window passes w d = 9216 entries with d = 8
+    X, Y = rng.normal(size=(n, 3)) / 3, rng.normal(size=(n, 8))
+    make = lambda: ONORMA(Separable(RBF(0.5), np.eye(8)), lam=0.01)
+    ref = make().partial_fit(X, Y)
+    est = make().partial_fit(X[:n - 20], Y[:n - 20])
+    est._reserve(20)
+    seen, step = [], ONORMA._lean_step
+
+    def spy(self, *a):
+        seen.append([i["num_threads"] for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"
+                     and "numpy" in i["filepath"]])
+        return step(self, *a)
+    monkeypatch.setattr(ONORMA, "_lean_step", spy)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+        for x, y in zip(X[n - 20:], Y[n - 20:]):
+            est.learn_one(x, y)
+        monkeypatch.setattr(ONORMA, "_lean_step", lambda self, *a: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            est.learn_one(X[0], Y[0])
+        after = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    assert len(seen) == 20 and all(s == [1] for s in seen) and after == before
+    assert est.n_seen_ == n
+    np.testing.assert_allclose(est.predict(X[:50]), ref.predict(X[:50]), rtol=1e-12, atol=1e-12)
