@@ -124,3 +124,32 @@ def test_exact_fit_benchmark_draws_two_eighs(monkeypatch, seed):
     lr, lg, sizes = _route_against_plain(monkeypatch, X, Y)
     assert lg >= lr - 1e-6 * abs(lr)
     assert sizes.count(600) <= 2, sizes
+
+
+def test_profile_curvature_need_stops_after_the_gradient():
+    """`need(F')` sees the full call's F' (the same bits: the same products, only the order of independent steps moved)
+    and, answering False, ends the call there with F'' = nan (the n^2 r products of the curvature skipped)."""
+    lik, bounds, inner, outer = _profile_at(300, 0)
+    t = np.r_[0.1, inner(np.array([0.1]))]
+    Fp, Fpp = gpm._profile_curvature(lik, t, bounds)
+    seen = []
+    Fp2, Fpp2 = gpm._profile_curvature(lik, t, bounds, need=lambda g: seen.append(g) or False)
+    assert seen == [Fp] and Fp2 == Fp and np.isnan(Fpp2) and np.isfinite(Fpp)
+    assert gpm._profile_curvature(lik, t, bounds, need=lambda g: True) == (Fp, Fpp)
+
+
+def test_exact_fit_far_start_skips_the_curvature(monkeypatch):
+    """Where the surrogate's start is too far for one Newton step to end the polish (scikit-learn's digits, 600 rows, a
+    200-row subsample: the trace check refuses the Nystrom bound), the exact curvature is not computed (`LANDING_KAPPA`),
+    and the fit still reaches the plain profile L-BFGS-B's optimum by objective (1e-6 relative)."""
+    from bench_gp_exact4 import digits_data
+    X, Y = digits_data()
+    idx = np.linspace(0, len(X) - 1, 600).astype(int)
+    answers, curv = [], gpm._profile_curvature
+
+    def spy(*a, need=None, **k):
+        return curv(*a, need=(lambda g: answers.append(need(g)) or answers[-1]) if need else None, **k)
+    monkeypatch.setattr(gpm, "_profile_curvature", spy)
+    lr, lg, sizes = _route_against_plain(monkeypatch, X[idx], Y[idx])
+    assert answers == [False]
+    assert lg >= lr - 1e-6 * abs(lr)
