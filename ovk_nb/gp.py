@@ -1833,7 +1833,9 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     dK = dKx[0]
     top = np.flatnonzero(s * e.max() / (1.0 + s * e.max()) > CURVATURE_TAU)
     Ur, sr = U[:, top], s[top]
-    R = dK @ Ur                                       # P = U^T Kx' U on the leading columns
+    big = lambda: blas_threads(lik.__dict__.get("_big_threads"))     # the fit's threads for the n^2 r products (issue 34)
+    with big():
+        R = dK @ Ur                                   # P = U^T Kx' U on the leading columns
     p_r = np.einsum("ia,ia->a", Ur, R)
     beta = sr[:, None] * e / (1.0 + sr[:, None] * e)  # s_a e_l / lam_al (= 1 - 1/lam_al) on the leading rows
     Ah = (Yt / lam * np.sqrt(e)) @ V.T                # Ah Ah^T = At diag(e) At^T, invariant to V's signs and order
@@ -1844,9 +1846,10 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     if need is not None and not need(-Lx):
         return -Lx, np.nan
     dK2 = (sk.clone_with_theta(theta[:nk] + h).gram_gradient(lik.X)[1][0] - dK) / h      # Kx''
-    R2 = dK2 @ Ur                                     # Q = U^T Kx'' U on the leading columns
+    with big():
+        R2 = dK2 @ Ur                                 # Q = U^T Kx'' U on the leading columns
+        Prr = Ur.T @ R
     q_r, P2 = np.einsum("ia,ia->a", Ur, R2), np.sum(R * R, axis=0)
-    Prr = Ur.T @ R
     H = U.T @ KZ                                      # P Ah
     tr2 = float(np.trace(dK2))
     T1 = float(np.sum(e * (H @ V) ** 2 / lam))

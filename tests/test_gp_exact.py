@@ -153,3 +153,26 @@ def test_exact_fit_far_start_skips_the_curvature(monkeypatch):
     lr, lg, sizes = _route_against_plain(monkeypatch, X[idx], Y[idx])
     assert answers == [False]
     assert lg >= lr - 1e-6 * abs(lr)
+
+
+def test_profile_curvature_products_on_the_fits_threads(monkeypatch):
+    """Issue 34: the curvature's O(n^2 r) products run under the fit's threads for its n x n work (`_big_threads`), as the
+    eigh and the gradient's products do; (F', F'') equal to the one-thread call's to 1e-12 (only the products' blocking)."""
+    from threadpoolctl import threadpool_limits
+    lik, bounds, inner, outer = _profile_at(300, 1)
+    t = np.r_[0.1, inner(np.array([0.1]))]
+    with threadpool_limits(1):
+        one = gpm._profile_curvature(lik, t, bounds)
+    limits, bt = [], gpm.blas_threads
+
+    def spy(limit):
+        limits.append(limit)
+        return bt(limit)
+    monkeypatch.setattr(gpm, "blas_threads", spy)
+    lik._big_threads = 2
+    try:
+        two = gpm._profile_curvature(lik, t, bounds)
+    finally:
+        lik._big_threads = None
+    assert limits.count(2) >= 2, limits
+    assert two == pytest.approx(one, rel=1e-12)
