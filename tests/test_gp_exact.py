@@ -157,7 +157,9 @@ def test_exact_fit_far_start_skips_the_curvature(monkeypatch):
 
 def test_profile_curvature_products_on_the_fits_threads(monkeypatch):
     """Issue 34: the curvature's O(n^2 r) products run under the fit's threads for its n x n work (`_big_threads`), as the
-    eigh and the gradient's products do; (F', F'') equal to the one-thread call's to 1e-12 (only the products' blocking)."""
+    eigh and the gradient's products do; (F', F'') equal to the one-thread call's to the products' rounding: their
+    blocking changes with the threads, and F'''s central differences in (T, noise) (h = 1e-5) divide that by h (measured
+    at n = 2000: F' 2.4e-11, F'' 4.9e-8 relative; the fit's first step length only)."""
     from threadpoolctl import threadpool_limits
     lik, bounds, inner, outer = _profile_at(300, 1)
     t = np.r_[0.1, inner(np.array([0.1]))]
@@ -175,4 +177,5 @@ def test_profile_curvature_products_on_the_fits_threads(monkeypatch):
     finally:
         lik._big_threads = None
     assert limits.count(2) >= 2, limits
-    assert two == pytest.approx(one, rel=1e-12)
+    tol = 1e4 * np.finfo(float).eps / 1e-5                   # 1e4 terms' rounding over the differences' step
+    assert two[0] == pytest.approx(one[0], rel=tol) and two[1] == pytest.approx(one[1], rel=tol)
