@@ -1914,7 +1914,7 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     bandwidth), kept when its mean relative trace error tr(K - Q) / tr(K) at its optimum is at most SURROGATE_TRACE;
     else (and for other kernels) the exact profile on SURROGATE_ROWS evenly spaced rows, from there. The exact F'' is
     computed only when a Newton step on it can end the polish (`LANDING_KAPPA`); else the first step is on the
-    surrogate's last secant, scaled to n rows."""
+    surrogate's last secant, scaled to n rows. Each step is checked by its value first (`_secant_polish`'s fv)."""
     n = lik.X.shape[0]
     ts, scale = None, 1.0
     if isinstance(lik.sk, RBF):
@@ -1952,19 +1952,27 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
                 return (F, *_profile_curvature(lik, t, bounds, need=lambda g: lands(F, g)))
             except (np.linalg.LinAlgError, ValueError):
                 return np.inf, 0.0, np.nan
-    x, done, _, _ = _secant_polish(outer, float(ts[0]), lo, hi, c_est, first)
+    def value(x):                                       # F alone at a step's end: no n^3 gradient products there
+        with np.errstate(all="ignore"):
+            try:
+                return -lik(np.r_[x, inner(np.array([x]))], False)
+            except (np.linalg.LinAlgError, ValueError):
+                return np.inf
+    x, done, _, _ = _secant_polish(outer, float(ts[0]), lo, hi, c_est, first, fv=value)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e1166d93
-def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None):
+def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, fv=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
     curvature quadrupled). (x, True, c, F) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
     bound, else (x, False, c, F) after `steps` (POLISH_STEPS) or at a non-finite F or F'. `first(x) -> (F, F', F'')`,
-    when given, makes the first evaluation, its F'' the first curvature. The Nystrom route's subsample search
-    (`_secant_1d`) is this search too."""
+    when given, makes the first evaluation, its F'' the first curvature. `fv(x) -> F` (no gradient), when given, checks
+    each unclipped Newton step by its value first (`_trusted_step`): a step whose measured gain leaves the quadratic
+    model within tol ends the search there without F'. The Nystrom route's subsample search (`_secant_1d`) is this
+    search too."""
     tol = POLISH_TOL if tol is None else tol
     steps = POLISH_STEPS if steps is None else steps
     if first is None:
@@ -1983,6 +1991,10 @@ def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None):
         x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
         if x1 == x:
             return x, True, c, F
+        if fv is not None:
+            F1 = _trusted_step(lambda a: fv(float(a[0])), x, F, g, c, x1, tol)
+            if F1 is not None:
+                return x1, True, c, F1
         F1, g1 = outer(np.array([x1]))
         g1 = float(g1[0])
         if not (np.isfinite(F1) and np.isfinite(g1) and F1 <= F):
