@@ -179,3 +179,23 @@ def test_profile_curvature_products_on_the_fits_threads(monkeypatch):
     assert limits.count(2) >= 2, limits
     tol = 1e4 * np.finfo(float).eps / 1e-5                   # 1e4 terms' rounding over the differences' step
     assert two[0] == pytest.approx(one[0], rel=tol) and two[1] == pytest.approx(one[1], rel=tol)
+
+
+def test_exact_fit_last_point_needs_no_gradient_products(monkeypatch):
+    """The polish checks each Newton step by its value first (`_trusted_step`): on the benchmark's draw (icm_data 600, seed
+    0, SURROGATE_ROWS = 200) the step on the exact curvature is accepted by its measured gain, so the fit evaluates no
+    n x n gradient (kernel_grad: its n^3 products; 1 before) and still reaches the plain optimum (1e-6 relative)."""
+    full, call = [], gpm.SeparableLikelihood.__call__
+
+    def spy(self, theta, eval_gradient=True, kernel_grad=True):
+        if eval_gradient and kernel_grad and self.X.shape[0] == 600:
+            full.append(1)
+        return call(self, theta, eval_gradient, kernel_grad)
+    X, Y, _, _ = icm_data(600, seed=0)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
+    ref = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    monkeypatch.setattr(gpm.SeparableLikelihood, "__call__", spy)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
+    lml = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    assert full == []
+    assert lml >= ref - 1e-6 * abs(ref)
