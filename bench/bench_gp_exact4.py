@@ -5,6 +5,8 @@ plain profile L-BFGS-B, per data seed.
   python bench/bench_gp_exact4.py --n 1500         # n = 1500, seeds 0-9 (about 2 min quiet)
   python bench/bench_gp_exact4.py --n 3000 --seeds 0     # one seed at n = 3000 (about 75 s quiet; --seeds 1, ... 4 alike)
   python bench/bench_gp_exact4.py --digits         # the digits data shipped with scikit-learn (n = 1797, about 20 s)
+  python bench/bench_gp_exact4.py --curvature-threads [N]   # issue 34: the exact curvature's products on 1 BLAS thread
+                                                   # and on all, N = 2000 (about 15 s quiet)
   python bench/bench_gp_exact4.py                  # all of the above: n = 1500 seeds 0-9, n = 3000 seeds 0-4, digits
                                                    # (about 9 min quiet)
   (estimates from the CPU seconds measured under load; most of each case is the plain L-BFGS-B reference, 8-14 eighs)
@@ -127,6 +129,35 @@ def run(cases):
             report()
 
 
+def curvature_threads(n=2000, reps=3):
+    """Issue 34: `_profile_curvature` at the fitted bandwidth of bench_threads' optimized GP (`regression(n, p=5, d=3)`), its
+    O(n^2 r) products on one BLAS thread and on the fit's threads (`_big_threads` = every BLAS thread), best of `reps`,
+    wall and CPU seconds, with the load; (F', F'') of both printed (equal to 1e-12)."""
+    from threadpoolctl import threadpool_limits
+    import ovk_nb.gp as gpm
+    from ovk_nb.linalg import blas_ceiling
+    from bench_threads import regression
+    X, Y = regression(n, p=5, d=3)
+    gp = gpm.OVKGaussianProcess(random_state=0).fit(X, Y)
+    lik = gpm.SeparableLikelihood(gp.kernel_, X, (Y - Y.mean(0)) / Y.std(0))
+    t = np.r_[gp.kernel_.theta, np.log(np.atleast_1d(gp.noise_))]
+    b = np.array([[-20.0, 20.0]] * len(t))
+    ks = (1, blas_ceiling())
+    with threadpool_limits(1):
+        lik.state(t)                                        # the eigh, outside the timing
+        out = {}
+        for k in ks:
+            lik._big_threads, best = k, (np.inf, np.inf, None)
+            for _ in range(reps):
+                w, c = time.perf_counter(), time.process_time()
+                r = gpm._profile_curvature(lik, t, b)
+                best = min(best, (time.perf_counter() - w, time.process_time() - c, r))
+            out[k] = best
+    load = os.getloadavg()[0]
+    for k, (w, c, r) in out.items():
+        print(f"n = {n}, {k} BLAS thread(s): curvature {w:.3f} s wall, {c:.3f} s CPU (F', F'') = {r}; load {load:.1f}")
+
+
 def _seeds(a, default):
     if "--seeds" not in a:
         return default
@@ -140,6 +171,8 @@ if __name__ == "__main__":
         print(json.dumps(case(a[1], int(a[2]), int(a[3]) if a[3] else 0)))
     elif a[:1] == ["--help"]:
         print(__doc__)
+    elif a[:1] == ["--curvature-threads"]:
+        curvature_threads(int(a[1]) if a[1:] else 2000)
     else:
         ns = [int(a[i + 1]) for i, v in enumerate(a) if v == "--n"]
         if "--quick" in a:

@@ -29,11 +29,12 @@ from .validation import (Interval, Options, Predicate, check_fitted, check_matri
 __all__ = ['LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK',
            'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
            'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
-           'SURROGATE_TOL', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL',
-           'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS',
-           'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood',
-           'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference',
-           'NystromLikelihood', 'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
+           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
+           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
+           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
+           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -1821,27 +1822,36 @@ def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts
 CURVATURE_TAU = 1e-6        # the profile's curvature keeps the eigenvectors with s e_max / (1 + s e_max) above this
 
 
-def _profile_curvature(lik, theta, bounds, h: float = 1e-5):
+def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     """(F', F'') of the negative profile F(x) = -max_phi log p(x, phi), x the one bandwidth entry, at theta = (x, phi*)
     (phi* the inner optimum), from the kept eigenbasis: O(n^2 (r + d)) for the r = |{a: s_a e_max / lam > CURVATURE_TAU}|
-    leading eigenvectors, one more Gram gradient (Kx'' by a forward difference) and 2 (dim phi) O(n d^2) evaluations."""
+    leading eigenvectors, one more Gram gradient (Kx'' by a forward difference) and 2 (dim phi) O(n d^2) evaluations.
+    `need(F') -> bool`, when given, is asked once F' is known (one O(n^2 r) product): False returns (F', nan)."""
     nk = lik.nk
     theta = np.asarray(theta, dtype=float)
     s, U, e, V, _, _, Yt, lam, _, sk, _, _, dKx = lik.state(theta)
     dK = dKx[0]
-    dK2 = (sk.clone_with_theta(theta[:nk] + h).gram_gradient(lik.X)[1][0] - dK) / h      # Kx''
     top = np.flatnonzero(s * e.max() / (1.0 + s * e.max()) > CURVATURE_TAU)
     Ur, sr = U[:, top], s[top]
-    R, R2 = dK @ Ur, dK2 @ Ur                         # P and Q = U^T Kx'' U on the leading columns
-    p_r, q_r, P2 = np.einsum("ia,ia->a", Ur, R), np.einsum("ia,ia->a", Ur, R2), np.sum(R * R, axis=0)
-    Prr = Ur.T @ R
+    big = lambda: blas_threads(lik.__dict__.get("_big_threads"))     # the fit's threads for the n^2 r products (issue 34)
+    with big():
+        R = dK @ Ur                                   # P = U^T Kx' U on the leading columns
+    p_r = np.einsum("ia,ia->a", Ur, R)
     beta = sr[:, None] * e / (1.0 + sr[:, None] * e)  # s_a e_l / lam_al (= 1 - 1/lam_al) on the leading rows
     Ah = (Yt / lam * np.sqrt(e)) @ V.T                # Ah Ah^T = At diag(e) At^T, invariant to V's signs and order
     Z = U @ Ah
     KZ = dK @ Z
-    H = U.T @ KZ                                      # P Ah
-    tr1, tr2 = float(np.trace(dK)), float(np.trace(dK2))
+    tr1 = float(np.trace(dK))
     Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
+    if need is not None and not need(-Lx):
+        return -Lx, np.nan
+    dK2 = (sk.clone_with_theta(theta[:nk] + h).gram_gradient(lik.X)[1][0] - dK) / h      # Kx''
+    with big():
+        R2 = dK2 @ Ur                                 # Q = U^T Kx'' U on the leading columns
+        Prr = Ur.T @ R
+    q_r, P2 = np.einsum("ia,ia->a", Ur, R2), np.sum(R * R, axis=0)
+    H = U.T @ KZ                                      # P Ah
+    tr2 = float(np.trace(dK2))
     T1 = float(np.sum(e * (H @ V) ** 2 / lam))
     T2 = float(np.sum(Z * (dK2 @ Z)))
     PF = float(np.sum(dK * dK))
@@ -1874,6 +1884,7 @@ POLISH_STEPS = 8            # then at most this many exact evaluations (one eigh
 POLISH_TOL = 2.5e-7         # stop when the quadratic model's remaining gain is below this, relative to |L|
 SURROGATE_TRACE = 1e-3      # the Nystrom surrogate is kept when tr(K - Q) <= this tr(K) at its optimum
 SURROGATE_TOL = 1e-5        # the surrogate's search stops at this remaining gain (its optimum is not the exact one)
+LANDING_KAPPA = 1.0         # |F'''/F''| the exact curvature's first step is assumed to meet (measured 0.55-0.84; see above)
 INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
 
 
@@ -1901,9 +1912,11 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     step on the exact curvature (`_profile_curvature`), and L-BFGS-B if it did not converge. The surrogate: for RBF the
     collapsed Nystrom bound on all n rows with SURROGATE_LANDMARKS evenly spaced landmarks (one O(n m^2) pass per
     bandwidth), kept when its mean relative trace error tr(K - Q) / tr(K) at its optimum is at most SURROGATE_TRACE;
-    else (and for other kernels) the exact profile on SURROGATE_ROWS evenly spaced rows, from there."""
+    else (and for other kernels) the exact profile on SURROGATE_ROWS evenly spaced rows, from there. The exact F'' is
+    computed only when a Newton step on it can end the polish (`LANDING_KAPPA`); else the first step is on the
+    surrogate's last secant, scaled to n rows. Each step is checked by its value first (`_secant_polish`'s fv)."""
     n = lik.X.shape[0]
-    ts = None
+    ts, scale = None, 1.0
     if isinstance(lik.sk, RBF):
         Z = lik.X[np.unique(np.linspace(0, n - 1, min(SURROGATE_LANDMARKS, n // 2)).astype(int))]
         ny = NystromLikelihood(lik.kernel, lik.X, lik.Y, Z, bound=True)   # its optimum 0.001-0.021 in log gamma from
@@ -1919,30 +1932,47 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     if ts is None:
         rows = np.unique(np.linspace(0, n - 1, SURROGATE_ROWS).astype(int))
         ts, c0 = _surrogate_search(SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows]), theta, bounds)
+        scale = n / len(rows)                           # F and F'' grow with the rows: the subsample's secant per row
+    c_est = c0 * scale
     lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
     inner, outer, reset = _profile(lik, bounds)
     reset(ts)
 
-    def first(x):                                       # the first exact point: F, F' and the exact F''
+    def lands(F, g):                                    # can x1 = x0 - F'/F'' end the polish? (the decision above)
+        if not (np.isfinite(c_est) and c_est > 0 and np.isfinite(F)):
+            return True
+        step = abs(g) / c_est
+        return 0.5 * LANDING_KAPPA * step * step <= np.sqrt(2 * POLISH_TOL * max(1.0, abs(F)) / c_est)
+
+    def first(x):                                       # the first exact point: F, F' and the exact F'' if it pays
         with np.errstate(all="ignore"):
             try:
                 t = np.r_[x, inner(np.array([x]))]
-                return (-lik(t, False), *_profile_curvature(lik, t, bounds))
+                F = -lik(t, False)
+                return (F, *_profile_curvature(lik, t, bounds, need=lambda g: lands(F, g)))
             except (np.linalg.LinAlgError, ValueError):
                 return np.inf, 0.0, np.nan
-    x, done, _, _ = _secant_polish(outer, float(ts[0]), lo, hi, c0, first)
+    def value(x):                                       # F alone at a step's end: no n^3 gradient products there
+        with np.errstate(all="ignore"):
+            try:
+                return -lik(np.r_[x, inner(np.array([x]))], False)
+            except (np.linalg.LinAlgError, ValueError):
+                return np.inf
+    x, done, _, _ = _secant_polish(outer, float(ts[0]), lo, hi, c_est, first, fv=value)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e1166d93
-def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None):
+def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, fv=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
     curvature quadrupled). (x, True, c, F) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
     bound, else (x, False, c, F) after `steps` (POLISH_STEPS) or at a non-finite F or F'. `first(x) -> (F, F', F'')`,
-    when given, makes the first evaluation, its F'' the first curvature. The Nystrom route's subsample search
-    (`_secant_1d`) is this search too."""
+    when given, makes the first evaluation, its F'' the first curvature. `fv(x) -> F` (no gradient), when given, checks
+    each unclipped Newton step by its value first (`_trusted_step`): a step whose measured gain leaves the quadratic
+    model within tol ends the search there without F'. The Nystrom route's subsample search (`_secant_1d`) is this
+    search too."""
     tol = POLISH_TOL if tol is None else tol
     steps = POLISH_STEPS if steps is None else steps
     if first is None:
@@ -1961,6 +1991,10 @@ def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None):
         x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
         if x1 == x:
             return x, True, c, F
+        if fv is not None:
+            F1 = _trusted_step(lambda a: fv(float(a[0])), x, F, g, c, x1, tol)
+            if F1 is not None:
+                return x1, True, c, F1
         F1, g1 = outer(np.array([x1]))
         g1 = float(g1[0])
         if not (np.isfinite(F1) and np.isfinite(g1) and F1 <= F):

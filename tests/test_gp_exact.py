@@ -124,3 +124,78 @@ def test_exact_fit_benchmark_draws_two_eighs(monkeypatch, seed):
     lr, lg, sizes = _route_against_plain(monkeypatch, X, Y)
     assert lg >= lr - 1e-6 * abs(lr)
     assert sizes.count(600) <= 2, sizes
+
+
+def test_profile_curvature_need_stops_after_the_gradient():
+    """`need(F')` sees the full call's F' (the same bits: the same products, only the order of independent steps moved)
+    and, answering False, ends the call there with F'' = nan (the n^2 r products of the curvature skipped)."""
+    lik, bounds, inner, outer = _profile_at(300, 0)
+    t = np.r_[0.1, inner(np.array([0.1]))]
+    Fp, Fpp = gpm._profile_curvature(lik, t, bounds)
+    seen = []
+    Fp2, Fpp2 = gpm._profile_curvature(lik, t, bounds, need=lambda g: seen.append(g) or False)
+    assert seen == [Fp] and Fp2 == Fp and np.isnan(Fpp2) and np.isfinite(Fpp)
+    assert gpm._profile_curvature(lik, t, bounds, need=lambda g: True) == (Fp, Fpp)
+
+
+def test_exact_fit_far_start_skips_the_curvature(monkeypatch):
+    """Where the surrogate's start is too far for one Newton step to end the polish (scikit-learn's digits, 600 rows, a
+    200-row subsample: the trace check refuses the Nystrom bound), the exact curvature is not computed (`LANDING_KAPPA`),
+    and the fit still reaches the plain profile L-BFGS-B's optimum by objective (1e-6 relative)."""
+    from bench_gp_exact4 import digits_data
+    X, Y = digits_data()
+    idx = np.linspace(0, len(X) - 1, 600).astype(int)
+    answers, curv = [], gpm._profile_curvature
+
+    def spy(*a, need=None, **k):
+        return curv(*a, need=(lambda g: answers.append(need(g)) or answers[-1]) if need else None, **k)
+    monkeypatch.setattr(gpm, "_profile_curvature", spy)
+    lr, lg, sizes = _route_against_plain(monkeypatch, X[idx], Y[idx])
+    assert answers == [False]
+    assert lg >= lr - 1e-6 * abs(lr)
+
+
+def test_profile_curvature_products_on_the_fits_threads(monkeypatch):
+    """Issue 34: the curvature's O(n^2 r) products run under the fit's threads for its n x n work (`_big_threads`), as the
+    eigh and the gradient's products do; (F', F'') equal to the one-thread call's to the products' rounding: their
+    blocking changes with the threads, and F'''s central differences in (T, noise) (h = 1e-5) divide that by h (measured
+    at n = 2000: F' 2.4e-11, F'' 4.9e-8 relative; the fit's first step length only)."""
+    from threadpoolctl import threadpool_limits
+    lik, bounds, inner, outer = _profile_at(300, 1)
+    t = np.r_[0.1, inner(np.array([0.1]))]
+    with threadpool_limits(1):
+        one = gpm._profile_curvature(lik, t, bounds)
+    limits, bt = [], gpm.blas_threads
+
+    def spy(limit):
+        limits.append(limit)
+        return bt(limit)
+    monkeypatch.setattr(gpm, "blas_threads", spy)
+    lik._big_threads = 2
+    try:
+        two = gpm._profile_curvature(lik, t, bounds)
+    finally:
+        lik._big_threads = None
+    assert limits.count(2) >= 2, limits
+    tol = 1e4 * np.finfo(float).eps / 1e-5                   # 1e4 terms' rounding over the differences' step
+    assert two[0] == pytest.approx(one[0], rel=tol) and two[1] == pytest.approx(one[1], rel=tol)
+
+
+def test_exact_fit_last_point_needs_no_gradient_products(monkeypatch):
+    """The polish checks each Newton step by its value first (`_trusted_step`): on the benchmark's draw (icm_data 600, seed
+    0, SURROGATE_ROWS = 200) the step on the exact curvature is accepted by its measured gain, so the fit evaluates no
+    n x n gradient (kernel_grad: its n^3 products; 1 before) and still reaches the plain optimum (1e-6 relative)."""
+    full, call = [], gpm.SeparableLikelihood.__call__
+
+    def spy(self, theta, eval_gradient=True, kernel_grad=True):
+        if eval_gradient and kernel_grad and self.X.shape[0] == 600:
+            full.append(1)
+        return call(self, theta, eval_gradient, kernel_grad)
+    X, Y, _, _ = icm_data(600, seed=0)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
+    ref = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    monkeypatch.setattr(gpm.SeparableLikelihood, "__call__", spy)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
+    lml = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    assert full == []
+    assert lml >= ref - 1e-6 * abs(ref)
