@@ -21,13 +21,23 @@ from .backend import check_xp_data, device_of, route_of
 from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_sum   # dask imported for Dask data only
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
-from .linalg import KernelParts, _chunk_terms, _like, _solve_triangular, blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq
+from .linalg import (EIGH_THREADS_MIN_N, KernelParts, _chunk_terms, _like, _solve_triangular, big_work_threads,
+                           blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq, one_thread_scope)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
 
+
+ONE_THREAD_N = EIGH_THREADS_MIN_N    # one BLAS thread below this n; the thread policy from it (issue 34)
+
+
+def _big_threads(n: int):
+    """BLAS threads for one of the exact route's n x n routines (an eigh, an n^3 or n^2 r product): the thread policy from
+    ONE_THREAD_N under the user's ceiling (`big_work_threads`; inside the fit's `one_thread_scope`)."""
+    return blas_threads(big_work_threads(n, ONE_THREAD_N))
+
 # %% auto #0
-__all__ = ['LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK',
-           'MASKED_PRECOND_CORE', 'ONE_THREAD_N', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
+__all__ = ['ONE_THREAD_N', 'LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER',
+           'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
            'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
            'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
            'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
@@ -171,7 +181,7 @@ class SeparableLikelihood:
             sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
             Kx, dKx = sk.gram_gradient(self.X)             # in X's namespace (kernels' gram_gradient follows X)
             try:
-                with blas_threads(self.__dict__.get("_big_threads")):     # the fit's threads for its n x n work
+                with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
                     s, U = eigh_psd(Kx)
             except ValueError:
                 raise
@@ -233,7 +243,7 @@ def __call__(self: SeparableLikelihood, theta, eval_gradient: bool = True, kerne
     if self.nk and kernel_grad:                           # dL/dKx = 1/2 (A T~ A^T - U diag(sum_l e_l / lam_al) U^T)
         AV = U @ (At * xp.sqrt(e))                        # A T~ A^T = U At diag(e) At^T U^T
         B = U * xp.sqrt(xp.sum(e / lam, axis=1))         # U diag(w) U^T = B B^T (e >= 0): a symmetric product
-        with blas_threads(self.__dict__.get("_big_threads")):     # the fit's threads for the n^3 products
+        with _big_threads(self.X.shape[0]):          # the policy's threads for the n^3 products
             Gx = AV @ AV.T
             Gx -= B @ B.T
         grad += [0.5 * float(xp.sum(Gx * g)) for g in dKx]
@@ -1403,7 +1413,6 @@ class _PCGPosterior(_JointPosterior):
         return np.clip(np.concatenate(out), 0, None) if out else np.zeros((0, self.d))
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #d5539770
-ONE_THREAD_N = 1000         # one BLAS thread below this n; the thread policy from it (= linalg.EIGH_THREADS_MIN_N)
 DENSE_MAX = 3000            # sums of separable parts (LMC) use the exact dense fallback up to n * d = DENSE_MAX
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -1833,8 +1842,7 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     dK = dKx[0]
     top = np.flatnonzero(s * e.max() / (1.0 + s * e.max()) > CURVATURE_TAU)
     Ur, sr = U[:, top], s[top]
-    big = lambda: blas_threads(lik.__dict__.get("_big_threads"))     # the fit's threads for the n^2 r products (issue 34)
-    with big():
+    with _big_threads(dK.shape[0]):                       # the policy's threads for the n^2 r products (issue 34)
         R = dK @ Ur                                   # P = U^T Kx' U on the leading columns
     p_r = np.einsum("ia,ia->a", Ur, R)
     beta = sr[:, None] * e / (1.0 + sr[:, None] * e)  # s_a e_l / lam_al (= 1 - 1/lam_al) on the leading rows
@@ -1846,7 +1854,7 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     if need is not None and not need(-Lx):
         return -Lx, np.nan
     dK2 = (sk.clone_with_theta(theta[:nk] + h).gram_gradient(lik.X)[1][0] - dK) / h      # Kx''
-    with big():
+    with _big_threads(dK.shape[0]):
         R2 = dK2 @ Ur                                 # Q = U^T Kx'' U on the leading columns
         Prr = Ur.T @ R
     q_r, P2 = np.einsum("ia,ia->a", Ur, R2), np.sum(R * R, axis=0)
@@ -2499,23 +2507,19 @@ def fit(self: OVKGaussianProcess, X, Y):
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
     # one BLAS thread below ONE_THREAD_N; from it the thread policy (issue 34; linalg.EIGH_THREADS_MIN_N). The exact route
-    # runs its optimizer on one thread, the policy's threads for its n x n work (`_big_threads`); the Nystrom route its
-    # pass's chunks side by side on them (`_pass_workers`), the rest on one thread (the decisions above)
+    # runs its optimizer in linalg's `one_thread_scope`, the policy's threads for its n x n work (`_big_threads`); the
+    # Nystrom route its pass's chunks side by side on them (`_pass_workers`), the rest on one thread (the decisions above)
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
     k = factor_threads(X.shape[0] * (1 if fast else Y.shape[1]), ONE_THREAD_N)
     eigen, nys = type(lik) is SeparableLikelihood and k != 1, type(lik) is NystromLikelihood and k != 1
-    if eigen:
-        lik._big_threads, k = blas_ceiling() if k is None else k, 1
     if nys:
         lik._pass_workers, k = blas_ceiling() if k is None else k, 1
     try:
-        with blas_threads(k):
+        with one_thread_scope() if eigen else blas_threads(k):
             theta, value = _optimize(self, lik, theta, bounds, more)
             theta, value = _null_or_fit(self, lik, theta, value, bounds, n_noise, Yn)
             lml = value if self.objective == "lml" else lik(theta, False)
     finally:
-        if eigen:
-            lik._big_threads = None
         if nys:
             lik._pass_workers = None
     if not (np.isfinite(lml) and np.isfinite(value)):

@@ -85,8 +85,8 @@ def test_exact_fit_threads_only_its_n_by_n_work(monkeypatch):
     thread and only the eigh per bandwidth and the gradient's n^3 products get the threads (at n = 1000 the whole fit on two
     threads took 1.8x its one-thread time on the idle machine: the inner loop's small products thrashed)."""
     import ovk_nb.gp as G
-    from threadpoolctl import threadpool_info
-    from ovk_nb.linalg import blas_ceiling
+    import ovk_nb.linalg as la
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     def blas():
         return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
@@ -105,13 +105,15 @@ def test_exact_fit_threads_only_its_n_by_n_work(monkeypatch):
     monkeypatch.setattr(G, "eigh_psd", eigh_spy)
     monkeypatch.setattr(G.SeparableLikelihood, "_tail", tail_spy)
     monkeypatch.setattr(G, "factor_threads", lambda *a, **k: None)     # an idle machine: the ceiling
+    monkeypatch.setattr(la, "idle_cores", lambda: 2.0)                 # (the policy's own view of it, for the n x n work)
     monkeypatch.setattr(G, "ONE_THREAD_N", 50)
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(120, 2))
     Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1])] + 0.1 * rng.normal(size=(120, 2))
-    gp = G.OVKGaussianProcess().fit(X, Y)
-    assert seen["eigh"] == {blas_ceiling()} and seen["tail"] == {1}, seen
-    assert gp._lik.__dict__.get("_big_threads") is None          # the limit is the fit's, not kept
+    with threadpool_limits(2):                                     # (the test session runs on one BLAS thread)
+        G.OVKGaussianProcess().fit(X, Y)
+        assert blas() == 2                                         # the user's threads are back after the fit
+    assert seen["eigh"] == {2} and seen["tail"] == {1}, seen
 
 
 @pytest.mark.parametrize("seed", [0, 2])
@@ -156,7 +158,7 @@ def test_exact_fit_far_start_skips_the_curvature(monkeypatch):
 
 
 def test_profile_curvature_products_on_the_fits_threads(monkeypatch):
-    """Issue 34: the curvature's O(n^2 r) products run under the fit's threads for its n x n work (`_big_threads`), as the
+    """Issue 34: the curvature's O(n^2 r) products run on the policy's threads for the n x n work (`_big_threads`), as the
     eigh and the gradient's products do; (F', F'') equal to the one-thread call's to the products' rounding: their
     blocking changes with the threads, and F'''s central differences in (T, noise) (h = 1e-5) divide that by h (measured
     at n = 2000: F' 2.4e-11, F'' 4.9e-8 relative; the fit's first step length only)."""
@@ -171,11 +173,8 @@ def test_profile_curvature_products_on_the_fits_threads(monkeypatch):
         limits.append(limit)
         return bt(limit)
     monkeypatch.setattr(gpm, "blas_threads", spy)
-    lik._big_threads = 2
-    try:
-        two = gpm._profile_curvature(lik, t, bounds)
-    finally:
-        lik._big_threads = None
+    monkeypatch.setattr(gpm, "big_work_threads", lambda size, min_size: 2)   # the policy gives the n x n work two threads
+    two = gpm._profile_curvature(lik, t, bounds)
     assert limits.count(2) >= 2, limits
     tol = 1e4 * np.finfo(float).eps / 1e-5                   # 1e4 terms' rounding over the differences' step
     assert two[0] == pytest.approx(one[0], rel=tol) and two[1] == pytest.approx(one[1], rel=tol)
