@@ -848,7 +848,7 @@ class _BlasLimit:
                 if n != lim:
                     put(n)
 
-
+# %% ../nbs/1_shared/03_streaming.ipynb #b5e1c0d7
 def _main_blas_ops(numpy_only=False):
     """`_BlasLimit`'s (get, set) pairs of the main thread (numpy's library alone with `numpy_only`), or None in another
     thread: for a one-row step that sets and puts back the limit itself (`_limit_on`, `_limit_off`), without the context
