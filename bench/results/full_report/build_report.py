@@ -34,15 +34,20 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent.parent.parent
 # the run's folders, oldest first: what each process ran, when it started, the load beside it. A later folder's
 # experiments replace the same experiments of an earlier one (`owners`).
-_LOAD_0359 = ("nothing else of the project's running at first; from about 04:20 two helper agents' tests and benchmarks "
-              "ran beside it at a lower scheduling priority (load average 2-7)")
-_LOAD_0745 = "the two processes alone on the machine, at a higher scheduling priority than the lead's light work beside them"
-FOLDERS = {"paper_001": {"what": "paper 001's three experiments", "started": "2026-11-29 03:59 UTC", "load": _LOAD_0359},
-           "paper_000": {"what": "paper 000's eleven experiments, rerun when a change to onorma marked them stale",
-                         "started": "2026-11-29 07:45 UTC", "load": _LOAD_0745},
-           "papers_002_003_004": {"what": "papers 002, 003 and 004's fourteen experiments, rerun when changes to oskaar, "
-                                  "decoding, mvml and kde marked them stale", "started": "2026-11-29 07:45 UTC",
-                                  "load": _LOAD_0745}}
+_LOAD_0945 = ("one process (paper 003's experiments, then paper 001's); from 09:54 to 10:23 a second process beside it (the "
+              "other papers); until about 10:15 two helper agents' tests and benchmarks and the lead's tests ran beside them "
+              "too (load average 2-4), then nothing else")
+_LOAD_0954 = ("the second of two processes (paper 000's experiments, then papers 002 and 004's), beside paper 001's; until "
+              "about 10:15 two helper agents' tests and benchmarks and the lead's tests ran beside them (load average 2-4)")
+FOLDERS = {"paper_003": {"what": "paper 003's four experiments, after the changes to linalg, kernels and mvml (issue 34)",
+                         "started": "2026-11-29 09:45 UTC", "load": _LOAD_0945},
+           "paper_001": {"what": "paper 001's three experiments, after the changes to linalg and kernels (issue 34)",
+                         "started": "2026-11-29 09:56 UTC", "load": _LOAD_0945},
+           "paper_000": {"what": "paper 000's eleven experiments, after the changes to linalg, kernels (issue 34) and onorma, "
+                         "streaming (issue 30)", "started": "2026-11-29 09:54 UTC", "load": _LOAD_0954},
+           "papers_002_004": {"what": "papers 002 and 004's ten experiments, after the changes to linalg, kernels, kde "
+                              "(issue 34) and oskaar, salami, decoding, streaming (issue 30)", "started": "2026-11-29 10:20 UTC",
+                              "load": _LOAD_0954}}
 VERSIONS = ("python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas", "seed", "sizes", "package")
 
 
