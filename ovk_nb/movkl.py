@@ -26,9 +26,9 @@ from .backend import FALLBACK_LAM, loo_lam
 
 # %% auto #0
 __all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'MOVKL_ALTERNATION_THREADS_MIN_N', 'DEFAULT_BANDWIDTHS',
-           'GS_WINDOW', 'GS_MAX_SWEEPS', 'movkl_dense_reference', 'default_operator', 'FunctionalKRR', 'loo_curves',
-           'kernel_pairs', 'default_kernels', 'group_operators', 'kron_sum_matvec', 'relative_residual', 'solve_eig',
-           'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL', 'movkl_loco']
+           'MATVEC_BLOCK', 'GS_WINDOW', 'GS_MAX_SWEEPS', 'movkl_dense_reference', 'default_operator', 'FunctionalKRR',
+           'loo_curves', 'kernel_pairs', 'default_kernels', 'group_operators', 'kron_sum_matvec', 'relative_residual',
+           'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL', 'movkl_loco']
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #797479b6
 def movkl_dense_reference(pairs, d, X, Y, lam: float) -> np.ndarray:
@@ -75,7 +75,8 @@ def _y_mean(center_y, default_model: bool, Y) -> np.ndarray:
     return Y.mean(0) if center else np.zeros(Y.shape[1])
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #ef539e48
-from .linalg import EIGH_THREADS_MIN_N, GEMM_THREADS_MIN_WORK  # noqa: E402
+from .linalg import (EIGH_THREADS_MIN_N, GEMM_THREADS_MIN_WORK, GRAM_BLOCKS_MIN_WORK, big_work_threads,  # noqa: E402
+                            side_by_side)
 
 MOVKL_EIGH_THREADS_MIN_N = EIGH_THREADS_MIN_N       # n from which a fit (its Grams, its eigh of an n x n Gram) may use threads
 MOVKL_PREDICT_THREADS_MIN_WORK = GEMM_THREADS_MIN_WORK  # multiply-adds n_test n d from which predict's product may
@@ -336,16 +337,33 @@ def group_operators(pairs):
     return [(pairs[idx[0]][1], [int(k) for k in idx]) for _, idx in group_columns(cols)]
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #df4df21e
-def kron_sum_matvec(As, Ts, Z, lam):
-    "sum_g A_g Z T_g + lam Z (all T_g symmetric): the block operator of (**) applied to Z, without forming it."
+MATVEC_BLOCK = 256      # rows of one block of `kron_sum_matvec` side by side (see the decision below)
+
+
+def _row_slices(n: int, b: int) -> list:
+    return [slice(i, min(i + b, n)) for i in range(0, n, b)]
+
+
+def kron_sum_matvec(As, Ts, Z, lam, workers: int = 1):
+    """sum_g A_g Z T_g + lam Z (all T_g symmetric): the block operator of (**) applied to Z, without forming it.
+    `workers` >= 2: its row blocks of MATVEC_BLOCK rows side by side, one BLAS thread each (`linalg.side_by_side`)."""
+    W = [Z @ T for T in Ts]
     out = lam * Z
-    for A, T in zip(As, Ts):
-        out += A @ (Z @ T)
+
+    def block(sl):
+        o = out[sl]
+        for A, Wg in zip(As, W):
+            o += A[sl] @ Wg
+    if workers < 2:
+        block(slice(None))
+    else:
+        for _ in side_by_side(block, _row_slices(len(Z), MATVEC_BLOCK), workers, ahead=2 * workers):
+            pass
     return out
 
 
-def relative_residual(As, Ts, Ys, Z, lam) -> float:
-    return float(np.linalg.norm(Ys - kron_sum_matvec(As, Ts, Z, lam)) / max(np.linalg.norm(Ys), 1e-300))
+def relative_residual(As, Ts, Ys, Z, lam, workers: int = 1) -> float:
+    return float(np.linalg.norm(Ys - kron_sum_matvec(As, Ts, Z, lam, workers)) / max(np.linalg.norm(Ys), 1e-300))
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #550ffa65
 def solve_eig(A, T, Ys, lam, T_eig=None):
@@ -401,12 +419,12 @@ class KronPreconditioner:
         return self.factor.solve(R, self.lam)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #908167b0
-def solve_pcg(As, Ts, Ys, lam, tol=1e-10, max_iter=1000, Z0=None, precond=None):
+def solve_pcg(As, Ts, Ys, lam, tol=1e-10, max_iter=1000, Z0=None, precond=None, workers: int = 1):
     """Preconditioned CG on (**) (the one `pcg` of ovk_nb.linalg). Returns (Z, info) with info = {'iterations', 'residual'
-    (the true relative residual, recomputed), 'history', 'converged'}."""
+    (the true relative residual, recomputed), 'history', 'converged'}. `workers`: the matvec's (`kron_sum_matvec`)."""
     P = KronPreconditioner(As, Ts, lam) if precond is None else precond
-    Z, info = pcg(lambda D: kron_sum_matvec(As, Ts, D, lam), Ys, P, tol=tol, max_iter=max_iter, X0=Z0)
-    info["residual"] = relative_residual(As, Ts, Ys, Z, lam)
+    Z, info = pcg(lambda D: kron_sum_matvec(As, Ts, D, lam, workers), Ys, P, tol=tol, max_iter=max_iter, X0=Z0)
+    info["residual"] = relative_residual(As, Ts, Ys, Z, lam, workers)
     return Z, info
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #cb5989b8
@@ -505,7 +523,8 @@ GS_MAX_SWEEPS = 5000     # Gauss-Seidel sweeps per alpha-step at most, PCG's cap
 def _alpha_step(est, As, Ts, Ys, Z0):
     """Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations'). BLAS threads (see the
     decision above): the eigh of 'eig' and of PCG's preconditioner under the caller's limit (the fit's rule), PCG's
-    iterations and Gauss-Seidel's per-curve solves on one thread."""
+    iterations under `_alternation_threads`, their matvecs in row blocks side by side from
+    MOVKL_ALTERNATION_THREADS_MIN_N, and Gauss-Seidel's per-curve solves on one thread."""
     if est.solver_ == "eig":
         return solve_eig(As[0], Ts[0], Ys, est.lam_, est._T_eig), {"iterations": 1}
     if est.solver_ == "pcg":
@@ -513,8 +532,9 @@ def _alpha_step(est, As, Ts, Ys, Z0):
         if P is None or est._pcg_last > max(8, 2 * est._pcg_fresh):
             P = est._precond = KronPreconditioner(As, Ts, est.lam_)
             est._pcg_fresh = None
+        workers = big_work_threads(len(Ys), MOVKL_ALTERNATION_THREADS_MIN_N)   # the matvec's row blocks (above)
         with _alternation_threads(len(Ys)):              # many n x n x m products (see the decision above)
-            Z, info = solve_pcg(As, Ts, Ys, est.lam_, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
+            Z, info = solve_pcg(As, Ts, Ys, est.lam_, tol=1e-10, max_iter=5000, Z0=Z0, precond=P, workers=workers)
         est._pcg_last = info["iterations"]
         if est._pcg_fresh is None:
             est._pcg_fresh = info["iterations"]
@@ -523,22 +543,37 @@ def _alpha_step(est, As, Ts, Ys, Z0):
         return solve_gauss_seidel(As, Ts, Ys, est.lam_, tol=1e-10, max_sweeps=GS_MAX_SWEEPS, Z0=Z0)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
-def _norms_and_fit(Grams, groups, Ts, d, Z):
-    """q_k = <G_k, Z T_g Z^T>_F for the kernels with d_k > 0 (0 for the others), and sum_g A_g Z T_g with
-    A_g = sum_{k in g} d_k G_k: per operator group one n x n x m product for S_g = (Z T_g) Z^T and one for the fit,
-    then an O(n^2) inner product per kernel (BLAS threads: `_alternation_threads`, see the decision above)."""
+def _combine(Grams, groups, d, workers: int = 1) -> list:
+    """A_g = sum_{k in g} d_k G_k for each operator group, term by term in each row block (side by side on `workers`
+    threads): the same bits as the plain sum, without its n x n temporaries."""
+    As = [np.empty_like(Grams[members[0]], dtype=np.result_type(Grams[members[0]], d)) for _, members in groups]
+
+    def block(sl):
+        for A, (_, members) in zip(As, groups):
+            a = A[sl]
+            np.multiply(Grams[members[0]][sl], d[members[0]], out=a)
+            for k in members[1:]:
+                a += d[k] * Grams[k][sl]
+    n = len(As[0]) if As else 0
+    for _ in side_by_side(block, _row_slices(n, MATVEC_BLOCK), workers, ahead=2 * workers):
+        pass
+    return As
+
+
+def _norms_and_fit(Grams, groups, Ts, d, Z, As):
+    """q_k = <G_k, Z T_g Z^T>_F for the kernels with d_k > 0 (0 for the others), and sum_g A_g Z T_g with the alpha-step's
+    A_g = sum_{k in g} d_k G_k (`_combine`, the same d): per operator group one n x n x m product for S_g = (Z T_g) Z^T and
+    one for the fit, then an O(n^2) inner product per kernel (BLAS threads: `_alternation_threads`, see above)."""
     q = np.zeros(len(Grams)); Yhat = np.zeros_like(Z)
     with _alternation_threads(len(Z)):
-        for (_, members), Tg in zip(groups, Ts):
+        for (_, members), Tg, A in zip(groups, Ts, As):
             on = [k for k in members if d[k] > 0]
             if not on:
                 continue
             W = Z @ Tg
             S = W @ Z.T
-            A = np.zeros((len(Z), len(Z)))
             for k in on:
                 q[k] = np.vdot(Grams[k], S)
-                A += d[k] * Grams[k]
             Yhat += A @ W
     return q, Yhat
 
@@ -553,12 +588,13 @@ def _algorithm1(est, Grams, groups, Ts, Ys, d0=None, Z0=None):
     Z = np.zeros_like(Ys) if Z0 is None else np.array(Z0, dtype=float)
     est.objective_, est.weights_history_, est.solver_iterations_ = [], [], []
     est._capped = False
+    workers = big_work_threads(len(Ys) ** 2, GRAM_BLOCKS_MIN_WORK)    # A_g's row blocks (element-wise, above)
     for it in range(1, est.max_iter + 1):
-        As = [sum(d[k] * Grams[k] for k in members) for _, members in groups]
+        As = _combine(Grams, groups, d, workers)
         Z_old = Z
         Z, info = _alpha_step(est, As, Ts, Ys, Z_old)
         est.solver_iterations_.append(info["iterations"])
-        q, Yhat = _norms_and_fit(Grams, groups, Ts, d, Z)
+        q, Yhat = _norms_and_fit(Grams, groups, Ts, d, Z, As)
         est.objective_.append(float(np.sum((Ys - Yhat) ** 2) + est.lam_ * np.dot(d, q)))
         est.weights_history_.append(d.copy())
         if not info.get("converged", True):      # Gauss-Seidel stopped short of its residual: stop here, d is Z's
