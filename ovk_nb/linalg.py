@@ -417,7 +417,7 @@ def big_work_threads(size: int, min_size: int) -> int:
     return ceiling if k is None else k
 
 # %% ../nbs/1_shared/02_linalg.ipynb #99025196
-from .kernels import _distance_frame, _distance_rows, distance_blocks
+from .kernels import _FEW_ROWS, _distance_frame, _distance_rows, distance_blocks
 
 GRAM_BLOCKS_MIN_WORK = 4 * 10 ** 6      # entries (n m) from which a Gaussian Gram's row blocks run side by side
 
@@ -598,7 +598,7 @@ def grams(self: KernelParts, X, Y, cache=None):
     if is_array_api(X):             # another array library: the kernels' array-API form (in place up to exp)
         return [scalar_gram(k, X, Y) for k in self.scalars]
     single = cache is None and sum(type(k) is RBF for k in self.scalars) == 1
-    if single and len(self.scalars) == 1 and X.size and Y.size and min(len(X), len(Y)) > 2:
+    if single and len(self.scalars) == 1 and X.size and Y.size and min(len(X), len(Y)) > _FEW_ROWS:
         return [_rbf_gram_blocks(self.scalars[0], X, Y)]      # row blocks side by side (below): the same bits
     own = cache is None and sum(type(k) in (Linear, Polynomial) for k in self.scalars) == 1
     cache = {} if cache is None else cache
@@ -2131,8 +2131,6 @@ def solve(self: NystromSystem, A, b, lam) -> NystromModel:
 # %% ../nbs/1_shared/02_linalg.ipynb #b79b7b9b
 from concurrent.futures import ThreadPoolExecutor
 
-from threadpoolctl import threadpool_limits
-
 NYSTROM_JOBS_BYTES = 2 ** 30    # memory the feature-pass workers may hold together (see the decision above)
 
 
@@ -2191,7 +2189,7 @@ def nystrom_fit(parts: KernelParts, X, Y, lam, landmarks, chunk: int = 4096, n_j
     slices = _chunks(X.shape[0], chunk)
     n_jobs = min(_nystrom_jobs(parts, n_jobs, min(chunk, X.shape[0]), landmarks.shape[0]), len(slices)) \
         if xp_of(Y) is np else 1
-    with threadpool_limits(1, "blas") if n_jobs > 1 else contextlib.nullcontext():   # one BLAS thread: n_jobs=1's bits
+    with blas_threads(1) if n_jobs > 1 else contextlib.nullcontext():   # one BLAS thread: n_jobs=1's bits
         system = NystromSystem(parts, landmarks)
         A = b = None
         for a_, b_ in _chunk_terms(system, X, Y, slices, n_jobs):
