@@ -498,11 +498,15 @@ def _lean_step(self: ONORMA, x1, y, plan, g: int, lo0: int, eta: float, dec: flo
         b = (y / D) / (dec / eta)
     Dk = D * dec
     c = Dk / eta                                # r_t = f_{t-1}(x_t) - y_t = -alpha_{t,t} / eta_t = -c b_t
-    err = c * c * ddot(b, b if w is None else b * w)        # ||r_t||^2 without forming r_t (one product, not three)
+    bb = ddot(b, b if w is None else b * w)
+    err = c * c * bb                            # ||r_t||^2 without forming r_t (one product, not three)
     if d["_trunc"] is not None:
         return b, err, None, sx, fresh
+    if w is None:                               # eq. (6)'s increment with alpha_{t,t} = D_t b_t, K(x_t, x_t) = 1, by BLAS
+        q = Dk * Dk * ddot(dgemv(1.0, TT.T, b), b) + 2 * dec * Dk * (ddot(y, b) - c * bb)     # and floats (decision above)
+        return b, err, q, sx, fresh
     A = b * Dk                                  # alpha_{t,t}, and eq. (6)'s increment with K(x_t, x_t) = 1
-    wa = A if w is None else A * w
+    wa = A * w
     q = (A @ TT) @ wa + 2 * dec * ((y - c * b) @ wa)
     return b, err, q, sx, fresh
 
@@ -535,7 +539,7 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
     dec = 1.0 - eta * lam
     Dk = d["_D"] * dec
     small = (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV
-    if small and d["_trunc"] is not None and g > lo0 and plan[3] is None:
+    if small and g > lo0 and plan[3] is None:
         b, err, q, sx, fresh = self._lean_step(x1, y, plan, g, lo0, eta, dec)   # C loops and BLAS calls only: no error state
     else:
         quiet = _quiet()                        # np.errstate(over="ignore", invalid="ignore"), cheaper
