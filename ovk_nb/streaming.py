@@ -826,27 +826,22 @@ class _BlasLimit:
             _BlasLimit._libs = libs
 
     def __enter__(self):
+        "Set the limit by `_limit_on` (the main thread's pairs from `_main_blas_ops`, else the controllers' methods)."
         if self.limit is None:
             return self
         if _BlasLimit._libs is None:
             _BlasLimit._find()
-        if threading.get_ident() == _BlasLimit._main_id:
-            self.ops = _BlasLimit._main_np if self.numpy_only else _BlasLimit._main
-        else:
-            self.ops = [(lib.get_num_threads, lib.set_num_threads) for lib in _BlasLimit._libs]
-        self.old = [get() for get, _ in self.ops]
-        lim = int(self.limit)
-        for (_, put), n in zip(self.ops, self.old):
-            if n != lim:
-                put(lim)
+        ops = _main_blas_ops(self.numpy_only)
+        if ops is None:                                     # another thread: threadpoolctl's controllers, all libraries
+            ops = [(lib.get_num_threads, lib.set_num_threads) for lib in _BlasLimit._libs]
+        self.ops, self.lim = ops, int(self.limit)
+        self.old = _limit_on(ops, self.lim)
         return self
 
     def __exit__(self, *exc):
+        "Put back the counts `__enter__` found (`_limit_off`)."
         if self.limit is not None:
-            lim = int(self.limit)
-            for (_, put), n in zip(self.ops, self.old):
-                if n != lim:
-                    put(n)
+            _limit_off(self.ops, self.lim, self.old)
 
 # %% ../nbs/1_shared/03_streaming.ipynb #b5e1c0d7
 def _main_blas_ops(numpy_only=False):

@@ -671,3 +671,35 @@ def test_onorma_wide_window_distances_by_the_expansion_only_where_it_is_accurate
     with pytest.raises(ValueError, match="NaN|finite"):
         est.learn_one(X[0], np.array([np.nan, 0.0]))
     assert state_bytes(vars(est)) == before
+
+
+@pytest.mark.parametrize("numpy_only", [False, True])
+def test_blas_limit_in_and_outside_the_main_thread_sets_and_puts_back(numpy_only):
+    """`_BlasLimit` through the module's one implementation (`_main_blas_ops`, `_limit_on`, `_limit_off`; learn7): in the
+    main thread numpy's library alone with `numpy_only`, every library otherwise; in another thread threadpoolctl's
+    controllers (whose OpenBLAS rule applies there); the counts put back on exit in both, also after an exception."""
+    import threading
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from ovk_nb.streaming import _BlasLimit
+
+    def counts():
+        return [(i["filepath"], i["num_threads"]) for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    def inside(out):
+        before = counts()
+        with pytest.raises(ZeroDivisionError), _BlasLimit(1, numpy_only=numpy_only):
+            out.append(counts())
+            1 / 0
+        out.append(before == counts())
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        if all(n == 1 for _, n in counts()):
+            pytest.skip("one BLAS thread here: nothing to limit")
+        main, other = [], []
+        inside(main)
+        t = threading.Thread(target=inside, args=(other,))
+        t.start()
+        t.join()
+    numpys = lambda path: "numpy" in path
+    assert main[1] and other[1]                                  # put back, in both threads
+    assert all(n == (1 if numpys(p) or not numpy_only else 2) for p, n in main[0])
