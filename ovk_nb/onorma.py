@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 
 import numpy as np
 from fastcore.basics import patch
@@ -447,7 +448,7 @@ _EXPAND = 1e-13 / np.finfo(float).eps   # the expansion's bound: gamma (||x||^2 
 def _lean_plan(self: ONORMA) -> tuple:
     """What the lean step reads, fixed while the hyper-parameters are (kept with their key `_pkey`): (key, -gamma, T^T,
     quadrature weights, invsqrt?, the squared distances' C function, T^T's transpose C-ordered, the window's scaled squared
-    norms [buffer, gamma ||x_i||^2 of its rows, rows done, their max]) for the squared loss on one Gaussian kernel times
+    norms [a weak reference to the buffer, gamma ||x_i||^2 of its rows, rows done, their max]) for the squared loss on one Gaussian kernel times
     one output matrix, no per-step records and a named schedule; (key, None) otherwise (the general route)."""
     P = self._parts
     k = P.scalars[0] if len(P.scalars) == 1 and len(P.sidx) == 1 else None
@@ -459,11 +460,12 @@ def _lean_plan(self: ONORMA) -> tuple:
 
 
 def _scaled_norms(X, r: int, gamma: float) -> list:
-    "The norms cache of the lean plan for buffer X's first r rows: [X, gamma ||x_i||^2 (room for all of X's rows), r, max]."
+    """The norms cache of the lean plan for buffer X's first r rows: [a weak reference to X (a replaced buffer is not kept
+    alive by it), gamma ||x_i||^2 (room for all of X's rows), r, max]."""
     s = np.zeros(len(X))
     np.einsum("ij,ij->i", X[:r], X[:r], out=s[:r])
     s[:r] *= gamma
-    return [X, s, r, float(s[:r].max()) if r else 0.0]
+    return [weakref.ref(X), s, r, float(s[:r].max()) if r else 0.0]
 
 
 @patch
@@ -483,7 +485,7 @@ def _lean_step(self: ONORMA, x1, y, plan, g: int, lo0: int, eta: float, dec: flo
     elif r > a:                                 # numpy's BLAS (the one `_BlasLimit` limits here)
         X, x, c = d["_X"], x1[0], plan[7]
         sx = -ng * float(x @ x)
-        if c[0] is not X or c[2] < r:           # the norms cache is behind (new buffers): computed, kept at the commit
+        if c[0] is None or c[0]() is not X or c[2] < r:           # the norms cache is behind (new buffers): computed, kept at the commit
             c = fresh = _scaled_norms(X, r, -ng)
         if (sx + c[3]) * (X.shape[1] + 2) <= _EXPAND:     # -gamma ||x - x_i||^2 by the expansion: one gemv
             E = X[a:r].dot(x * (-2.0 * ng))
@@ -568,7 +570,7 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
         nc = plan[7]
         if fresh is not None:
             nc[:] = fresh
-        if nc[0] is X and nc[2] == r:
+        if nc[0] is not None and nc[0]() is X and nc[2] == r:
             nc[1][r], nc[2] = sx, r + 1
             if sx > nc[3]:
                 nc[3] = sx

@@ -661,7 +661,7 @@ def test_onorma_wide_window_distances_by_the_expansion_only_where_it_is_accurate
     assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12)
     assert est.rkhs_norm2_ == pytest.approx(ref.rkhs_norm2_, rel=1e-12)
     c = est._lean[7]
-    assert c[0] is est._X and c[2] == est.n_seen_ - est._base       # the cache follows the committed rows
+    assert c[0]() is est._X and c[2] == est.n_seen_ - est._base       # the cache follows the committed rows
     np.testing.assert_allclose(c[1][:c[2]], (est._X[:c[2]] ** 2).sum(1), rtol=1e-14)
     if offset == 0.0:
         assert calls == []                                       # the expansion: no cdist call on the lean route
