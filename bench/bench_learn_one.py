@@ -76,14 +76,14 @@ _ZEROS = np.zeros(1 << 16)
 
 def _no_lean_step(est, x1, *args):
     """The lean route's numbers replaced by nothing. ONORMA: a zero coefficient, no error (and no norm increment
-    untruncated); exact OSKAAR: a zero row of the factor and of E = L^{-1} Phi, delta = 1, the first decision, no loss;
+    untruncated), no new entry for the window's norms cache (its write, a few item sets at the commit, is left out); exact OSKAAR: a zero row of the factor and of E = L^{-1} Phi, delta = 1, the first decision, no loss;
     a primal round of OSKAAR: its state unchanged, the first decision, no loss."""
     if isinstance(est, OSKAAR):                 # exact: zero rows; primal: the state as it is
         if est._primal is not None:
             return None, est._primal, None, est._dec[0], 0.0, 0.0, est._err_sum
         f = est._factor                          # zeros sliced from one array (the stub's own cost stays out)
         return _ZEROS[:f.n], 1.0, _ZEROS[:f._E.shape[1]], est._dec[0], 0.0, 0.0, est._err_sum
-    return np.zeros(est._C.shape[1]), 0.0, None if est._trunc is not None else 0.0
+    return np.zeros(est._C.shape[1]), 0.0, None if est._trunc is not None else 0.0, None, None   # no norms-cache write
 
 
 def _room(e, k):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 
 import numpy as np
 from fastcore.basics import patch
@@ -440,46 +441,76 @@ def _undo_point(self: ONORMA, n):
     return [(a, e, a[e].copy()) for a in (X, C) if e < len(a)]
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #5f0402b8
+_EXPAND = 1e-13 / np.finfo(float).eps   # the expansion's bound: gamma (||x||^2 + max ||x_i||^2) (p + 2) <= this (decision above)
+
+
 @patch
 def _lean_plan(self: ONORMA) -> tuple:
     """What the lean step reads, fixed while the hyper-parameters are (kept with their key `_pkey`): (key, -gamma, T^T,
-    quadrature weights, invsqrt?, the squared distances' C function, T^T's transpose C-ordered) for the squared loss on one Gaussian kernel times one output matrix, no per-step
-    records and a named schedule; (key, None) otherwise (the general route)."""
+    quadrature weights, invsqrt?, the squared distances' C function, T^T's transpose C-ordered, the window's scaled squared
+    norms [a weak reference to the buffer, gamma ||x_i||^2 of its rows, rows done, their max]) for the squared loss on one Gaussian kernel times
+    one output matrix, no per-step records and a named schedule; (key, None) otherwise (the general route)."""
     P = self._parts
     k = P.scalars[0] if len(P.scalars) == 1 and len(P.sidx) == 1 else None
     ok = (self.loss == "squared" and not P.gen and type(k) is RBF and k.gamma > 0 and not self._records()
           and isinstance(self.schedule, str))
     self._lean = ((self._pkey, -k.gamma, P.TT[0], P.w, self.schedule == "invsqrt", _sqeuclidean(),
-                   np.ascontiguousarray(P.TT[0].T)) if ok else (self._pkey, None))
+                   np.ascontiguousarray(P.TT[0].T), [None, None, 0, 0.0]) if ok else (self._pkey, None))
     return self._lean
+
+
+def _scaled_norms(X, r: int, gamma: float) -> list:
+    """The norms cache of the lean plan for buffer X's first r rows: [a weak reference to X (a replaced buffer is not kept
+    alive by it), gamma ||x_i||^2 (room for all of X's rows), r, max]."""
+    s = np.zeros(len(X))
+    np.einsum("ij,ij->i", X[:r], X[:r], out=s[:r])
+    s[:r] *= gamma
+    return [weakref.ref(X), s, r, float(s[:r].max()) if r else 0.0]
 
 
 @patch
 def _lean_step(self: ONORMA, x1, y, plan, g: int, lo0: int, eta: float, dec: float):
     """The numbers of one step (`_step1`'s arithmetic, the window's Gram row apart from K(x_t, x_t) = 1) from the committed
-    state, nothing written: (b_t, ||r_t||^2, the increment of ||f||^2 or None with truncation)."""
+    state, nothing written: (b_t, ||r_t||^2, the increment of ||f||^2 or None with truncation, gamma ||x_t||^2 or None,
+    a new norms cache or None), the last two for the commit to keep the norms cache."""
     _, ng, TT, w = plan[:4]
     d = self.__dict__
     a, r, D = lo0 - d["_base"], g - d["_base"], d["_D"]
-    if r > a:
+    sx = fresh = None
+    if r > a and (r - a) * len(y) < _SERIAL_GEMV:   # two gemv: v = C_w^T k, b = -(eta/dec) T v + eta/(dec D) y (the decision)
         E = plan[5](x1, d["_X"][a:r])
         E *= ng
         k = np.exp(E, out=E)[0]
-        if (r - a) * len(y) < _SERIAL_GEMV:     # two gemv: v = C_w^T k, b = -(eta/dec) T v + eta/(dec D) y (the decision)
-            b = dgemv(-eta / dec, TT.T, dgemv(1.0, d["_C"][a:r].T, k), eta / (dec * D), y)
-        else:                                   # numpy's BLAS (the one `_BlasLimit` limits here)
-            b = (y / D - plan[6].dot(d["_C"][a:r].T.dot(k))) / (dec / eta)
+        b = dgemv(-eta / dec, TT.T, dgemv(1.0, d["_C"][a:r].T, k), eta / (dec * D), y)
+    elif r > a:                                 # numpy's BLAS (the one `_BlasLimit` limits here)
+        X, x, c = d["_X"], x1[0], plan[7]
+        sx = -ng * float(x @ x)
+        if c[0] is None or c[0]() is not X or c[2] < r:           # the norms cache is behind (new buffers): computed, kept at the commit
+            c = fresh = _scaled_norms(X, r, -ng)
+        if (sx + c[3]) * (X.shape[1] + 2) <= _EXPAND:     # -gamma ||x - x_i||^2 by the expansion: one gemv
+            E = X[a:r].dot(x * (-2.0 * ng))
+            E -= c[1][a:r]
+            E -= sx
+        else:                                   # large inputs: the differences (exact for close points)
+            E = plan[5](x1, X[a:r])[0]
+            E *= ng
+        k = np.exp(E, out=E)
+        b = (y / D - plan[6].dot(d["_C"][a:r].T.dot(k))) / (dec / eta)
     else:
         b = (y / D) / (dec / eta)
     Dk = D * dec
     c = Dk / eta                                # r_t = f_{t-1}(x_t) - y_t = -alpha_{t,t} / eta_t = -c b_t
-    err = c * c * ddot(b, b if w is None else b * w)        # ||r_t||^2 without forming r_t (one product, not three)
+    bb = ddot(b, b if w is None else b * w)
+    err = c * c * bb                            # ||r_t||^2 without forming r_t (one product, not three)
     if d["_trunc"] is not None:
-        return b, err, None
+        return b, err, None, sx, fresh
+    if w is None:                               # eq. (6)'s increment with alpha_{t,t} = D_t b_t, K(x_t, x_t) = 1, by BLAS
+        q = Dk * Dk * ddot(dgemv(1.0, TT.T, b), b) + 2 * dec * Dk * (ddot(y, b) - c * bb)     # and floats (decision above)
+        return b, err, q, sx, fresh
     A = b * Dk                                  # alpha_{t,t}, and eq. (6)'s increment with K(x_t, x_t) = 1
-    wa = A if w is None else A * w
+    wa = A * w
     q = (A @ TT) @ wa + 2 * dec * ((y - c * b) @ wa)
-    return b, err, q
+    return b, err, q, sx, fresh
 
 # %% ../nbs/2_algorithms/01_onorma.ipynb #9155e035
 @patch
@@ -510,24 +541,24 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
     dec = 1.0 - eta * lam
     Dk = d["_D"] * dec
     small = (g - lo0 + 1) * C.shape[1] < _SERIAL_GEMV
-    if small and d["_trunc"] is not None and g > lo0 and plan[3] is None:
-        b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)   # C loops and BLAS calls only: no error state
+    if small and g > lo0 and plan[3] is None:
+        b, err, q, sx, fresh = self._lean_step(x1, y, plan, g, lo0, eta, dec)   # C loops and BLAS calls only: no error state
     else:
         quiet = _quiet()                        # np.errstate(over="ignore", invalid="ignore"), cheaper
         try:
             ops = None if small or self._threads is None else _main_blas_ops(numpy_only=True)
             if small or self._threads is None:
-                b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+                b, err, q, sx, fresh = self._lean_step(x1, y, plan, g, lo0, eta, dec)
             elif ops is not None:               # the main thread: the limit set and put back by its C calls (no context)
                 lim = int(self._threads)
                 old = _limit_on(ops, lim)       # its products are numpy's (cdist: no BLAS)
                 try:
-                    b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+                    b, err, q, sx, fresh = self._lean_step(x1, y, plan, g, lo0, eta, dec)
                 finally:
                     _limit_off(ops, lim, old)
             else:
                 with _BlasLimit(self._threads, numpy_only=True):
-                    b, err, q = self._lean_step(x1, y, plan, g, lo0, eta, dec)
+                    b, err, q, sx, fresh = self._lean_step(x1, y, plan, g, lo0, eta, dec)
         finally:
             _loud(quiet)
     s = d["_err_sum"] + err
@@ -535,6 +566,14 @@ def _learn_lean(self: ONORMA, x1, y) -> bool:
         return False
     r = g - d["_base"]
     X[r], C[r] = x1[0], b                       # commit: nothing below can fail
+    if sx is not None:                          # the norms cache: the new row's gamma ||x_t||^2 (the expansion's)
+        nc = plan[7]
+        if fresh is not None:
+            nc[:] = fresh
+        if nc[0] is not None and nc[0]() is X and nc[2] == r:
+            nc[1][r], nc[2] = sx, r + 1
+            if sx > nc[3]:
+                nc[3] = sx
     if q is not None:
         d["_risk_sum"] += 0.5 * err + 0.5 * lam * d["_gamma"]
         d["_gamma"] = dec ** 2 * d["_gamma"] + q

@@ -635,3 +635,71 @@ def test_onorma_wide_window_step_limits_numpys_blas_and_puts_it_back(monkeypatch
     assert len(seen) == 20 and all(s == [1] for s in seen) and after == before
     assert est.n_seen_ == n
     np.testing.assert_allclose(est.predict(X[:50]), ref.predict(X[:50]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("offset", [0.0, 30.0])
+def test_onorma_wide_window_distances_by_the_expansion_only_where_it_is_accurate(monkeypatch, offset):
+    """issue 30 (learn7): past the serial size the lean step reads -gamma ||x - x_i||^2 as gamma (2 x_i.x - ||x||^2 -
+    ||x_i||^2) with the window's scaled norms cached in the lean plan (one gemv instead of cdist's loop), where
+    gamma (||x||^2 + max ||x_i||^2)(p + 2) <= 1e-13 / eps; inputs far from the origin (offset 30: gamma ||x||^2 about
+    5e3, where the expansion would cancel some 12 digits) keep the differences. Either way partial_fit's model to 1e-12; a refused row leaves the cache (and every buffer) byte for byte."""
+    from test_oskaar import state_bytes
+    import ovk_nb.onorma as onorma_mod
+    monkeypatch.setattr(onorma_mod, "_SERIAL_GEMV", 0)           # every window "wide" (the expansion's branch)
+    rng = np.random.default_rng(3)
+    X, Y = offset + rng.normal(size=(150, 6)) / 4, rng.normal(size=(150, 2))
+    make = lambda: ONORMA(gaussian_times_J(2, 1.0), lam=0.01)
+    ref = make().partial_fit(X, Y)
+    est = make()
+    est.learn_one(X[0], Y[0])
+    calls, dist = [], est._lean_plan()[5]
+    monkeypatch.setattr(onorma_mod, "_sqeuclidean", lambda: (lambda a, b: (calls.append(len(b)), dist(a, b))[1]))
+    est._lean = None                                             # the plan rebuilt with the counting distances
+    for x, y in zip(X[1:], Y[1:]):
+        est.learn_one(x, y)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-12, atol=1e-12)
+    assert est.cumulative_error_ == pytest.approx(ref.cumulative_error_, rel=1e-12)
+    assert est.rkhs_norm2_ == pytest.approx(ref.rkhs_norm2_, rel=1e-12)
+    c = est._lean[7]
+    assert c[0]() is est._X and c[2] == est.n_seen_ - est._base       # the cache follows the committed rows
+    np.testing.assert_allclose(c[1][:c[2]], (est._X[:c[2]] ** 2).sum(1), rtol=1e-14)
+    if offset == 0.0:
+        assert calls == []                                       # the expansion: no cdist call on the lean route
+    else:
+        assert len(calls) >= 100                                 # large inputs: the differences
+    before = state_bytes(vars(est))
+    with pytest.raises(ValueError, match="NaN|finite"):
+        est.learn_one(X[0], np.array([np.nan, 0.0]))
+    assert state_bytes(vars(est)) == before
+
+
+@pytest.mark.parametrize("numpy_only", [False, True])
+def test_blas_limit_in_and_outside_the_main_thread_sets_and_puts_back(numpy_only):
+    """`_BlasLimit` through the module's one implementation (`_main_blas_ops`, `_limit_on`, `_limit_off`; learn7): in the
+    main thread numpy's library alone with `numpy_only`, every library otherwise; in another thread threadpoolctl's
+    controllers (whose OpenBLAS rule applies there); the counts put back on exit in both, also after an exception."""
+    import threading
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from ovk_nb.streaming import _BlasLimit
+
+    def counts():
+        return [(i["filepath"], i["num_threads"]) for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    def inside(out):
+        before = counts()
+        with pytest.raises(ZeroDivisionError), _BlasLimit(1, numpy_only=numpy_only):
+            out.append(counts())
+            1 / 0
+        out.append(before == counts())
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        if all(n == 1 for _, n in counts()):
+            pytest.skip("one BLAS thread here: nothing to limit")
+        main, other = [], []
+        inside(main)
+        t = threading.Thread(target=inside, args=(other,))
+        t.start()
+        t.join()
+    numpys = lambda path: "numpy" in path
+    assert main[1] and other[1]                                  # put back, in both threads
+    assert all(n == (1 if numpys(p) or not numpy_only else 2) for p, n in main[0])
