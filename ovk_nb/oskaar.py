@@ -438,12 +438,37 @@ def _targets(self: OSKAAR, X, Y):
     return self.decoder_.encode(Y, self._reg, step=self.n_seen_)
 
 
+_ENC_MEMO = 256         # label rows memoised for `learn_one` (2^q rows of q binary labels up to q = 8)
+_ENC_MEMOS = {}         # (id(decoder), id(registry)) -> (decoder, registry, {row key: (codes, registry)})
+
+
 @patch
 def _fast_target(self: OSKAAR, x1, y):
     """`learn_one`'s labels: an integer (or boolean) label row for a decoder other than the 0-1 one is encoded at once,
-    since `_labels` and `finite_labels` return it as it is (integers are finite); anything else through `_targets`."""
-    if type(y) is np.ndarray and y.dtype.kind in "biu" and not isinstance(self.decoder_, ZeroOne):
-        return self.decoder_.encode(y[None], self._reg, step=self.n_seen_)
+    since `_labels` and `finite_labels` return it as it is (integers are finite); anything else through `_targets`. For
+    the Hamming decoder, whose codes are the row itself once checked, a checked row's (codes, registry) is kept in a
+    small memo keyed by its bytes (`_ENC_MEMO` rows per (decoder, registry) pair; the memo lives in the module, not in
+    the learner, whose state a failed call must leave as it was), the codes read-only."""
+    if type(y) is np.ndarray and y.dtype.kind in "biu":
+        d = self.__dict__
+        dec = d["decoder_"]
+        if type(dec) is Hamming:
+            reg = d["_reg"]
+            memo = _ENC_MEMOS.get((id(dec), id(reg)))
+            if memo is None or memo[0] is not dec or memo[1] is not reg:    # (the pair is kept: its ids are not reused)
+                if len(_ENC_MEMOS) > 64:
+                    _ENC_MEMOS.clear()
+                memo = _ENC_MEMOS[id(dec), id(reg)] = (dec, reg, {})
+            key = (y.dtype.char, y.shape, y.tobytes())
+            hit = memo[2].get(key)
+            if hit is None:
+                hit = dec.encode(y[None], reg, step=d["n_seen_"])
+                if hit[1] is reg and len(memo[2]) < _ENC_MEMO:    # nothing new in the registry: the same codes next time
+                    hit[0].flags.writeable = False
+                    memo[2][key] = hit
+            return hit
+        if not isinstance(dec, ZeroOne):
+            return dec.encode(y[None], self._reg, step=self.n_seen_)
     return StreamLearner._fast_target(self, x1, y)
 
 @patch
