@@ -703,3 +703,27 @@ def test_blas_limit_in_and_outside_the_main_thread_sets_and_puts_back(numpy_only
     numpys = lambda path: "numpy" in path
     assert main[1] and other[1]                                  # put back, in both threads
     assert all(n == (1 if numpys(p) or not numpy_only else 2) for p, n in main[0])
+
+
+def test_hamming_label_rows_are_memoised_and_checked_as_before():
+    """issue 30 (learn8): OSKAAR's `learn_one` keeps a checked Hamming label row's codes (read-only) for the next equal
+    row; the model is partial_fit's, a bad row is still refused by name, and a row of another dtype is its own key."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 5)) / 2
+    Y = (X[:, :4] > 0).astype(int)
+    a = OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming())
+    b = OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()).partial_fit(X, Y)
+    for x, y in zip(X, Y):
+        a.learn_one(x, y)
+    np.testing.assert_allclose(a._feature_estimates(X), b._feature_estimates(X), rtol=0, atol=1e-12)
+    t1, t2 = a._fast_target(X[:1], Y[0].copy()), a._fast_target(X[:1], Y[0].copy())
+    assert t1[0] is t2[0] and not t1[0].flags.writeable and t1[1] is a._reg     # the memo's entry, read-only
+    np.testing.assert_array_equal(t1[0], Y[:1])
+    t3 = a._fast_target(X[:1], Y[0].astype(np.int32))
+    assert t3[0] is not t1[0] and t3[0].dtype == np.int64
+    n = a.n_seen_
+    with pytest.raises(ValueError, match="symbols"):
+        a.learn_one(X[0], np.array([0, 2, 1, 0]))                     # 2 is not a binary symbol
+    with pytest.raises(ValueError):
+        a.learn_one(X[0], np.array([0, 1, 1]))                        # three labels, not four
+    assert a.n_seen_ == n
