@@ -1071,8 +1071,11 @@ def _fast_values(v, names):
     the row to the full checks). None when a check fails: the full path then says why."""
     if names is None or len(v) != len(names):
         return None
+    hit = _NAME_TUPLES.get(id(names))                  # `_name_getter`'s cache read here (a frame less: two calls a row
+    if hit is None or hit[0] is not names:             # with dict rows and dict targets)
+        hit = _name_getter(names)
     try:
-        vals = _name_getter(names)[2](v)
+        vals = hit[2](v)
         if not math.isfinite(sum(vals)):
             return None
     except (KeyError, TypeError):
