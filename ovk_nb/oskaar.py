@@ -969,36 +969,46 @@ def _undo_point(self: OSKAAR, n):
     """The rows a pass of n rounds may write in place (`_free_rows`), to write back if it fails (`StreamLearner._learn`);
     for one round (`learn_one`) one entry that zeroes them back (the decisions above: the records' free row r, the inputs'
     and codes' free row, the live exact factors' free rows n are zeros); a full buffer is replaced by the pass, not
-    written."""
+    written. The entry keeps the arrays and factors as they are now and sorts them only if the round fails."""
     if n != 1:
         return [(a, s, a[s].copy()) for a, s in self._free_rows(n)]
     d = self.__dict__
-    r = d["n_seen_"] - d["_rec0"]
-    rows = [(a, r) for a in map(d.__getitem__, self._records()) if r < len(a)]
-    fs = ()
-    if d["_primal"] is None:                              # inputs, codes and the live exact factors' buffers
-        g, X = d["_n_in"], d["_X"]
-        if g < len(X):
-            rows += [(X, g), (d["_codes"], g)]
-        fs = self._exact_factors()
-    return [(_FreeRowsZero(fs, rows), None, None)]
+    recs = tuple(map(d.__getitem__, self._records()))
+    if d["_primal"] is not None:
+        return [(_FreeRowsZero((), (), recs, d["n_seen_"] - d["_rec0"]), None, None)]
+    g, X = d["_n_in"], d["_X"]                            # inputs, codes and the live exact factors' buffers
+    rows = ((X, g), (d["_codes"], g)) if g < len(X) else ()
+    return [(_FreeRowsZero(self._factor_refs(), rows, recs, d["n_seen_"] - d["_rec0"]), None, None)]
+
+
+@patch
+def _factor_refs(self: OSKAAR) -> tuple:
+    "The factor objects as they are now, live exact ones among them (`_exact_factors` filters them; the undo, on failure)."
+    return (self.__dict__["_factor"],)
 
 
 class _FreeRowsZero:
-    """The undo of one round's free rows, all zeros (the decisions above): the given (array, row) pairs and the live exact
-    factors' row n (of L's buffer and of E's); `a[s] = rows` in `StreamLearner._learn`'s undo loop writes them."""
-    __slots__ = ("factors", "rows")
+    """The undo of one round's free rows, all zeros (the decisions above): the given (array, row) pairs, the records' row
+    r where they have one, and the exact factors' row n (of L's buffer and of E's) among `factors`; `a[s] = rows` in
+    `StreamLearner._learn`'s undo loop writes them."""
+    __slots__ = ("factors", "rows", "recs", "r")
 
-    def __init__(self, factors, rows=()):
-        self.factors, self.rows = factors, rows
+    def __init__(self, factors, rows=(), recs=(), r=0):
+        self.factors, self.rows, self.recs, self.r = factors, rows, recs, r
 
     def __setitem__(self, s, rows):
         for a, i in self.rows:
             a[i] = 0
+        for a in self.recs:
+            if self.r < len(a):
+                a[self.r] = 0
         for f in self.factors:
+            if not isinstance(f, KAARFactor):
+                continue
             for a in (f.buf, f.__dict__.get("_E")):
                 if a is not None and f.n < len(a):
                     a[f.n] = 0.0
+
 
 # %% ../nbs/2_algorithms/06_oskaar.ipynb #2cbebca7
 @patch

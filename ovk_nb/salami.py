@@ -288,6 +288,13 @@ def _exact_factors(self: SALAMI) -> list:
     "The experts' live `KAARFactor`s (`OSKAAR._free_rows` saves the rows a pass may border in place)."
     return [f for f in self._factors if isinstance(f, KAARFactor)]
 
+
+@patch
+def _factor_refs(self: SALAMI) -> tuple:
+    """The experts' factors as they are now (`OSKAAR._undo_point` for one round: the live exact ones are picked out only
+    if the round fails; a filtered list at every round cost about 0.7-0.9 us, SALAMI's undo point 2.8 -> about 1 us)."""
+    return tuple(self.__dict__["_factors"])
+
 @patch
 def _use_params(self: SALAMI, first):
     """Refuse a budget with `lifetime=None`: every expert would live forever, t experts of O(m^2) each at round t (750
