@@ -13,6 +13,8 @@ import numpy as np
 import scipy.linalg as sla
 from fastcore.basics import patch
 from scipy.optimize import minimize
+import sklearn.gaussian_process.kernels  # noqa: F401  `hyperparameters_`' records: imported with the module, not in a fit
+from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -20,7 +22,8 @@ from sklearn.utils import check_random_state
 from .backend import check_xp_data, device_of, route_of
 from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_sum   # dask imported for Dask data only
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
-                           _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
+                           _bandwidth_gram_gradient, _hyperparameter_records, check_gram_finite, resolve_kernel,
+                           sq_distances, xp_of)
 from .linalg import (EIGH_THREADS_MIN_N, KernelParts, _chunk_terms, _like, _solve_triangular, big_work_threads,
                            blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq, one_thread_scope)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
@@ -167,19 +170,33 @@ class SeparableLikelihood:
         self.kernel, self.X, self.Y = kernel, X, Y
         self.nk = self.sk.n_dims
         self.nT = self.T.n_dims if isinstance(self.T, Params) else 0
-        self._key = None
+        self._key, self._D = None, None
 
     @property
     def xp(self):
         "X's namespace: numpy itself for NumPy data, so the NumPy operations are the old ones (not stored: pickling)."
         return xp_of(self.X)
 
+    def _gram_gradient(self, sk):
+        """(Kx, dKx) of the scalar kernel `sk` on X: kernels' `gram_gradient`; for a learned RBF or Laplacian bandwidth on
+        NumPy its own operations (D *= -gamma, K = exp(D), dK = D K: the same bits) on X's pairwise distances, computed
+        once and kept in `_D` (dropped by the fit at its end)."""
+        if not (self.nk and self.xp is np and type(sk).gram_gradient is _bandwidth_gram_gradient):
+            return sk.gram_gradient(self.X)
+        if getattr(self, "_D", None) is None:                # (a likelihood pickled before `_D`: none kept)
+            with _big_threads(self.X.shape[0]):        # the Gram trick's product: BLAS-3, n^2 p
+                self._D = sq_distances(self.X, self.X) if sk._metric == "sqeuclidean" else cdist(self.X, self.X, "cityblock")
+        sk.validate()
+        D = self._D * -sk.gamma
+        K = check_gram_finite(np.exp(D), sk, self.X, self.X)
+        return K, (D * K)[None]
+
     def _scalar(self, theta_k):
         "(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth."
         key = tuple(theta_k)
         if key != self._key:
             sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
-            Kx, dKx = sk.gram_gradient(self.X)             # in X's namespace (kernels' gram_gradient follows X)
+            Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
             try:
                 with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
                     s, U = eigh_psd(Kx)
@@ -514,7 +531,7 @@ class _SeparablePosterior:
     def __init__(self, lik: SeparableLikelihood, theta):
         s, U, e, _, Vy, Vh, Yt, lam, _, sk, _, _, _ = lik.state(theta)
         # f = (I kron D^{1/2}) f~ along the whitened eigenvectors: V below is Vh = D^{1/2} V (orthogonal for D = I)
-        self.X, self.sk, self.U, self.e, self.V, self.lam = lik.X, sk, U, e, Vh, lam
+        self.X, self.sk, self.U, self.s, self.e, self.V, self.lam = lik.X, sk, U, s, e, Vh, lam
         self.At = Yt / lam
         self.alpha = U @ self.At @ Vy.T                      # (K^{-1} vec Y) as (n, d)
 
@@ -1700,7 +1717,9 @@ def _check_fit(est, post, X, theta, bounds, n_noise: int):
     Xq = X[:k] if xp_of(X) is np else X[:k, :]
     xp = xp_of(Xq)
     with np.errstate(all="ignore"):
-        Q = post._Q(Xq) if isinstance(post, _SeparablePosterior) else None
+        # the exact route's training rows: k(Xq, X) U = U[:k] diag(s) (K U = U S), no k x n Gram and k n^2 product
+        Q = (post.U[:k, :] * post.s if type(post) is _SeparablePosterior else post._Q(Xq)) if isinstance(
+            post, _SeparablePosterior) else None
         ok = bool(xp.all(xp.isfinite(post.mean(Xq, Q)))) and bool(xp.all(xp.isfinite(post.var(Xq, Q))))
     ns = np.exp(theta[-n_noise:])
     if not ok or not np.isfinite(theta).all():
@@ -1842,18 +1861,28 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     dK = dKx[0]
     top = np.flatnonzero(s * e.max() / (1.0 + s * e.max()) > CURVATURE_TAU)
     Ur, sr = U[:, top], s[top]
-    with _big_threads(dK.shape[0]):                       # the policy's threads for the n^2 r products (issue 34)
-        R = dK @ Ur                                   # P = U^T Kx' U on the leading columns
-    p_r = np.einsum("ia,ia->a", Ur, R)
     beta = sr[:, None] * e / (1.0 + sr[:, None] * e)  # s_a e_l / lam_al (= 1 - 1/lam_al) on the leading rows
     Ah = (Yt / lam * np.sqrt(e)) @ V.T                # Ah Ah^T = At diag(e) At^T, invariant to V's signs and order
     Z = U @ Ah
     KZ = dK @ Z
     tr1 = float(np.trace(dK))
-    Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
-    if need is not None and not need(-Lx):
+    sym = 3 * len(top) > dK.shape[0]                  # r > n/3 (digits: r = 1419 of 1797; the ICM draws ~ n/7): F' by
+    if sym:                                           # sum_a c_a P_aa = <Kx', W W^T>, W = U_r diag(c)^1/2, c = e^T beta >= 0:
+        W = Ur * np.sqrt(beta @ e)                    # one symmetric n^2 r product, not the two of Kx' U_r
+        with _big_threads(dK.shape[0]):
+            M = W @ W.T
+        Lx = 0.5 * (float(np.sum(Z * KZ)) - (float(e.sum()) * tr1 - float(np.sum(dK * M))))
+        del W, M
+    if sym and need is not None and not need(-Lx):
         return -Lx, np.nan
-    dK2 = (sk.clone_with_theta(theta[:nk] + h).gram_gradient(lik.X)[1][0] - dK) / h      # Kx''
+    with _big_threads(dK.shape[0]):                       # the policy's threads for the n^2 r products (issue 34)
+        R = dK @ Ur                                   # P = U^T Kx' U on the leading columns
+    p_r = np.einsum("ia,ia->a", Ur, R)
+    if not sym:
+        Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
+        if need is not None and not need(-Lx):
+            return -Lx, np.nan
+    dK2 = (lik._gram_gradient(sk.clone_with_theta(theta[:nk] + h))[1][0] - dK) / h      # Kx''
     with _big_threads(dK.shape[0]):
         R2 = dK2 @ Ur                                 # Q = U^T Kx'' U on the leading columns
         Prr = Ur.T @ R
@@ -1902,17 +1931,34 @@ def _surrogate_ok(est, lik, bounds) -> bool:
             and not est.n_restarts_optimizer and lik.X.shape[0] > 2 * SURROGATE_ROWS)
 
 
-def _surrogate_search(sur, theta, bounds):
-    """(ts, c0): the profile optimum of the surrogate likelihood `sur` from theta by the secant steps of `_secant_polish`
-    from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the exact polish's
-    first curvature only if the exact one fails)."""
+class _Coarse(Exception):
+    "The surrogate's trace check failed at a point of its search (`_surrogate_search`'s `coarse`)."
+
+
+def _surrogate_search(sur, theta, bounds, coarse=None):
+    """(ts, c0, ok): the profile optimum of the surrogate likelihood `sur` from theta by the secant steps of
+    `_secant_polish` from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the
+    exact polish's first curvature only if the exact one fails). `coarse(sur) -> bool`, when given, is asked after each
+    evaluation: True ends the search there, ok = False and ts the best point seen (the subsample's start)."""
     s_inner, s_outer, s_reset = _profile(sur, bounds)
     s_reset(theta)
-    x, done, c0, _ = _secant_polish(s_outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
-                                 tol=SURROGATE_TOL)
-    if not done:
-        x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
-    return np.r_[x, s_inner(np.array([x]))], c0
+    seen = []
+
+    def outer(tk):
+        F, g = s_outer(tk)
+        seen.append((F, float(tk[0])))
+        if coarse is not None and coarse(sur):
+            raise _Coarse
+        return F, g
+    try:
+        x, done, c0, _ = _secant_polish(outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
+                                        tol=SURROGATE_TOL)
+        if not done:
+            x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
+    except _Coarse:
+        x = min(seen)[1] if np.isfinite(min(seen)[0]) else float(theta[0])
+        return np.r_[x, s_inner(np.array([x]))], np.nan, False
+    return np.r_[x, s_inner(np.array([x]))], c0, True
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #8078e2d6
 def _surrogate_profile(est, lik, theta, bounds, more=()):
@@ -1925,21 +1971,29 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     surrogate's last secant, scaled to n rows. Each step is checked by its value first (`_secant_polish`'s fv)."""
     n = lik.X.shape[0]
     ts, scale = None, 1.0
+    b = _bandwidth_bounds(_host_rows(lik.X)) if est.kernel is None else None
+    if b is not None:                                   # the default kernel: the search from the narrow end, 1 / the 10%
+        theta = np.r_[np.clip(np.log(b[3][0]), *bounds[0]), theta[1:]]     # quantile of r^2 (see the decision above)
     if isinstance(lik.sk, RBF):
         Z = lik.X[np.unique(np.linspace(0, n - 1, min(SURROGATE_LANDMARKS, n // 2)).astype(int))]
         ny = NystromLikelihood(lik.kernel, lik.X, lik.Y, Z, bound=True)   # its optimum 0.001-0.021 in log gamma from
         # the exact one on icm_data(1500, seeds 0-9), the 500-row subsample's 0.007-0.082 (see the decision above)
-        ts, c0 = _surrogate_search(ny, theta, bounds)
-        try:
-            with np.errstate(all="ignore"):
-                t = ny.state(ts, False)[-1]             # tr(K_nn - Q) at the surrogate's optimum; tr(K_nn) = n (RBF)
-        except (np.linalg.LinAlgError, ValueError):
-            t = np.inf
-        if not (np.isfinite(t) and t <= SURROGATE_TRACE * n):
+        def fine(t):                                    # tr(K_nn - Q) small against tr(K_nn) = n (RBF)
+            return bool(np.isfinite(t) and t <= SURROGATE_TRACE * n)
+        # the check at every point the search evaluates (the trace error grows with gamma: digits failed it at the
+        # search's second point, 1.4e-2, and at its optimum, 8.4e-3), then at the optimum
+        ts, c0, ok = _surrogate_search(ny, theta, bounds, lambda s: s._cache is not None and not fine(s._cache[-1]))
+        if ok:
+            try:
+                with np.errstate(all="ignore"):
+                    ok = fine(ny.state(ts, False)[-1])
+            except (np.linalg.LinAlgError, ValueError):
+                ok = False
+        if not ok:
             theta, ts = ts if np.isfinite(ts).all() else theta, None      # too coarse: the subsample, from there
     if ts is None:
         rows = np.unique(np.linspace(0, n - 1, SURROGATE_ROWS).astype(int))
-        ts, c0 = _surrogate_search(SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows]), theta, bounds)
+        ts, c0, _ = _surrogate_search(SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows]), theta, bounds)
         scale = n / len(rows)                           # F and F'' grow with the rows: the subsample's secant per row
     c_est = c0 * scale
     lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
@@ -2522,6 +2576,8 @@ def fit(self: OVKGaussianProcess, X, Y):
     finally:
         if nys:
             lik._pass_workers = None
+        if isinstance(lik, SeparableLikelihood):
+            lik._D = None                      # the distances kept for the fit's Grams (n x n): not kept by the estimator
     if not (np.isfinite(lml) and np.isfinite(value)):
         raise ValueError("Y: the log marginal likelihood is not finite at the learned hyper-parameters: scale X and Y "
                          "(normalize_y=True) or bound the noise away from 0 (noise_bounds)")
