@@ -25,7 +25,8 @@ from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separ
                            _bandwidth_gram_gradient, _hyperparameter_records, check_gram_finite, resolve_kernel,
                            sq_distances, xp_of)
 from .linalg import (EIGH_THREADS_MIN_N, KernelParts, _chunk_terms, _like, _solve_triangular, big_work_threads,
-                           blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq, one_thread_scope)
+                           blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq, one_thread_scope,
+                           side_by_side)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
 
@@ -42,10 +43,10 @@ def _big_threads(n: int):
 __all__ = ['ONE_THREAD_N', 'LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER',
            'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
            'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
-           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
-           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
-           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN',
+           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON',
+           'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
+           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
@@ -177,19 +178,58 @@ class SeparableLikelihood:
         "X's namespace: numpy itself for NumPy data, so the NumPy operations are the old ones (not stored: pickling)."
         return xp_of(self.X)
 
-    def _gram_gradient(self, sk):
-        """(Kx, dKx) of the scalar kernel `sk` on X: kernels' `gram_gradient`; for a learned RBF or Laplacian bandwidth on
-        NumPy its own operations (D *= -gamma, K = exp(D), dK = D K: the same bits) on X's pairwise distances, computed
-        once and kept in `_D` (dropped by the fit at its end)."""
-        if not (self.nk and self.xp is np and type(sk).gram_gradient is _bandwidth_gram_gradient):
-            return sk.gram_gradient(self.X)
+    def _distances(self, sk):
+        "X's pairwise distances of `sk`'s metric (n x n), computed once and kept in `_D` (dropped by the fit at its end)."
         if getattr(self, "_D", None) is None:                # (a likelihood pickled before `_D`: none kept)
             with _big_threads(self.X.shape[0]):        # the Gram trick's product: BLAS-3, n^2 p
                 self._D = sq_distances(self.X, self.X) if sk._metric == "sqeuclidean" else cdist(self.X, self.X, "cityblock")
+        return self._D
+
+    def _fast(self, sk) -> bool:
+        "A learned RBF or Laplacian bandwidth on NumPy: the Grams from the kept distances (`_gram_gradient`)."
+        return bool(self.nk) and self.xp is np and type(sk).gram_gradient is _bandwidth_gram_gradient
+
+    def _blocks(self, fn):
+        """fn(rows) over row blocks of the n x n arrays, on the policy's threads for the n x n work (element-wise: the
+        same bits on any threads); True when every call returned True."""
+        n = self.X.shape[0]
+        k = big_work_threads(n, ONE_THREAD_N)
+        step = -(-n // (4 * k)) if k > 1 else n
+        return all(side_by_side(fn, [slice(i, min(i + step, n)) for i in range(0, n, step)], k))
+
+    def _gram_gradient(self, sk):
+        """(Kx, dKx) of the scalar kernel `sk` on X: kernels' `gram_gradient`; for a learned RBF or Laplacian bandwidth
+        (`_fast`) its own element-wise operations (a = -gamma D, K = exp(a), dK = a K: the same bits) on the kept
+        distances, by row blocks (`_blocks`)."""
+        if not self._fast(sk):
+            return sk.gram_gradient(self.X)
+        D = self._distances(sk)
         sk.validate()
-        D = self._D * -sk.gamma
-        K = check_gram_finite(np.exp(D), sk, self.X, self.X)
-        return K, (D * K)[None]
+        K, dK = np.empty_like(D), np.empty_like(D)
+
+        def block(sl):
+            a = D[sl] * -sk.gamma
+            np.exp(a, out=K[sl])
+            np.multiply(a, K[sl], out=dK[sl])
+            return bool(np.isfinite(K[sl]).all())
+        if not self._blocks(block):
+            check_gram_finite(K, sk, self.X, self.X)           # its ValueError naming the kernel
+        return K, dK[None]
+
+    def _gram_second(self, sk, dK):
+        """Kx'' = d^2 Kx / d(log gamma)^2 at `sk` from its dKx `dK` for `_fast` kernels: with a = -gamma D, dK = a K and
+        d(a K)/dx = a K + a (a K), so Kx'' = dK (1 + a) (exact; element-wise by row blocks); None for other kernels."""
+        if not self._fast(sk):
+            return None
+        D, out = self._distances(sk), np.empty_like(dK)
+
+        def block(sl):
+            a = D[sl] * -sk.gamma
+            a += 1.0
+            np.multiply(dK[sl], a, out=out[sl])
+            return True
+        self._blocks(block)
+        return out
 
     def _scalar(self, theta_k):
         "(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth."
@@ -199,7 +239,7 @@ class SeparableLikelihood:
             Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
             try:
                 with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
-                    s, U = eigh_psd(Kx)
+                    s, U = eigh_psd(Kx, overwrite=True)      # Kx is not kept: LAPACK works in it
             except ValueError:
                 raise
             except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
@@ -1782,17 +1822,22 @@ def _restart_theta(theta0, bounds, rng):
     return t
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #c2179e2f
-def _profile(lik, bounds, refine=None):
+def _profile(lik, bounds, refine=None, options=None):
     """(inner, outer, reset) of the profile likelihood: inner(theta_k) maximises over (T, noise) at that bandwidth (an
     inner L-BFGS-B in the kept eigenbasis, O(n d^2) per evaluation); outer(theta_k) -> (-L, -dL/dtheta_k) at the inner
     optimum (envelope theorem); reset(theta0) starts the inner problem from theta0's (T, noise) again.
-    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve); `refine(theta_k,
+    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve; `options` here: every
+    inner solve's, the surrogate route's INNER_OPTIONS); `refine(theta_k,
     t_inner) -> t_inner`, when given, polishes each inner optimum (the Nystrom route's Newton steps, `_nystrom_profile`)."""
     nk = lik.nk
     warm, best = [None], [np.inf, None]
     b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
 
+    default = options
+
     def inner(tk, options=None):
+        options = default if options is None else options
+
         def obj(ti):
             with np.errstate(all="ignore"):
                 try:
@@ -1882,7 +1927,9 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
         Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
         if need is not None and not need(-Lx):
             return -Lx, np.nan
-    dK2 = (lik._gram_gradient(sk.clone_with_theta(theta[:nk] + h))[1][0] - dK) / h      # Kx''
+    dK2 = lik._gram_second(sk, dK)                    # Kx'': exact for RBF / Laplacian, else a forward difference
+    if dK2 is None:
+        dK2 = (lik._gram_gradient(sk.clone_with_theta(theta[:nk] + h))[1][0] - dK) / h
     with _big_threads(dK.shape[0]):
         R2 = dK2 @ Ur                                 # Q = U^T Kx'' U on the leading columns
         Prr = Ur.T @ R
@@ -1891,7 +1938,7 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     tr2 = float(np.trace(dK2))
     T1 = float(np.sum(e * (H @ V) ** 2 / lam))
     T2 = float(np.sum(Z * (dK2 @ Z)))
-    PF = float(np.sum(dK * dK))
+    PF = float(np.vdot(dK, dK))                       # ||Kx'||_F^2 (a dot product: no n x n temporary)
     T3 = float(sum(e[l] ** 2 * (PF - 2 * beta[:, l] @ P2 + beta[:, l] @ (Prr ** 2) @ beta[:, l]) for l in range(len(e))))
     T4 = float(e @ (tr2 - beta.T @ q_r))
     Lxx = -T1 + 0.5 * (T2 + T3 - T4)
@@ -1923,6 +1970,7 @@ SURROGATE_TRACE = 1e-3      # the Nystrom surrogate is kept when tr(K - Q) <= th
 SURROGATE_TOL = 1e-5        # the surrogate's search stops at this remaining gain (its optimum is not the exact one)
 LANDING_KAPPA = 1.0         # |F'''/F''| the exact curvature's first step is assumed to meet (measured 0.55-0.84; see above)
 INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
+INNER_OPTIONS = {"maxcor": 40}   # the route's other inner solves: L-BFGS-B keeps 40 corrections (10: SciPy's default)
 
 
 def _surrogate_ok(est, lik, bounds) -> bool:
@@ -1940,7 +1988,7 @@ def _surrogate_search(sur, theta, bounds, coarse=None):
     `_secant_polish` from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the
     exact polish's first curvature only if the exact one fails). `coarse(sur) -> bool`, when given, is asked after each
     evaluation: True ends the search there, ok = False and ts the best point seen (the subsample's start)."""
-    s_inner, s_outer, s_reset = _profile(sur, bounds)
+    s_inner, s_outer, s_reset = _profile(sur, bounds, options=INNER_OPTIONS)
     s_reset(theta)
     seen = []
 
@@ -1971,9 +2019,6 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     surrogate's last secant, scaled to n rows. Each step is checked by its value first (`_secant_polish`'s fv)."""
     n = lik.X.shape[0]
     ts, scale = None, 1.0
-    b = _bandwidth_bounds(_host_rows(lik.X)) if est.kernel is None else None
-    if b is not None:                                   # the default kernel: the search from the narrow end, 1 / the 10%
-        theta = np.r_[np.clip(np.log(b[3][0]), *bounds[0]), theta[1:]]     # quantile of r^2 (see the decision above)
     if isinstance(lik.sk, RBF):
         Z = lik.X[np.unique(np.linspace(0, n - 1, min(SURROGATE_LANDMARKS, n // 2)).astype(int))]
         ny = NystromLikelihood(lik.kernel, lik.X, lik.Y, Z, bound=True)   # its optimum 0.001-0.021 in log gamma from
@@ -1997,7 +2042,7 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
         scale = n / len(rows)                           # F and F'' grow with the rows: the subsample's secant per row
     c_est = c0 * scale
     lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
-    inner, outer, reset = _profile(lik, bounds)
+    inner, outer, reset = _profile(lik, bounds, options=INNER_OPTIONS)
     reset(ts)
 
     def lands(F, g):                                    # can x1 = x0 - F'/F'' end the polish? (the decision above)
