@@ -7,6 +7,8 @@ plain profile L-BFGS-B, per data seed.
   python bench/bench_gp_exact4.py --digits         # the digits data shipped with scikit-learn (n = 1797, about 20 s)
   python bench/bench_gp_exact4.py --curvature-threads [N]   # issue 34: the exact curvature's products on 1 BLAS thread
                                                    # and on all, N = 2000 (about 15 s quiet)
+  python bench/bench_gp_exact4.py --threads [N]    # issue 34: bench_threads' optimized GP (N = 2000, d = 3) on one BLAS
+                                                   # thread and as installed, back to back, best of 2 (about 25 s quiet)
   python bench/bench_gp_exact4.py                  # all of the above: n = 1500 seeds 0-9, n = 3000 seeds 0-4, digits
                                                    # (about 9 min quiet)
   (estimates from the CPU seconds measured under load; most of each case is the plain L-BFGS-B reference, 8-14 eighs)
@@ -158,6 +160,32 @@ def curvature_threads(n=2000, reps=3):
         print(f"n = {n}, {k} BLAS thread(s): curvature {w:.3f} s wall, {c:.3f} s CPU (F', F'') = {r}; load {load:.1f}")
 
 
+def threads(n=2000, reps=2):
+    """Issue 34: bench_threads' "OVKGaussianProcess, optimized" (`regression(n, p=5, d=3)`, `OVKGaussianProcess(random_state=0)`)
+    on one BLAS thread (`threadpool_limits(1)`) and as installed (the thread policy), alternating, best of `reps` each,
+    wall and CPU seconds, the load and the idle cores the policy saw; the LMLs of both (the same optimum)."""
+    from threadpoolctl import threadpool_limits
+    import ovk_nb.gp as gpm
+    from ovk_nb.linalg import blas_ceiling, idle_cores
+    from bench_threads import regression
+    X, Y = regression(n, p=5, d=3)
+    fit = lambda: gpm.OVKGaussianProcess(random_state=0).fit(X, Y)
+    best, lml, idle = {}, {}, []
+    for _ in range(reps):
+        for mode in ("one thread", "as installed"):
+            idle.append(idle_cores())
+            with threadpool_limits(1) if mode == "one thread" else threadpool_limits(blas_ceiling()):
+                w, c = time.perf_counter(), time.process_time()
+                gp = fit()
+                w, c = time.perf_counter() - w, time.process_time() - c
+            lml[mode] = gp.log_marginal_likelihood_value_
+            best[mode] = min(best.get(mode, (np.inf, np.inf)), (w, c))
+    (w1, c1), (wi, ci) = best["one thread"], best["as installed"]
+    print(f"n = {n}: one thread {w1:.3f} s wall ({c1:.3f} s CPU); as installed {wi:.3f} s wall ({ci:.3f} s CPU); "
+          f"as installed / one thread {wi / w1:.3f} (wall); BLAS ceiling {blas_ceiling()}, idle cores seen "
+          f"{min(idle):.2f}-{max(idle):.2f}, load {os.getloadavg()[0]:.2f}; LML {lml['one thread']!r} / {lml['as installed']!r}")
+
+
 def _seeds(a, default):
     if "--seeds" not in a:
         return default
@@ -171,6 +199,8 @@ if __name__ == "__main__":
         print(json.dumps(case(a[1], int(a[2]), int(a[3]) if a[3] else 0)))
     elif a[:1] == ["--help"]:
         print(__doc__)
+    elif a[:1] == ["--threads"]:
+        threads(int(a[1]) if a[1:] else 2000)
     elif a[:1] == ["--curvature-threads"]:
         curvature_threads(int(a[1]) if a[1:] else 2000)
     else:

@@ -1979,34 +1979,17 @@ def _surrogate_ok(est, lik, bounds) -> bool:
             and not est.n_restarts_optimizer and lik.X.shape[0] > 2 * SURROGATE_ROWS)
 
 
-class _Coarse(Exception):
-    "The surrogate's trace check failed at a point of its search (`_surrogate_search`'s `coarse`)."
-
-
-def _surrogate_search(sur, theta, bounds, coarse=None):
-    """(ts, c0, ok): the profile optimum of the surrogate likelihood `sur` from theta by the secant steps of
-    `_secant_polish` from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the
-    exact polish's first curvature only if the exact one fails). `coarse(sur) -> bool`, when given, is asked after each
-    evaluation: True ends the search there, ok = False and ts the best point seen (the subsample's start)."""
+def _surrogate_search(sur, theta, bounds):
+    """(ts, c0): the profile optimum of the surrogate likelihood `sur` from theta by the secant steps of `_secant_polish`
+    from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the exact polish's
+    first curvature only if the exact one fails); the inner solves with INNER_OPTIONS."""
     s_inner, s_outer, s_reset = _profile(sur, bounds, options=INNER_OPTIONS)
     s_reset(theta)
-    seen = []
-
-    def outer(tk):
-        F, g = s_outer(tk)
-        seen.append((F, float(tk[0])))
-        if coarse is not None and coarse(sur):
-            raise _Coarse
-        return F, g
-    try:
-        x, done, c0, _ = _secant_polish(outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
-                                        tol=SURROGATE_TOL)
-        if not done:
-            x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
-    except _Coarse:
-        x = min(seen)[1] if np.isfinite(min(seen)[0]) else float(theta[0])
-        return np.r_[x, s_inner(np.array([x]))], np.nan, False
-    return np.r_[x, s_inner(np.array([x]))], c0, True
+    x, done, c0, _ = _secant_polish(s_outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
+                                 tol=SURROGATE_TOL)
+    if not done:
+        x = float(_lbfgs(s_outer, np.array([x]), bounds[:1])[0][0])
+    return np.r_[x, s_inner(np.array([x]))], c0
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #8078e2d6
 def _surrogate_profile(est, lik, theta, bounds, more=()):
@@ -2023,22 +2006,17 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
         Z = lik.X[np.unique(np.linspace(0, n - 1, min(SURROGATE_LANDMARKS, n // 2)).astype(int))]
         ny = NystromLikelihood(lik.kernel, lik.X, lik.Y, Z, bound=True)   # its optimum 0.001-0.021 in log gamma from
         # the exact one on icm_data(1500, seeds 0-9), the 500-row subsample's 0.007-0.082 (see the decision above)
-        def fine(t):                                    # tr(K_nn - Q) small against tr(K_nn) = n (RBF)
-            return bool(np.isfinite(t) and t <= SURROGATE_TRACE * n)
-        # the check at every point the search evaluates (the trace error grows with gamma: digits failed it at the
-        # search's second point, 1.4e-2, and at its optimum, 8.4e-3), then at the optimum
-        ts, c0, ok = _surrogate_search(ny, theta, bounds, lambda s: s._cache is not None and not fine(s._cache[-1]))
-        if ok:
-            try:
-                with np.errstate(all="ignore"):
-                    ok = fine(ny.state(ts, False)[-1])
-            except (np.linalg.LinAlgError, ValueError):
-                ok = False
-        if not ok:
+        ts, c0 = _surrogate_search(ny, theta, bounds)
+        try:
+            with np.errstate(all="ignore"):
+                t = ny.state(ts, False)[-1]             # tr(K_nn - Q) at the surrogate's optimum; tr(K_nn) = n (RBF)
+        except (np.linalg.LinAlgError, ValueError):
+            t = np.inf
+        if not (np.isfinite(t) and t <= SURROGATE_TRACE * n):
             theta, ts = ts if np.isfinite(ts).all() else theta, None      # too coarse: the subsample, from there
     if ts is None:
         rows = np.unique(np.linspace(0, n - 1, SURROGATE_ROWS).astype(int))
-        ts, c0, _ = _surrogate_search(SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows]), theta, bounds)
+        ts, c0 = _surrogate_search(SeparableLikelihood(lik.kernel, lik.X[rows], lik.Y[rows]), theta, bounds)
         scale = n / len(rows)                           # F and F'' grow with the rows: the subsample's secant per row
     c_est = c0 * scale
     lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
