@@ -149,7 +149,7 @@ def curvature_threads(n=2000, reps=3):
         lik.state(t)                                        # the eigh, outside the timing
         out = {}
         for k in ks:
-            lik._big_threads, best = k, (np.inf, np.inf, None)
+            gpm.big_work_threads, best = (lambda size, min_size, k=k: k), (np.inf, np.inf, None)   # the policy's count
             for _ in range(reps):
                 w, c = time.perf_counter(), time.process_time()
                 r = gpm._profile_curvature(lik, t, b)
