@@ -239,7 +239,7 @@ class SeparableLikelihood:
             Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
             try:
                 with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
-                    s, U = eigh_psd(Kx, overwrite=True)      # Kx is not kept: LAPACK works in it
+                    s, U = eigh_psd(Kx, overwrite=self._fast(sk))   # our own Kx (not kept): LAPACK works in it
             except ValueError:
                 raise
             except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
