@@ -1903,7 +1903,8 @@ CURVATURE_TAU = 1e-6        # the profile's curvature keeps the eigenvectors wit
 def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     """(F', F'') of the negative profile F(x) = -max_phi log p(x, phi), x the one bandwidth entry, at theta = (x, phi*)
     (phi* the inner optimum), from the kept eigenbasis: O(n^2 (r + d)) for the r = |{a: s_a e_max / lam > CURVATURE_TAU}|
-    leading eigenvectors, one more Gram gradient (Kx'' by a forward difference) and 2 (dim phi) O(n d^2) evaluations.
+    leading eigenvectors, Kx'' (exact for an RBF or Laplacian bandwidth, `_gram_second`; else a forward difference of the
+    Gram gradient) and 2 (dim phi) O(n d^2) evaluations.
     `need(F') -> bool`, when given, is asked once F' is known (one O(n^2 r) product): False returns (F', nan)."""
     nk = lik.nk
     theta = np.asarray(theta, dtype=float)
