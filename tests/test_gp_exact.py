@@ -229,6 +229,8 @@ def test_fit_keeps_no_distances():
     lik = pickle.loads(pickle.dumps(gp))._lik
     assert lik._D is None and lik(np.r_[gp.kernel_.theta, np.log(gp.noise_)], False) == pytest.approx(
         gp.log_marginal_likelihood_value_, rel=1e-12)
+    gp.log_marginal_likelihood(gp.kernel_.theta + 0.1)               # a new bandwidth's Gram: its distances not kept
+    assert gp._lik._D is None
 
 
 def test_surrogate_inner_solves_keep_40_corrections(monkeypatch):
