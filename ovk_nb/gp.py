@@ -2673,7 +2673,11 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
         raise ValueError(f"theta must be a finite array of length {len(self._theta)} (kernel_.theta, then "
                          f"{len(self._theta) - nk} log noise variance(s): np.r_[kernel_.theta, np.log(noise_)]) or of "
                          f"length {nk} (kernel_.theta: the fitted noise is appended), got shape {t.shape}")
-    return self._lik(t, eval_gradient)
+    try:
+        return self._lik(t, eval_gradient)
+    finally:
+        if isinstance(self._lik, SeparableLikelihood):
+            self._lik._D = None                # the n x n distances of a new bandwidth's Gram are not kept either
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0ff20295
 @patch
