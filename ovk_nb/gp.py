@@ -1896,18 +1896,13 @@ def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, lik)
 
-# %% ../nbs/2_algorithms/08_gp.ipynb #a7fed812
+# %% ../nbs/2_algorithms/08_gp.ipynb #89955ea6
 CURVATURE_TAU = 1e-6        # the profile's curvature keeps the eigenvectors with s e_max / (1 + s e_max) above this
 
 
-def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
-    """(F', F'') of the negative profile F(x) = -max_phi log p(x, phi), x the one bandwidth entry, at theta = (x, phi*)
-    (phi* the inner optimum), from the kept eigenbasis: O(n^2 (r + d)) for the r = |{a: s_a e_max / lam > CURVATURE_TAU}|
-    leading eigenvectors, Kx'' (exact for an RBF or Laplacian bandwidth, `_gram_second`; else a forward difference of the
-    Gram gradient) and 2 (dim phi) O(n d^2) evaluations.
-    `need(F') -> bool`, when given, is asked once F' is known (one O(n^2 r) product): False returns (F', nan)."""
-    nk = lik.nk
-    theta = np.asarray(theta, dtype=float)
+def _slope_parts(lik, theta):
+    """(L_x, pieces) at theta = (x, phi*) from the kept eigenbasis: L_x = -F' (`_profile_curvature`'s first part, on
+    the r leading eigenvectors) and what its F'' continues from (R = Kx' U_r and p_r: None on the symmetric route)."""
     s, U, e, V, _, _, Yt, lam, _, sk, _, _, dKx = lik.state(theta)
     dK = dKx[0]
     top = np.flatnonzero(s * e.max() / (1.0 + s * e.max()) > CURVATURE_TAU)
@@ -1917,22 +1912,40 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     Z = U @ Ah
     KZ = dK @ Z
     tr1 = float(np.trace(dK))
-    sym = 3 * len(top) > dK.shape[0]                  # r > n/3 (digits: r = 1419 of 1797; the ICM draws ~ n/7): F' by
-    if sym:                                           # sum_a c_a P_aa = <Kx', W W^T>, W = U_r diag(c)^1/2, c = e^T beta >= 0:
-        W = Ur * np.sqrt(beta @ e)                    # one symmetric n^2 r product, not the two of Kx' U_r
-        with _big_threads(dK.shape[0]):
+    R = p_r = None
+    if 3 * len(top) > dK.shape[0]:                    # r > n/3 (digits: r = 1419 of 1797; the ICM draws ~ n/7): F' by
+        W = Ur * np.sqrt(beta @ e)                    # sum_a c_a P_aa = <Kx', W W^T>, W = U_r diag(c)^1/2, c = e^T beta
+        with _big_threads(dK.shape[0]):               # >= 0: one symmetric n^2 r product, not the two of Kx' U_r
             M = W @ W.T
         Lx = 0.5 * (float(np.sum(Z * KZ)) - (float(e.sum()) * tr1 - float(np.sum(dK * M))))
-        del W, M
-    if sym and need is not None and not need(-Lx):
-        return -Lx, np.nan
-    with _big_threads(dK.shape[0]):                       # the policy's threads for the n^2 r products (issue 34)
-        R = dK @ Ur                                   # P = U^T Kx' U on the leading columns
-    p_r = np.einsum("ia,ia->a", Ur, R)
-    if not sym:
+    else:
+        with _big_threads(dK.shape[0]):                   # the policy's threads for the n^2 r products (issue 34)
+            R = dK @ Ur                               # P = U^T Kx' U on the leading columns
+        p_r = np.einsum("ia,ia->a", Ur, R)
         Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
-        if need is not None and not need(-Lx):
-            return -Lx, np.nan
+    return Lx, (U, e, V, lam, sk, dK, Ur, sr, beta, Z, KZ, tr1, R, p_r)
+
+
+def _profile_slope(lik, theta) -> float:
+    "F' of the negative profile at theta = (x, phi*) from the kept eigenbasis: O(n^2 r), no n^3 gradient contraction."
+    return -_slope_parts(lik, np.asarray(theta, dtype=float))[0]
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #a7fed812
+def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
+    """(F', F'') of the negative profile F(x) = -max_phi log p(x, phi), x the one bandwidth entry, at theta = (x, phi*)
+    (phi* the inner optimum), from the kept eigenbasis: O(n^2 (r + d)) for the r = |{a: s_a e_max / lam > CURVATURE_TAU}|
+    leading eigenvectors, Kx'' (exact for an RBF or Laplacian bandwidth, `_gram_second`; else a forward difference of the
+    Gram gradient) and 2 (dim phi) O(n d^2) evaluations.
+    `need(F') -> bool`, when given, is asked once F' is known (one O(n^2 r) product): False returns (F', nan)."""
+    nk = lik.nk
+    theta = np.asarray(theta, dtype=float)
+    Lx, (U, e, V, lam, sk, dK, Ur, sr, beta, Z, KZ, tr1, R, p_r) = _slope_parts(lik, theta)
+    if need is not None and not need(-Lx):
+        return -Lx, np.nan
+    if R is None:                                     # the symmetric route's F': P's columns now
+        with _big_threads(dK.shape[0]):
+            R = dK @ Ur
+        p_r = np.einsum("ia,ia->a", Ur, R)
     dK2 = lik._gram_second(sk, dK)                    # Kx'': exact for RBF / Laplacian, else a forward difference
     if dK2 is None:
         dK2 = (lik._gram_gradient(sk.clone_with_theta(theta[:nk] + h))[1][0] - dK) / h
@@ -2049,7 +2062,16 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
                 return -lik(np.r_[x, inner(np.array([x]))], False)
             except (np.linalg.LinAlgError, ValueError):
                 return np.inf
-    x, done, _, _ = _secant_polish(outer, float(ts[0]), lo, hi, c_est, first, fv=value)
+
+    def slope(xa):                                      # (F, F') at a later point: F' as the first point's, from the
+        F = value(float(xa[0]))                         # kept eigenbasis (round 5), not the n^3 gradient contraction
+        with np.errstate(all="ignore"):
+            try:
+                g = _profile_slope(lik, np.r_[xa, inner(np.asarray(xa))])
+            except (np.linalg.LinAlgError, ValueError):
+                g = np.nan
+        return (F, np.array([g])) if np.isfinite(F) and np.isfinite(g) else (np.inf, np.zeros(1))
+    x, done, _, _ = _secant_polish(slope, float(ts[0]), lo, hi, c_est, first, fv=value)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)

@@ -250,3 +250,34 @@ def test_surrogate_inner_solves_keep_40_corrections(monkeypatch):
     lml = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
     assert len(calls) <= 350, len(calls)
     assert lml >= ref - 1e-6 * abs(ref)
+
+
+def test_polish_slopes_from_the_eigenbasis(monkeypatch):
+    """The polish's later points take F' from the kept eigenbasis (`_profile_slope`, O(n^2 r)), not the n^3 gradient
+    contraction: on the far-start digits draw (600 rows, SURROGATE_ROWS = 200, three exact eighs) no n x n gradient is
+    evaluated (one before), the optimum is the plain profile L-BFGS-B's (1e-6 relative), and `_profile_slope` is the
+    curvature's F' bit for bit and the Gram-contracting gradient's to the truncation bound."""
+    from bench_gp_exact4 import digits_data
+    X, Y = digits_data()
+    idx = np.linspace(0, len(X) - 1, 600).astype(int)
+    full, call = [], gpm.SeparableLikelihood.__call__
+
+    def spy(self, theta, eval_gradient=True, kernel_grad=True):
+        if eval_gradient and kernel_grad and self.X.shape[0] == 600:
+            full.append(1)
+        return call(self, theta, eval_gradient, kernel_grad)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
+    ref = OVKGaussianProcess().fit(X[idx], Y[idx]).log_marginal_likelihood_value_
+    monkeypatch.setattr(gpm.SeparableLikelihood, "__call__", spy)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
+    lml = OVKGaussianProcess().fit(X[idx], Y[idx]).log_marginal_likelihood_value_
+    assert full == []
+    assert lml >= ref - 1e-6 * abs(ref)
+    monkeypatch.setattr(gpm.SeparableLikelihood, "__call__", call)
+    lik, bounds, inner, outer = _profile_at(300, 0)
+    t = np.r_[0.1, inner(np.array([0.1]))]
+    g = gpm._profile_slope(lik, t)
+    assert g == gpm._profile_curvature(lik, t, bounds)[0]
+    s, U, e, *_, dKx = lik.state(t)
+    bound = 0.5 * gpm.CURVATURE_TAU * e.sum() * len(s) * np.abs(dKx[0]).max() + 1e3 * np.finfo(float).eps * abs(g)
+    assert abs(g - (-lik(t, True)[1][0])) <= bound
