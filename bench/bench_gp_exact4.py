@@ -7,6 +7,10 @@ plain profile L-BFGS-B, per data seed.
   python bench/bench_gp_exact4.py --digits         # the digits data shipped with scikit-learn (n = 1797, about 20 s)
   python bench/bench_gp_exact4.py --curvature-threads [N]   # issue 34: the exact curvature's products on 1 BLAS thread
                                                    # and on all, N = 2000 (about 15 s quiet)
+  python bench/bench_gp_exact4.py --threads [N]    # issue 34: bench_threads' optimized GP (N = 2000, d = 3) on one BLAS
+                                                   # thread and as installed, back to back, best of 2 (about 25 s quiet)
+  python bench/bench_gp_exact4.py --phases icm 1500 3   # one fit's time split by phase (one BLAS thread; also
+                                                   # `--phases digits` and `--phases threads 2000`: bench_threads' GP)
   python bench/bench_gp_exact4.py                  # all of the above: n = 1500 seeds 0-9, n = 3000 seeds 0-4, digits
                                                    # (about 9 min quiet)
   (estimates from the CPU seconds measured under load; most of each case is the plain L-BFGS-B reference, 8-14 eighs)
@@ -147,7 +151,7 @@ def curvature_threads(n=2000, reps=3):
         lik.state(t)                                        # the eigh, outside the timing
         out = {}
         for k in ks:
-            lik._big_threads, best = k, (np.inf, np.inf, None)
+            gpm.big_work_threads, best = (lambda size, min_size, k=k: k), (np.inf, np.inf, None)   # the policy's count
             for _ in range(reps):
                 w, c = time.perf_counter(), time.process_time()
                 r = gpm._profile_curvature(lik, t, b)
@@ -156,6 +160,90 @@ def curvature_threads(n=2000, reps=3):
     load = os.getloadavg()[0]
     for k, (w, c, r) in out.items():
         print(f"n = {n}, {k} BLAS thread(s): curvature {w:.3f} s wall, {c:.3f} s CPU (F', F'') = {r}; load {load:.1f}")
+
+
+def threads(n=2000, reps=2):
+    """Issue 34: bench_threads' "OVKGaussianProcess, optimized" (`regression(n, p=5, d=3)`, `OVKGaussianProcess(random_state=0)`)
+    on one BLAS thread (`threadpool_limits(1)`) and as installed (the thread policy), alternating, best of `reps` each,
+    wall and CPU seconds, the load and the idle cores the policy saw; the LMLs of both (the same optimum)."""
+    from threadpoolctl import threadpool_limits
+    import ovk_nb.gp as gpm
+    from ovk_nb.linalg import blas_ceiling, idle_cores
+    from bench_threads import regression
+    X, Y = regression(n, p=5, d=3)
+    fit = lambda: gpm.OVKGaussianProcess(random_state=0).fit(X, Y)
+    best, lml, idle = {}, {}, []
+    for _ in range(reps):
+        for mode in ("one thread", "as installed"):
+            idle.append(idle_cores())
+            with threadpool_limits(1) if mode == "one thread" else threadpool_limits(blas_ceiling()):
+                w, c = time.perf_counter(), time.process_time()
+                gp = fit()
+                w, c = time.perf_counter() - w, time.process_time() - c
+            lml[mode] = gp.log_marginal_likelihood_value_
+            best[mode] = min(best.get(mode, (np.inf, np.inf)), (w, c))
+    (w1, c1), (wi, ci) = best["one thread"], best["as installed"]
+    print(f"n = {n}: one thread {w1:.3f} s wall ({c1:.3f} s CPU); as installed {wi:.3f} s wall ({ci:.3f} s CPU); "
+          f"as installed / one thread {wi / w1:.3f} (wall); BLAS ceiling {blas_ceiling()}, idle cores seen "
+          f"{min(idle):.2f}-{max(idle):.2f}, load {os.getloadavg()[0]:.2f}; LML {lml['one thread']!r} / {lml['as installed']!r}")
+
+
+def phases(data="icm", n=1500, seed=0):
+    """One fit on one BLAS thread, its time split by phase: exclusive wall and CPU seconds of the n x n eighs (and the
+    subsample's), the Grams, the curvature, the n^3 gradient contractions, the inner solves' evaluations (exact and Nystrom),
+    L-BFGS-B's own time, the guard, ...; each in units of one eigh of the n x n Gram measured before the fit."""
+    from collections import defaultdict
+    from threadpoolctl import threadpool_limits
+    import ovk_nb.gp as gpm
+    from ovk_nb.kernels import RBF
+    from ovk_nb.linalg import eigh_psd
+    if data == "digits":
+        X, Y = digits_data()
+    elif data == "threads":
+        from bench_threads import regression
+        X, Y = regression(n, p=5, d=3)
+    else:
+        X, Y, _, _ = icm_data(n, seed=seed)
+    n, tot, stack = len(X), defaultdict(lambda: [0.0, 0.0, 0]), []
+
+    def clock():
+        return np.array([time.perf_counter(), time.process_time()])
+
+    def wrap(label, f):
+        def g(*a, **k):
+            lab, t0 = label(*a, **k) if callable(label) else label, clock()
+            stack.append([lab, 0.0 * t0])
+            try:
+                return f(*a, **k)
+            finally:
+                lab, child = stack.pop()
+                dt = clock() - t0
+                tot[lab][0] += dt[0] - child[0]; tot[lab][1] += dt[1] - child[1]; tot[lab][2] += 1
+                if stack:
+                    stack[-1][1] = stack[-1][1] + dt
+        return g
+    SL = gpm.SeparableLikelihood
+    gpm.eigh_psd = wrap(lambda A, *a, **k: f"eigh n={A.shape[0]}", eigh_psd)
+    SL._gram_gradient = wrap(lambda self, sk: f"Gram and derivative n={self.X.shape[0]}", SL._gram_gradient)
+    SL.__call__ = wrap(lambda self, th, eval_gradient=True, kernel_grad=True: f"exact likelihood n={self.X.shape[0]} " + (
+        "with the n^3 gradient" if eval_gradient and kernel_grad else "inner" if eval_gradient else "value"), SL.__call__)
+    gpm.NystromLikelihood.__call__ = wrap("Nystrom likelihood (its passes, inner solves)", gpm.NystromLikelihood.__call__)
+    for name in ("_profile_curvature", "_null_or_fit", "_check_fit", "_fit_data", "_start", "minimize"):
+        setattr(gpm, name, wrap(name if name != "minimize" else "L-BFGS-B's own", getattr(gpm, name)))
+    gpm._SeparablePosterior.__init__ = wrap("posterior", gpm._SeparablePosterior.__init__)
+    K = RBF(1.0)(X, X)
+    with threadpool_limits(1):
+        t = clock()
+        eigh_psd(K)
+        e = clock() - t
+        t = clock()
+        gp = wrap("the rest of fit", gpm.OVKGaussianProcess(random_state=0).fit)(X, Y)
+        f = clock() - t
+    print(f"{data} n = {n}{' seed %d' % seed if data == 'icm' else ''}: one BLAS thread, load {os.getloadavg()[0]:.2f}; "
+          f"eigh {e[0]:.3f} s ({e[1]:.3f} s CPU), fit {f[0]:.3f} s ({f[1]:.3f} s CPU) = {f[1] / e[1]:.2f} eighs (CPU); "
+          f"LML {gp.log_marginal_likelihood_value_!r}, log gamma {gp.kernel_.theta[0]:.6f}")
+    for k, (w, c, m) in sorted(tot.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {k:48s} {m:5d} calls {w:8.3f} s {c:8.3f} s CPU {c / e[1]:6.2f} eighs")
 
 
 def _seeds(a, default):
@@ -171,6 +259,10 @@ if __name__ == "__main__":
         print(json.dumps(case(a[1], int(a[2]), int(a[3]) if a[3] else 0)))
     elif a[:1] == ["--help"]:
         print(__doc__)
+    elif a[:1] == ["--phases"]:
+        phases(a[1] if a[1:] else "icm", int(a[2]) if a[2:] else 1500, int(a[3]) if a[3:] else 0)
+    elif a[:1] == ["--threads"]:
+        threads(int(a[1]) if a[1:] else 2000)
     elif a[:1] == ["--curvature-threads"]:
         curvature_threads(int(a[1]) if a[1:] else 2000)
     else:

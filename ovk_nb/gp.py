@@ -13,6 +13,8 @@ import numpy as np
 import scipy.linalg as sla
 from fastcore.basics import patch
 from scipy.optimize import minimize
+import sklearn.gaussian_process.kernels  # noqa: F401  `hyperparameters_`' records: imported with the module, not in a fit
+from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -20,9 +22,11 @@ from sklearn.utils import check_random_state
 from .backend import check_xp_data, device_of, route_of
 from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_sum   # dask imported for Dask data only
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
-                           _hyperparameter_records, resolve_kernel, sq_distances, xp_of)
+                           _bandwidth_gram_gradient, _hyperparameter_records, check_gram_finite, resolve_kernel,
+                           sq_distances, xp_of)
 from .linalg import (EIGH_THREADS_MIN_N, KernelParts, _chunk_terms, _like, _solve_triangular, big_work_threads,
-                           blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq, one_thread_scope)
+                           blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq, one_thread_scope,
+                           side_by_side)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
 
@@ -39,10 +43,10 @@ def _big_threads(n: int):
 __all__ = ['ONE_THREAD_N', 'LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER',
            'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
            'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
-           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
-           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
-           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN',
+           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON',
+           'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
+           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
@@ -167,22 +171,75 @@ class SeparableLikelihood:
         self.kernel, self.X, self.Y = kernel, X, Y
         self.nk = self.sk.n_dims
         self.nT = self.T.n_dims if isinstance(self.T, Params) else 0
-        self._key = None
+        self._key, self._D = None, None
 
     @property
     def xp(self):
         "X's namespace: numpy itself for NumPy data, so the NumPy operations are the old ones (not stored: pickling)."
         return xp_of(self.X)
 
+    def _distances(self, sk):
+        "X's pairwise distances of `sk`'s metric (n x n), computed once and kept in `_D` (dropped by the fit at its end)."
+        if getattr(self, "_D", None) is None:                # (a likelihood pickled before `_D`: none kept)
+            with _big_threads(self.X.shape[0]):        # the Gram trick's product: BLAS-3, n^2 p
+                self._D = sq_distances(self.X, self.X) if sk._metric == "sqeuclidean" else cdist(self.X, self.X, "cityblock")
+        return self._D
+
+    def _fast(self, sk) -> bool:
+        "A learned RBF or Laplacian bandwidth on NumPy: the Grams from the kept distances (`_gram_gradient`)."
+        return bool(self.nk) and self.xp is np and type(sk).gram_gradient is _bandwidth_gram_gradient
+
+    def _blocks(self, fn):
+        """fn(rows) over row blocks of the n x n arrays, on the policy's threads for the n x n work (element-wise: the
+        same bits on any threads); True when every call returned True."""
+        n = self.X.shape[0]
+        k = big_work_threads(n, ONE_THREAD_N)
+        step = -(-n // (4 * k)) if k > 1 else n
+        return all(side_by_side(fn, [slice(i, min(i + step, n)) for i in range(0, n, step)], k))
+
+    def _gram_gradient(self, sk):
+        """(Kx, dKx) of the scalar kernel `sk` on X: kernels' `gram_gradient`; for a learned RBF or Laplacian bandwidth
+        (`_fast`) its own element-wise operations (a = -gamma D, K = exp(a), dK = a K: the same bits) on the kept
+        distances, by row blocks (`_blocks`)."""
+        if not self._fast(sk):
+            return sk.gram_gradient(self.X)
+        D = self._distances(sk)
+        sk.validate()
+        K, dK = np.empty_like(D), np.empty_like(D)
+
+        def block(sl):
+            a = D[sl] * -sk.gamma
+            np.exp(a, out=K[sl])
+            np.multiply(a, K[sl], out=dK[sl])
+            return bool(np.isfinite(K[sl]).all())
+        if not self._blocks(block):
+            check_gram_finite(K, sk, self.X, self.X)           # its ValueError naming the kernel
+        return K, dK[None]
+
+    def _gram_second(self, sk, dK):
+        """Kx'' = d^2 Kx / d(log gamma)^2 at `sk` from its dKx `dK` for `_fast` kernels: with a = -gamma D, dK = a K and
+        d(a K)/dx = a K + a (a K), so Kx'' = dK (1 + a) (exact; element-wise by row blocks); None for other kernels."""
+        if not self._fast(sk):
+            return None
+        D, out = self._distances(sk), np.empty_like(dK)
+
+        def block(sl):
+            a = D[sl] * -sk.gamma
+            a += 1.0
+            np.multiply(dK[sl], a, out=out[sl])
+            return True
+        self._blocks(block)
+        return out
+
     def _scalar(self, theta_k):
         "(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth."
         key = tuple(theta_k)
         if key != self._key:
             sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
-            Kx, dKx = sk.gram_gradient(self.X)             # in X's namespace (kernels' gram_gradient follows X)
+            Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
             try:
                 with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
-                    s, U = eigh_psd(Kx)
+                    s, U = eigh_psd(Kx, overwrite=self._fast(sk))   # our own Kx (not kept): LAPACK works in it
             except ValueError:
                 raise
             except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
@@ -193,9 +250,10 @@ class SeparableLikelihood:
 # %% ../nbs/2_algorithms/08_gp.ipynb #0b355cd5
 class _CoregAt:
     """Coregionalization's T = W W^T + diag(kappa) and `theta_gradient` at theta without a clone: the inner optimizer's
-    evaluations are O(n d^2), and the clone's checks were half of one at n = 500 (0.8 of 1.5 ms, measured)."""
-    def __init__(self, T, theta):
-        d = T.output_dim
+    evaluations are O(n d^2), and the clone's checks were half of one at n = 500 (0.8 of 1.5 ms, measured). `d`: T's
+    output dimension when the caller keeps it (T.output_dim's checks: 0.04 ms of a 0.3 ms inner evaluation, measured)."""
+    def __init__(self, T, theta, d=None):
+        d = T.output_dim if d is None else d
         r = len(theta) // d - 1
         self.W, self.kappa = theta[:d * r].reshape(d, r), np.exp(theta[d * r:])
         if not (np.isfinite(self.W).all() and np.isfinite(self.kappa).all() and (self.kappa > 0).all()):
@@ -216,7 +274,11 @@ def state(self: SeparableLikelihood, theta):
     theta = np.asarray(theta, dtype=float)
     s, U, UY, dKx, sk = self._scalar(theta[:self.nk])
     tT = theta[self.nk:self.nk + self.nT]
-    T = (_CoregAt(self.T, tT) if type(self.T) is Coregionalization else self.T.clone_with_theta(tT)) if self.nT else self.T
+    if self.nT and type(self.T) is Coregionalization:
+        d = self.__dict__.get("_dT") or self.__dict__.setdefault("_dT", self.T.output_dim)   # (read once: `_CoregAt`)
+        T = _CoregAt(self.T, tT, d)
+    else:
+        T = self.T.clone_with_theta(tT) if self.nT else self.T
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
     r = 1.0 / np.sqrt(D)
@@ -514,7 +576,7 @@ class _SeparablePosterior:
     def __init__(self, lik: SeparableLikelihood, theta):
         s, U, e, _, Vy, Vh, Yt, lam, _, sk, _, _, _ = lik.state(theta)
         # f = (I kron D^{1/2}) f~ along the whitened eigenvectors: V below is Vh = D^{1/2} V (orthogonal for D = I)
-        self.X, self.sk, self.U, self.e, self.V, self.lam = lik.X, sk, U, e, Vh, lam
+        self.X, self.sk, self.U, self.s, self.e, self.V, self.lam = lik.X, sk, U, s, e, Vh, lam
         self.At = Yt / lam
         self.alpha = U @ self.At @ Vy.T                      # (K^{-1} vec Y) as (n, d)
 
@@ -830,7 +892,7 @@ def state(self: NystromLikelihood, theta, need_grad: bool = False):
     theta = np.asarray(theta, dtype=float)
     g, R, L, EF, B, sk, dKmm, t = self._scalar(theta[:self.nk], need_grad)
     tT = theta[self.nk:self.nk + self.nT]
-    T = (_CoregAt(self.T, tT) if self._dr else self.T.clone_with_theta(tT)) if self.nT else self.T   # `_CoregAt`: the exact route's
+    T = (_CoregAt(self.T, tT, self._dr[0]) if self._dr else self.T.clone_with_theta(tT)) if self.nT else self.T   # `_CoregAt`: the exact route's
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
     r = 1.0 / np.sqrt(D)
@@ -1700,7 +1762,9 @@ def _check_fit(est, post, X, theta, bounds, n_noise: int):
     Xq = X[:k] if xp_of(X) is np else X[:k, :]
     xp = xp_of(Xq)
     with np.errstate(all="ignore"):
-        Q = post._Q(Xq) if isinstance(post, _SeparablePosterior) else None
+        # the exact route's training rows: k(Xq, X) U = U[:k] diag(s) (K U = U S), no k x n Gram and k n^2 product
+        Q = (post.U[:k, :] * post.s if type(post) is _SeparablePosterior else post._Q(Xq)) if isinstance(
+            post, _SeparablePosterior) else None
         ok = bool(xp.all(xp.isfinite(post.mean(Xq, Q)))) and bool(xp.all(xp.isfinite(post.var(Xq, Q))))
     ns = np.exp(theta[-n_noise:])
     if not ok or not np.isfinite(theta).all():
@@ -1763,17 +1827,22 @@ def _restart_theta(theta0, bounds, rng):
     return t
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #c2179e2f
-def _profile(lik, bounds, refine=None):
+def _profile(lik, bounds, refine=None, options=None):
     """(inner, outer, reset) of the profile likelihood: inner(theta_k) maximises over (T, noise) at that bandwidth (an
     inner L-BFGS-B in the kept eigenbasis, O(n d^2) per evaluation); outer(theta_k) -> (-L, -dL/dtheta_k) at the inner
     optimum (envelope theorem); reset(theta0) starts the inner problem from theta0's (T, noise) again.
-    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve); `refine(theta_k,
+    inner(theta_k, options) passes L-BFGS-B `options` (the surrogate route's final, tighter solve; `options` here: every
+    inner solve's, the surrogate route's INNER_OPTIONS); `refine(theta_k,
     t_inner) -> t_inner`, when given, polishes each inner optimum (the Nystrom route's Newton steps, `_nystrom_profile`)."""
     nk = lik.nk
     warm, best = [None], [np.inf, None]
     b_in = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds[nk:]]
 
+    default = options
+
     def inner(tk, options=None):
+        options = default if options is None else options
+
         def obj(ti):
             with np.errstate(all="ignore"):
                 try:
@@ -1827,33 +1896,59 @@ def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, lik)
 
-# %% ../nbs/2_algorithms/08_gp.ipynb #a7fed812
+# %% ../nbs/2_algorithms/08_gp.ipynb #89955ea6
 CURVATURE_TAU = 1e-6        # the profile's curvature keeps the eigenvectors with s e_max / (1 + s e_max) above this
 
 
-def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
-    """(F', F'') of the negative profile F(x) = -max_phi log p(x, phi), x the one bandwidth entry, at theta = (x, phi*)
-    (phi* the inner optimum), from the kept eigenbasis: O(n^2 (r + d)) for the r = |{a: s_a e_max / lam > CURVATURE_TAU}|
-    leading eigenvectors, one more Gram gradient (Kx'' by a forward difference) and 2 (dim phi) O(n d^2) evaluations.
-    `need(F') -> bool`, when given, is asked once F' is known (one O(n^2 r) product): False returns (F', nan)."""
-    nk = lik.nk
-    theta = np.asarray(theta, dtype=float)
+def _slope_parts(lik, theta):
+    """(L_x, pieces) at theta = (x, phi*) from the kept eigenbasis: L_x = -F' (`_profile_curvature`'s first part, on
+    the r leading eigenvectors) and what its F'' continues from (R = Kx' U_r and p_r: None on the symmetric route)."""
     s, U, e, V, _, _, Yt, lam, _, sk, _, _, dKx = lik.state(theta)
     dK = dKx[0]
     top = np.flatnonzero(s * e.max() / (1.0 + s * e.max()) > CURVATURE_TAU)
     Ur, sr = U[:, top], s[top]
-    with _big_threads(dK.shape[0]):                       # the policy's threads for the n^2 r products (issue 34)
-        R = dK @ Ur                                   # P = U^T Kx' U on the leading columns
-    p_r = np.einsum("ia,ia->a", Ur, R)
     beta = sr[:, None] * e / (1.0 + sr[:, None] * e)  # s_a e_l / lam_al (= 1 - 1/lam_al) on the leading rows
     Ah = (Yt / lam * np.sqrt(e)) @ V.T                # Ah Ah^T = At diag(e) At^T, invariant to V's signs and order
     Z = U @ Ah
     KZ = dK @ Z
     tr1 = float(np.trace(dK))
-    Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
+    R = p_r = None
+    if 3 * len(top) > dK.shape[0]:                    # r > n/3 (digits: r = 1419 of 1797; the ICM draws ~ n/7): F' by
+        W = Ur * np.sqrt(beta @ e)                    # sum_a c_a P_aa = <Kx', W W^T>, W = U_r diag(c)^1/2, c = e^T beta
+        with _big_threads(dK.shape[0]):               # >= 0: one symmetric n^2 r product, not the two of Kx' U_r
+            M = W @ W.T
+        Lx = 0.5 * (float(np.sum(Z * KZ)) - (float(e.sum()) * tr1 - float(np.sum(dK * M))))
+    else:
+        with _big_threads(dK.shape[0]):                   # the policy's threads for the n^2 r products (issue 34)
+            R = dK @ Ur                               # P = U^T Kx' U on the leading columns
+        p_r = np.einsum("ia,ia->a", Ur, R)
+        Lx = 0.5 * (float(np.sum(Z * KZ)) - float(e @ (tr1 - beta.T @ p_r)))
+    return Lx, (U, e, V, lam, sk, dK, Ur, sr, beta, Z, KZ, tr1, R, p_r)
+
+
+def _profile_slope(lik, theta) -> float:
+    "F' of the negative profile at theta = (x, phi*) from the kept eigenbasis: O(n^2 r), no n^3 gradient contraction."
+    return -_slope_parts(lik, np.asarray(theta, dtype=float))[0]
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #a7fed812
+def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
+    """(F', F'') of the negative profile F(x) = -max_phi log p(x, phi), x the one bandwidth entry, at theta = (x, phi*)
+    (phi* the inner optimum), from the kept eigenbasis: O(n^2 (r + d)) for the r = |{a: s_a e_max / lam > CURVATURE_TAU}|
+    leading eigenvectors, Kx'' (exact for an RBF or Laplacian bandwidth, `_gram_second`; else a forward difference of the
+    Gram gradient) and 2 (dim phi) O(n d^2) evaluations.
+    `need(F') -> bool`, when given, is asked once F' is known (one O(n^2 r) product): False returns (F', nan)."""
+    nk = lik.nk
+    theta = np.asarray(theta, dtype=float)
+    Lx, (U, e, V, lam, sk, dK, Ur, sr, beta, Z, KZ, tr1, R, p_r) = _slope_parts(lik, theta)
     if need is not None and not need(-Lx):
         return -Lx, np.nan
-    dK2 = (sk.clone_with_theta(theta[:nk] + h).gram_gradient(lik.X)[1][0] - dK) / h      # Kx''
+    if R is None:                                     # the symmetric route's F': P's columns now
+        with _big_threads(dK.shape[0]):
+            R = dK @ Ur
+        p_r = np.einsum("ia,ia->a", Ur, R)
+    dK2 = lik._gram_second(sk, dK)                    # Kx'': exact for RBF / Laplacian, else a forward difference
+    if dK2 is None:
+        dK2 = (lik._gram_gradient(sk.clone_with_theta(theta[:nk] + h))[1][0] - dK) / h
     with _big_threads(dK.shape[0]):
         R2 = dK2 @ Ur                                 # Q = U^T Kx'' U on the leading columns
         Prr = Ur.T @ R
@@ -1862,7 +1957,7 @@ def _profile_curvature(lik, theta, bounds, h: float = 1e-5, need=None):
     tr2 = float(np.trace(dK2))
     T1 = float(np.sum(e * (H @ V) ** 2 / lam))
     T2 = float(np.sum(Z * (dK2 @ Z)))
-    PF = float(np.sum(dK * dK))
+    PF = float(np.vdot(dK, dK))                       # ||Kx'||_F^2 (a dot product: no n x n temporary)
     T3 = float(sum(e[l] ** 2 * (PF - 2 * beta[:, l] @ P2 + beta[:, l] @ (Prr ** 2) @ beta[:, l]) for l in range(len(e))))
     T4 = float(e @ (tr2 - beta.T @ q_r))
     Lxx = -T1 + 0.5 * (T2 + T3 - T4)
@@ -1894,6 +1989,7 @@ SURROGATE_TRACE = 1e-3      # the Nystrom surrogate is kept when tr(K - Q) <= th
 SURROGATE_TOL = 1e-5        # the surrogate's search stops at this remaining gain (its optimum is not the exact one)
 LANDING_KAPPA = 1.0         # |F'''/F''| the exact curvature's first step is assumed to meet (measured 0.55-0.84; see above)
 INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
+INNER_OPTIONS = {"maxcor": 40}   # the route's other inner solves: L-BFGS-B keeps 40 corrections (10: SciPy's default)
 
 
 def _surrogate_ok(est, lik, bounds) -> bool:
@@ -1905,8 +2001,8 @@ def _surrogate_ok(est, lik, bounds) -> bool:
 def _surrogate_search(sur, theta, bounds):
     """(ts, c0): the profile optimum of the surrogate likelihood `sur` from theta by the secant steps of `_secant_polish`
     from a unit step to SURROGATE_TOL (L-BFGS-B if they do not converge), and their last secant (the exact polish's
-    first curvature only if the exact one fails)."""
-    s_inner, s_outer, s_reset = _profile(sur, bounds)
+    first curvature only if the exact one fails); the inner solves with INNER_OPTIONS."""
+    s_inner, s_outer, s_reset = _profile(sur, bounds, options=INNER_OPTIONS)
     s_reset(theta)
     x, done, c0, _ = _secant_polish(s_outer, float(theta[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan,
                                  tol=SURROGATE_TOL)
@@ -1943,7 +2039,7 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
         scale = n / len(rows)                           # F and F'' grow with the rows: the subsample's secant per row
     c_est = c0 * scale
     lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
-    inner, outer, reset = _profile(lik, bounds)
+    inner, outer, reset = _profile(lik, bounds, options=INNER_OPTIONS)
     reset(ts)
 
     def lands(F, g):                                    # can x1 = x0 - F'/F'' end the polish? (the decision above)
@@ -1966,7 +2062,16 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
                 return -lik(np.r_[x, inner(np.array([x]))], False)
             except (np.linalg.LinAlgError, ValueError):
                 return np.inf
-    x, done, _, _ = _secant_polish(outer, float(ts[0]), lo, hi, c_est, first, fv=value)
+
+    def slope(xa):                                      # (F, F') at a later point: F' as the first point's, from the
+        F = value(float(xa[0]))                         # kept eigenbasis (round 5), not the n^3 gradient contraction
+        with np.errstate(all="ignore"):
+            try:
+                g = _profile_slope(lik, np.r_[xa, inner(np.asarray(xa))])
+            except (np.linalg.LinAlgError, ValueError):
+                g = np.nan
+        return (F, np.array([g])) if np.isfinite(F) and np.isfinite(g) else (np.inf, np.zeros(1))
+    x, done, _, _ = _secant_polish(slope, float(ts[0]), lo, hi, c_est, first, fv=value)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
@@ -2522,6 +2627,8 @@ def fit(self: OVKGaussianProcess, X, Y):
     finally:
         if nys:
             lik._pass_workers = None
+        if isinstance(lik, SeparableLikelihood):
+            lik._D = None                      # the distances kept for the fit's Grams (n x n): not kept by the estimator
     if not (np.isfinite(lml) and np.isfinite(value)):
         raise ValueError("Y: the log marginal likelihood is not finite at the learned hyper-parameters: scale X and Y "
                          "(normalize_y=True) or bound the noise away from 0 (noise_bounds)")
@@ -2588,7 +2695,11 @@ def log_marginal_likelihood(self: OVKGaussianProcess, theta=None, eval_gradient:
         raise ValueError(f"theta must be a finite array of length {len(self._theta)} (kernel_.theta, then "
                          f"{len(self._theta) - nk} log noise variance(s): np.r_[kernel_.theta, np.log(noise_)]) or of "
                          f"length {nk} (kernel_.theta: the fitted noise is appended), got shape {t.shape}")
-    return self._lik(t, eval_gradient)
+    try:
+        return self._lik(t, eval_gradient)
+    finally:
+        if isinstance(self._lik, SeparableLikelihood):
+            self._lik._D = None                # the n x n distances of a new bandwidth's Gram are not kept either
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0ff20295
 @patch

@@ -197,3 +197,87 @@ def test_exact_fit_last_point_needs_no_gradient_products(monkeypatch):
     lml = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
     assert full == []
     assert lml >= ref - 1e-6 * abs(ref)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_grams_from_kept_distances_same_bits(monkeypatch, kernel):
+    """The exact route's Grams from X's distances kept for the fit (`_gram_gradient`): the kernel's own gram_gradient bit for
+    bit, on one thread and by row blocks side by side on two (element-wise work); Kx'' (`_gram_second`, exact) against
+    central differences of the kernel's dKx in log gamma (their error ~ h^2 |K''''|: 1e-8 relative here)."""
+    from ovk_nb.kernels import RBF, Laplacian, Separable
+    rng = np.random.default_rng(0)
+    X, Y = rng.uniform(-2, 2, (257, 3)), rng.normal(size=(257, 2))
+    sk = (RBF if kernel == "rbf" else Laplacian)(0.7)
+    lik = gpm.SeparableLikelihood(Separable(sk, np.eye(2)), X, Y)
+    K0, dK0 = sk.gram_gradient(X)
+    for threads in (1, 2):
+        monkeypatch.setattr(gpm, "big_work_threads", lambda size, min_size: threads)
+        K, dK = lik._gram_gradient(sk)
+        assert np.array_equal(K, K0) and np.array_equal(dK, dK0)
+    h = 1e-4
+    fd = (type(sk)(0.7 * np.exp(h)).gram_gradient(X)[1][0] - type(sk)(0.7 * np.exp(-h)).gram_gradient(X)[1][0]) / (2 * h)
+    K2 = lik._gram_second(sk, dK0[0])
+    assert np.abs(K2 - fd).max() <= 1e-7 * np.abs(K2).max()
+
+
+def test_fit_keeps_no_distances():
+    "The n x n distances kept for the fit's Grams are dropped at its end: the fitted estimator (and its pickle) holds none."
+    import pickle
+    X, Y = _icm(120, 0)
+    gp = OVKGaussianProcess().fit(X, Y)
+    assert gp._lik._D is None
+    lik = pickle.loads(pickle.dumps(gp))._lik
+    assert lik._D is None and lik(np.r_[gp.kernel_.theta, np.log(gp.noise_)], False) == pytest.approx(
+        gp.log_marginal_likelihood_value_, rel=1e-12)
+    gp.log_marginal_likelihood(gp.kernel_.theta + 0.1)               # a new bandwidth's Gram: its distances not kept
+    assert gp._lik._D is None
+
+
+def test_surrogate_inner_solves_keep_40_corrections(monkeypatch):
+    """The surrogate route's inner solves keep INNER_OPTIONS' 40 L-BFGS-B corrections: on the benchmark's draw (icm_data
+    600, seed 0, SURROGATE_ROWS = 200) the Nystrom search takes 254 evaluations (441 with SciPy's 10: the first, far
+    bandwidth's inner solve crawled), and the fit still reaches the plain profile's optimum by objective (1e-6 relative)."""
+    calls, call = [], gpm.NystromLikelihood.__call__
+
+    def spy(self, *a, **k):
+        calls.append(1)
+        return call(self, *a, **k)
+    X, Y, _, _ = icm_data(600, seed=0)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
+    ref = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    monkeypatch.setattr(gpm.NystromLikelihood, "__call__", spy)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
+    lml = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    assert len(calls) <= 350, len(calls)
+    assert lml >= ref - 1e-6 * abs(ref)
+
+
+def test_polish_slopes_from_the_eigenbasis(monkeypatch):
+    """The polish's later points take F' from the kept eigenbasis (`_profile_slope`, O(n^2 r)), not the n^3 gradient
+    contraction: on the far-start digits draw (600 rows, SURROGATE_ROWS = 200, three exact eighs) no n x n gradient is
+    evaluated (one before), the optimum is the plain profile L-BFGS-B's (1e-6 relative), and `_profile_slope` is the
+    curvature's F' bit for bit and the Gram-contracting gradient's to the truncation bound."""
+    from bench_gp_exact4 import digits_data
+    X, Y = digits_data()
+    idx = np.linspace(0, len(X) - 1, 600).astype(int)
+    full, call = [], gpm.SeparableLikelihood.__call__
+
+    def spy(self, theta, eval_gradient=True, kernel_grad=True):
+        if eval_gradient and kernel_grad and self.X.shape[0] == 600:
+            full.append(1)
+        return call(self, theta, eval_gradient, kernel_grad)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 10 ** 9)
+    ref = OVKGaussianProcess().fit(X[idx], Y[idx]).log_marginal_likelihood_value_
+    monkeypatch.setattr(gpm.SeparableLikelihood, "__call__", spy)
+    monkeypatch.setattr(gpm, "SURROGATE_ROWS", 200)
+    lml = OVKGaussianProcess().fit(X[idx], Y[idx]).log_marginal_likelihood_value_
+    assert full == []
+    assert lml >= ref - 1e-6 * abs(ref)
+    monkeypatch.setattr(gpm.SeparableLikelihood, "__call__", call)
+    lik, bounds, inner, outer = _profile_at(300, 0)
+    t = np.r_[0.1, inner(np.array([0.1]))]
+    g = gpm._profile_slope(lik, t)
+    assert g == gpm._profile_curvature(lik, t, bounds)[0]
+    s, U, e, *_, dKx = lik.state(t)
+    bound = 0.5 * gpm.CURVATURE_TAU * e.sum() * len(s) * np.abs(dKx[0]).max() + 1e3 * np.finfo(float).eps * abs(g)
+    assert abs(g - (-lik(t, True)[1][0])) <= bound
