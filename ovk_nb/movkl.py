@@ -26,7 +26,7 @@ from .backend import FALLBACK_LAM, loo_lam
 
 # %% auto #0
 __all__ = ['MOVKL_EIGH_THREADS_MIN_N', 'MOVKL_PREDICT_THREADS_MIN_WORK', 'MOVKL_ALTERNATION_THREADS_MIN_N', 'DEFAULT_BANDWIDTHS',
-           'MATVEC_BLOCK', 'GS_WINDOW', 'GS_MAX_SWEEPS', 'movkl_dense_reference', 'default_operator', 'FunctionalKRR',
+           'GS_WINDOW', 'GS_MAX_SWEEPS', 'COMBINE_BLOCK', 'movkl_dense_reference', 'default_operator', 'FunctionalKRR',
            'loo_curves', 'kernel_pairs', 'default_kernels', 'group_operators', 'kron_sum_matvec', 'relative_residual',
            'solve_eig', 'KronPreconditioner', 'solve_pcg', 'solve_gauss_seidel', 'MovKL', 'movkl_loco']
 
@@ -337,33 +337,16 @@ def group_operators(pairs):
     return [(pairs[idx[0]][1], [int(k) for k in idx]) for _, idx in group_columns(cols)]
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #df4df21e
-MATVEC_BLOCK = 256      # rows of one block of `kron_sum_matvec` side by side (see the decision below)
-
-
-def _row_slices(n: int, b: int) -> list:
-    return [slice(i, min(i + b, n)) for i in range(0, n, b)]
-
-
-def kron_sum_matvec(As, Ts, Z, lam, workers: int = 1):
-    """sum_g A_g Z T_g + lam Z (all T_g symmetric): the block operator of (**) applied to Z, without forming it.
-    `workers` >= 2: its row blocks of MATVEC_BLOCK rows side by side, one BLAS thread each (`linalg.side_by_side`)."""
-    W = [Z @ T for T in Ts]
+def kron_sum_matvec(As, Ts, Z, lam):
+    "sum_g A_g Z T_g + lam Z (all T_g symmetric): the block operator of (**) applied to Z, without forming it."
     out = lam * Z
-
-    def block(sl):
-        o = out[sl]
-        for A, Wg in zip(As, W):
-            o += A[sl] @ Wg
-    if workers < 2:
-        block(slice(None))
-    else:
-        for _ in side_by_side(block, _row_slices(len(Z), MATVEC_BLOCK), workers, ahead=2 * workers):
-            pass
+    for A, T in zip(As, Ts):
+        out += A @ (Z @ T)
     return out
 
 
-def relative_residual(As, Ts, Ys, Z, lam, workers: int = 1) -> float:
-    return float(np.linalg.norm(Ys - kron_sum_matvec(As, Ts, Z, lam, workers)) / max(np.linalg.norm(Ys), 1e-300))
+def relative_residual(As, Ts, Ys, Z, lam) -> float:
+    return float(np.linalg.norm(Ys - kron_sum_matvec(As, Ts, Z, lam)) / max(np.linalg.norm(Ys), 1e-300))
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #550ffa65
 def solve_eig(A, T, Ys, lam, T_eig=None):
@@ -419,12 +402,12 @@ class KronPreconditioner:
         return self.factor.solve(R, self.lam)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #908167b0
-def solve_pcg(As, Ts, Ys, lam, tol=1e-10, max_iter=1000, Z0=None, precond=None, workers: int = 1):
+def solve_pcg(As, Ts, Ys, lam, tol=1e-10, max_iter=1000, Z0=None, precond=None):
     """Preconditioned CG on (**) (the one `pcg` of ovk_nb.linalg). Returns (Z, info) with info = {'iterations', 'residual'
-    (the true relative residual, recomputed), 'history', 'converged'}. `workers`: the matvec's (`kron_sum_matvec`)."""
+    (the true relative residual, recomputed), 'history', 'converged'}."""
     P = KronPreconditioner(As, Ts, lam) if precond is None else precond
-    Z, info = pcg(lambda D: kron_sum_matvec(As, Ts, D, lam, workers), Ys, P, tol=tol, max_iter=max_iter, X0=Z0)
-    info["residual"] = relative_residual(As, Ts, Ys, Z, lam, workers)
+    Z, info = pcg(lambda D: kron_sum_matvec(As, Ts, D, lam), Ys, P, tol=tol, max_iter=max_iter, X0=Z0)
+    info["residual"] = relative_residual(As, Ts, Ys, Z, lam)
     return Z, info
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #cb5989b8
@@ -523,8 +506,7 @@ GS_MAX_SWEEPS = 5000     # Gauss-Seidel sweeps per alpha-step at most, PCG's cap
 def _alpha_step(est, As, Ts, Ys, Z0):
     """Solve (**) for the current A_g, warm-started at Z0; returns (Z, info with 'iterations'). BLAS threads (see the
     decision above): the eigh of 'eig' and of PCG's preconditioner under the caller's limit (the fit's rule), PCG's
-    iterations under `_alternation_threads`, their matvecs in row blocks side by side from
-    MOVKL_ALTERNATION_THREADS_MIN_N, and Gauss-Seidel's per-curve solves on one thread."""
+    iterations and Gauss-Seidel's per-curve solves on one thread."""
     if est.solver_ == "eig":
         return solve_eig(As[0], Ts[0], Ys, est.lam_, est._T_eig), {"iterations": 1}
     if est.solver_ == "pcg":
@@ -532,9 +514,8 @@ def _alpha_step(est, As, Ts, Ys, Z0):
         if P is None or est._pcg_last > max(8, 2 * est._pcg_fresh):
             P = est._precond = KronPreconditioner(As, Ts, est.lam_)
             est._pcg_fresh = None
-        workers = big_work_threads(len(Ys), MOVKL_ALTERNATION_THREADS_MIN_N)   # the matvec's row blocks (above)
         with _alternation_threads(len(Ys)):              # many n x n x m products (see the decision above)
-            Z, info = solve_pcg(As, Ts, Ys, est.lam_, tol=1e-10, max_iter=5000, Z0=Z0, precond=P, workers=workers)
+            Z, info = solve_pcg(As, Ts, Ys, est.lam_, tol=1e-10, max_iter=5000, Z0=Z0, precond=P)
         est._pcg_last = info["iterations"]
         if est._pcg_fresh is None:
             est._pcg_fresh = info["iterations"]
@@ -543,6 +524,13 @@ def _alpha_step(est, As, Ts, Ys, Z0):
         return solve_gauss_seidel(As, Ts, Ys, est.lam_, tol=1e-10, max_sweeps=GS_MAX_SWEEPS, Z0=Z0)
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #90da2056
+COMBINE_BLOCK = 256      # rows of one block of `_combine`
+
+
+def _row_slices(n: int, b: int) -> list:
+    return [slice(i, min(i + b, n)) for i in range(0, n, b)]
+
+
 def _combine(Grams, groups, d, workers: int = 1) -> list:
     """A_g = sum_{k in g} d_k G_k for each operator group, term by term in each row block (side by side on `workers`
     threads): the same bits as the plain sum, without its n x n temporaries."""
@@ -555,7 +543,7 @@ def _combine(Grams, groups, d, workers: int = 1) -> list:
             for k in members[1:]:
                 a += d[k] * Grams[k][sl]
     n = len(As[0]) if As else 0
-    for _ in side_by_side(block, _row_slices(n, MATVEC_BLOCK), workers, ahead=2 * workers):
+    for _ in side_by_side(block, _row_slices(n, COMBINE_BLOCK), workers, ahead=2 * workers):
         pass
     return As
 
