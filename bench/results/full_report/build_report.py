@@ -34,20 +34,19 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent.parent.parent
 # the run's folders, oldest first: what each process ran, when it started, the load beside it. A later folder's
 # experiments replace the same experiments of an earlier one (`owners`).
-_LOAD_0945 = ("one process (paper 003's experiments, then paper 001's); from 09:54 to 10:23 a second process beside it (the "
-              "other papers); until about 10:15 two helper agents' tests and benchmarks and the lead's tests ran beside them "
-              "too (load average 2-4), then nothing else")
-_LOAD_0954 = ("the second of two processes (paper 000's experiments, then papers 002 and 004's), beside paper 001's; until "
-              "about 10:15 two helper agents' tests and benchmarks and the lead's tests ran beside them (load average 2-4)")
-FOLDERS = {"paper_003": {"what": "paper 003's four experiments, after the changes to linalg, kernels and mvml (issue 34)",
-                         "started": "2026-11-29 09:45 UTC", "load": _LOAD_0945},
-           "paper_001": {"what": "paper 001's three experiments, after the changes to linalg and kernels (issue 34)",
-                         "started": "2026-11-29 09:56 UTC", "load": _LOAD_0945},
-           "paper_000": {"what": "paper 000's eleven experiments, after the changes to linalg, kernels (issue 34) and onorma, "
-                         "streaming (issue 30)", "started": "2026-11-29 09:54 UTC", "load": _LOAD_0954},
-           "papers_002_004": {"what": "papers 002 and 004's ten experiments, after the changes to linalg, kernels, kde "
-                              "(issue 34) and oskaar, salami, decoding, streaming (issue 30)", "started": "2026-11-29 10:20 UTC",
-                              "load": _LOAD_0954}}
+_LOAD_1225 = ("one process (paper 001's experiments, then paper 003's), started 12:24 UTC; beside it a second process (the other "
+              "papers) from 12:34 (restarted at 12:51 after a merge) to 13:27, and three helper agents' and the lead's tests "
+              "and benchmarks (load average 3.5-5.3 until about 13:30, then 1.9-2.5)")
+_LOAD_1251 = ("the second of two processes (paper 000's experiments, then papers 002 and 004's), beside paper 001's; three "
+              "helper agents' and the lead's tests and benchmarks ran beside them (load average 3.5-5.3)")
+FOLDERS = {"paper_001": {"what": "paper 001's three experiments, after the changes to movkl and linalg (issue 34)",
+                         "started": "2026-11-29 12:24 UTC", "load": _LOAD_1225},
+           "paper_003": {"what": "paper 003's four experiments, after the changes to movkl and linalg (issue 34)",
+                         "started": "2026-11-29 13:34 UTC", "load": _LOAD_1225},
+           "paper_000": {"what": "paper 000's eleven experiments, after the changes to linalg (issue 34) and onorma, streaming "
+                         "(issue 30)", "started": "2026-11-29 12:51 UTC", "load": _LOAD_1251},
+           "papers_002_004": {"what": "papers 002 and 004's ten experiments, after the changes to linalg (issue 34) and oskaar, "
+                              "salami, streaming (issue 30)", "started": "2026-11-29 13:23 UTC", "load": _LOAD_1251}}
 VERSIONS = ("python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas", "seed", "sizes", "package")
 
 
