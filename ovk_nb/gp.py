@@ -216,36 +216,42 @@ class SeparableLikelihood:
             check_gram_finite(K, sk, self.X, self.X)           # its ValueError naming the kernel
         return K, dK[None]
 
-    def _gram_second(self, sk, dK):
-        """Kx'' = d^2 Kx / d(log gamma)^2 at `sk` from its dKx `dK` for `_fast` kernels: with a = -gamma D, dK = a K and
-        d(a K)/dx = a K + a (a K), so Kx'' = dK (1 + a) (exact; element-wise by row blocks); None for other kernels."""
-        if not self._fast(sk):
-            return None
-        D, out = self._distances(sk), np.empty_like(dK)
 
-        def block(sl):
-            a = D[sl] * -sk.gamma
-            a += 1.0
-            np.multiply(dK[sl], a, out=out[sl])
-            return True
-        self._blocks(block)
-        return out
+# %% ../nbs/2_algorithms/08_gp.ipynb #49c39a70
+@patch
+def _gram_second(self: SeparableLikelihood, sk, dK):
+    """Kx'' = d^2 Kx / d(log gamma)^2 at `sk` from its dKx `dK` for `_fast` kernels: with a = -gamma D, dK = a K and
+    d(a K)/dx = a K + a (a K), so Kx'' = dK (1 + a) (exact; element-wise by row blocks); None for other kernels."""
+    if not self._fast(sk):
+        return None
+    D, out = self._distances(sk), np.empty_like(dK)
 
-    def _scalar(self, theta_k):
-        "(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth."
-        key = tuple(theta_k)
-        if key != self._key:
-            sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
-            Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
-            try:
-                with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
-                    s, U = eigh_psd(Kx, overwrite=self._fast(sk))   # our own Kx (not kept): LAPACK works in it
-            except ValueError:
-                raise
-            except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
-                raise ValueError(f"the eigendecomposition of the scalar Gram failed: {e}") from None
-            self._cache, self._key = (s, U, U.T @ self.Y, dKx, sk), key
-        return self._cache
+    def block(sl):
+        a = D[sl] * -sk.gamma
+        a += 1.0
+        np.multiply(dK[sl], a, out=out[sl])
+        return True
+    self._blocks(block)
+    return out
+
+
+@patch
+def _scalar(self: SeparableLikelihood, theta_k):
+    "(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth."
+    key = tuple(theta_k)
+    if key != self._key:
+        sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
+        Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
+        try:
+            with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
+                s, U = eigh_psd(Kx, overwrite=self._fast(sk))   # our own Kx (not kept): LAPACK works in it
+        except ValueError:
+            raise
+        except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
+            raise ValueError(f"the eigendecomposition of the scalar Gram failed: {e}") from None
+        self._cache, self._key = (s, U, U.T @ self.Y, dKx, sk), key
+    return self._cache
+
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0b355cd5
 class _CoregAt:

@@ -438,6 +438,7 @@ def _targets(self: OSKAAR, X, Y):
     return self.decoder_.encode(Y, self._reg, step=self.n_seen_)
 
 
+# %% ../nbs/2_algorithms/06_oskaar.ipynb #b140c477
 _ENC_MEMO = 256         # label rows memoised for `learn_one` (2^q rows of q binary labels up to q = 8)
 _ENC_MEMOS = {}         # (id(decoder), id(registry)) -> (decoder, registry, {row key: (codes, registry)})
 
