@@ -24,9 +24,9 @@ from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_s
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            _bandwidth_gram_gradient, _hyperparameter_records, check_gram_finite, resolve_kernel,
                            sq_distances, xp_of)
-from .linalg import (EIGH_THREADS_MIN_N, KernelParts, _chunk_terms, _like, _solve_triangular, big_work_threads,
-                           blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq, one_thread_scope,
-                           side_by_side)
+from .linalg import (EIGH_THREADS_MIN_N, KernelParts, _chunk_terms, _chunks, _like, _solve_triangular,
+                           big_work_threads, blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq,
+                           one_thread_scope, side_by_side)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
 
@@ -195,7 +195,7 @@ class SeparableLikelihood:
         n = self.X.shape[0]
         k = big_work_threads(n, ONE_THREAD_N)
         step = -(-n // (4 * k)) if k > 1 else n
-        return all(side_by_side(fn, [slice(i, min(i + step, n)) for i in range(0, n, step)], k))
+        return all(side_by_side(fn, _chunks(n, step), k))
 
     def _gram_gradient(self, sk):
         """(Kx, dKx) of the scalar kernel `sk` on X: kernels' `gram_gradient`; for a learned RBF or Laplacian bandwidth

@@ -75,8 +75,8 @@ def _y_mean(center_y, default_model: bool, Y) -> np.ndarray:
     return Y.mean(0) if center else np.zeros(Y.shape[1])
 
 # %% ../nbs/2_algorithms/03_movkl.ipynb #ef539e48
-from .linalg import (EIGH_THREADS_MIN_N, GEMM_THREADS_MIN_WORK, GRAM_BLOCKS_MIN_WORK, big_work_threads,  # noqa: E402
-                            side_by_side)
+from .linalg import (EIGH_THREADS_MIN_N, GEMM_THREADS_MIN_WORK, GRAM_BLOCKS_MIN_WORK, _chunks,  # noqa: E402
+                           big_work_threads, side_by_side)
 
 MOVKL_EIGH_THREADS_MIN_N = EIGH_THREADS_MIN_N       # n from which a fit (its Grams, its eigh of an n x n Gram) may use threads
 MOVKL_PREDICT_THREADS_MIN_WORK = GEMM_THREADS_MIN_WORK  # multiply-adds n_test n d from which predict's product may
@@ -527,10 +527,6 @@ def _alpha_step(est, As, Ts, Ys, Z0):
 COMBINE_BLOCK = 256      # rows of one block of `_combine`
 
 
-def _row_slices(n: int, b: int) -> list:
-    return [slice(i, min(i + b, n)) for i in range(0, n, b)]
-
-
 def _combine(Grams, groups, d, workers: int = 1) -> list:
     """A_g = sum_{k in g} d_k G_k for each operator group, term by term in each row block (side by side on `workers`
     threads): the same bits as the plain sum, without its n x n temporaries."""
@@ -543,7 +539,7 @@ def _combine(Grams, groups, d, workers: int = 1) -> list:
             for k in members[1:]:
                 a += d[k] * Grams[k][sl]
     n = len(As[0]) if As else 0
-    for _ in side_by_side(block, _row_slices(n, COMBINE_BLOCK), workers, ahead=2 * workers):
+    for _ in side_by_side(block, _chunks(n, COMBINE_BLOCK), workers, ahead=2 * workers):
         pass
     return As
 
