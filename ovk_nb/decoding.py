@@ -218,7 +218,7 @@ def finite_labels(Y, name: str = "Y"):
         raise ValueError(f"{name} contains NaN or infinity ({int((~np.isfinite(A)).sum())} entries): labels must be finite")
     if A.dtype.kind == "O":
         for v in A.ravel():
-            if isinstance(v, numbers.Number) and not np.isfinite(complex(v)):
+            if isinstance(v, numbers.Number) and not isinstance(v, numbers.Integral) and not np.isfinite(complex(v)):
                 raise ValueError(f"{name} contains NaN or infinity: labels must be finite")
     return Y
 

@@ -33,7 +33,7 @@ from .backend import (_host_dtype, check_xp_data, cond_lower_bound, rayleigh_pai
                             xp_of, xp_ridge_fit, xp_ridge_predict)
 from .kernels import scalar_gram
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_positive, check_X, check_X_Y,
-                               fit_context)
+                               fit_context, _finite_real)
 
 # %% auto #0
 __all__ = ['PRECONDITIONERS', 'SOLVERS', 'BLAS_THREADS_MIN_N', 'EIGEN_THREADS_MIN_N', 'NYSTROM_THREADS_MIN_N', 'CG_THREADS_MIN_N',
@@ -1080,7 +1080,8 @@ def solver_agreement(n=80, d=3, lam=0.05, seed=0, solvers=("eigen", "cholesky", 
 # %% ../nbs/2_algorithms/00_ridge.ipynb #0e55da38
 def _check_lam_grid(lams):
     raw = np.atleast_1d(np.asarray(lams, dtype=object)) if lams is not None else np.array([])
-    numbers_only = all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.ravel())
+    numbers_only = all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and _finite_real(v)
+                       for v in raw.ravel())                 # (_finite_real: 10**400 has no float)
     grid = raw.astype(float) if numbers_only else np.array([np.nan])
     if grid.ndim != 1 or len(grid) == 0 or not np.isfinite(grid).all() or (grid <= 0).any():
         raise ValueError(f"lams must be a non-empty 1-D sequence of positive numbers, got {lams!r}")

@@ -1067,8 +1067,10 @@ def _name_tuple(names) -> tuple:
 
 def _fast_values(v, names):
     """The values of the dict v in the order `names` as a float64 row, by cheap checks: every name present, the values
-    real numbers with a finite Python sum (NaN and inf make it non-finite; so does a sum that overflows, which only sends
-    the row to the full checks). None when a check fails: the full path then says why."""
+    real numbers with a finite float sum (`math.fsum` converts each by `float`: NaN, inf, a value past float64 such as
+    10**400 or Decimal('1e400'), a string, None and a complex number all fail it; so does a sum that overflows, which
+    only sends the row to the full checks). None when a check fails: the full path then says why. The row is
+    `np.fromiter` of the floats (0.5 us against `np.array`'s 1 us for 20 values, with its dtype test)."""
     if names is None or len(v) != len(names):
         return None
     hit = _NAME_TUPLES.get(id(names))                  # `_name_getter`'s cache read here (a frame less: two calls a row
@@ -1076,16 +1078,11 @@ def _fast_values(v, names):
         hit = _name_getter(names)
     try:
         vals = hit[2](v)
-        if not math.isfinite(sum(vals)):
+        if not math.isfinite(math.fsum(vals)):
             return None
-    except (KeyError, TypeError):
+        return np.fromiter(vals, float, len(vals))
+    except (KeyError, TypeError, ValueError, OverflowError):   # (ValueError: an array-valued entry)
         return None
-    row = np.array(vals)
-    if row.dtype != np.float64:
-        if row.dtype.kind not in _NUMERIC:
-            return None
-        row = row.astype(float)
-    return row
 
 
 def _fast_array(a, size):

@@ -5,6 +5,7 @@
 # %% ../nbs/1_shared/00_validation.ipynb #d58784b9
 from __future__ import annotations
 
+import math
 import numbers
 import re
 import warnings
@@ -66,6 +67,9 @@ def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndar
         A = np.asarray(A, dtype=float)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{name} must be a numeric array, got {type(A).__name__}: {e}") from None
+    except OverflowError:                        # a Python int past float64 (about 1.8e308): no float holds it
+        raise ValueError(f"{name} holds an integer too large for float64 (beyond about 1.8e308); expected finite "
+                         "values") from None
     if allow_1d and A.ndim == 1 and ndim == 2:
         A = A[:, None]
     if A.ndim != ndim:
@@ -75,6 +79,14 @@ def check_matrix(A, name: str, ndim: int = 2, allow_1d: bool = False) -> np.ndar
     return A
 
 # %% ../nbs/1_shared/00_validation.ipynb #4fa6fe33
+def _finite_real(v) -> bool:
+    "Whether the real number v is finite as a float64: False for NaN, inf and a Python int past about 1.8e308 (no float)."
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 def check_positive(value, name: str, strict: bool = True) -> float:
     """Check that a hyper-parameter is a finite real number > 0 (or >= 0 when `strict` is False).
 
@@ -102,7 +114,7 @@ def check_positive(value, name: str, strict: bool = True) -> float:
     >>> check_positive(2, "lam")
     2.0
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not _finite_real(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if (value <= 0) if strict else (value < 0):
         raise ValueError(f"{name} must be {'>' if strict else '>='} 0, got {value!r}")
@@ -227,7 +239,7 @@ class Interval:
         """
         if isinstance(v, bool) or not isinstance(v, self.kind):
             return False
-        if self.kind is not numbers.Integral and not np.isfinite(v):
+        if self.kind is not numbers.Integral and not _finite_real(v):
             return False
         lc, rc = self.closed in ("both", "left"), self.closed in ("both", "right")
         if self.left is not None and (v < self.left or (v == self.left and not lc)):
@@ -574,6 +586,9 @@ def check_input(A, name: str, ensure_2d: bool = True, min_samples: int = 1, why:
             warnings.simplefilter("error", np.exceptions.ComplexWarning)
             return check_array(A, accept_sparse=False, dtype=np.float64, ensure_2d=ensure_2d, allow_nd=False,
                                ensure_all_finite=True, ensure_min_samples=min_samples, input_name=name)
+    except OverflowError:                       # a Python int past float64 (about 1.8e308): numpy's raw error
+        raise ValueError(f"{name} holds an integer too large for float64 (beyond about 1.8e308); expected finite "
+                         "values") from None
     except (ValueError, TypeError, np.exceptions.ComplexWarning) as e:
         msg = str(e).split("\n")[0] if "Complex" in str(e) else str(e)
         if "Complex" in msg or isinstance(e, np.exceptions.ComplexWarning):
@@ -666,7 +681,7 @@ def check_X_Y_missing(X, Y, min_samples: int = 1, why: str = ""):
     """
     try:
         Yf = np.array(Y, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):        # (check_X_Y names the fault)
         Yf = None
     if Yf is None or Yf.ndim not in (1, 2) or not np.isnan(Yf).any():
         return check_X_Y(X, Y, min_samples=min_samples, why=why)

@@ -67,7 +67,7 @@ TARGETS = {"MVML": lambda Y: Y[:, 0], "MVMLClassifier": lambda Y: (Y[:, 0] > 0).
            **{k: (lambda Y: (Y > 0).astype(int)) for k in ("OSKAAR", "SALAMI", "OSKAAR-budget", "SALAMI-budget")}}
 NAMES = sorted(FACTORIES)
 # the hyper-parameter every estimator has, and values it must refuse (lam = 0 is a valid online learner: no decay)
-BAD_LAMS = [-1.0, 0.0, float("nan"), float("inf"), "0.1", None, True]
+BAD_LAMS = [-1.0, 0.0, float("nan"), float("inf"), "0.1", None, True, 10 ** 400]   # 10**400: a Python int past float64
 ZERO_LAM_OK = {"ONORMA", "MONORMA"}
 # KDE outputs are structured: their dimension is whatever the output kernel accepts, not fixed by the estimator
 # (OSKAAR/SALAMI: a fresh fit may start a stream of label vectors of any length; mid-stream it is fixed, tested below)
@@ -112,14 +112,19 @@ def corrupt(kind, X, Y, rng):
     elif kind == "complex": X = X + 1j
     elif kind == "ragged": X = [list(r) for r in X]; X[i] = X[i][:-1]
     elif kind == "Y_none": Y = None
+    elif kind == "huge_X": X = X.astype(object); X[i, j] = 10 ** 400        # a Python int past float64 (no float holds it)
+    elif kind == "huge_Y": Y = Y.astype(object); Y.reshape(len(Y), -1)[i, 0] = -(10 ** 400)
     return X, Y
 
 
 KINDS = ["nan_X", "inf_X", "nan_Y", "inf_Y", "empty", "mismatched", "wrong_outputs", "X_3d", "Y_3d", "no_features",
-         "strings", "complex", "ragged", "Y_none"]
+         "strings", "complex", "ragged", "Y_none", "huge_X", "huge_Y"]
 NAMED = {"nan_X": "X", "inf_X": "X", "nan_Y": "Y", "inf_Y": "Y", "empty": "X", "mismatched": "(X|Y)",
          "wrong_outputs": "Y", "X_3d": "X", "Y_3d": "Y", "no_features": "X", "strings": "X", "complex": "X",
-         "ragged": "X", "Y_none": "Y"}
+         "ragged": "X", "Y_none": "Y", "huge_X": "X", "huge_Y": "Y"}
+# labels are any hashable values there: an int past float64 is a label like any other (a label vector of OSKAAR / SALAMI
+# under the Hamming loss is refused as not binary, which names Y too)
+LABEL_TARGETS = {"MVMLClassifier"}
 
 
 _FITTED = {}
@@ -143,8 +148,21 @@ def snapshot(est, Xt):
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10_000))
 def test_malformed_fit_is_refused_and_leaves_the_model(name, kind, seed):
+    _refused_and_unchanged(name, kind, seed)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("kind", ["huge_X", "huge_Y"])
+def test_an_int_past_float64_is_refused_by_name(name, kind):
+    "A Python int no float64 holds (10**400) in X or Y: a named ValueError on every estimator, never numpy's OverflowError."
+    _refused_and_unchanged(name, kind, 0)
+
+
+def _refused_and_unchanged(name, kind, seed):
     if kind == "wrong_outputs" and name in FREE_OUTPUTS:
         kind = "Y_3d"
+    if kind == "huge_Y" and name in LABEL_TARGETS:
+        kind = "huge_X"
     est, X, Y = fitted(name)
     Xt = data(99)[0][:4]
     before, state = snapshot(est, Xt), pickle.dumps(est)
@@ -158,7 +176,7 @@ def test_malformed_fit_is_refused_and_leaves_the_model(name, kind, seed):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("bad", BAD_LAMS, ids=repr)
+@pytest.mark.parametrize("bad", BAD_LAMS, ids=lambda v: "10**400" if v == 10 ** 400 else repr(v))
 def test_invalid_lam_after_set_params(name, bad):
     if bad == 0.0 and name in ZERO_LAM_OK:
         pytest.skip("lam = 0 is plain online gradient descent (no decay), a valid setting")

@@ -329,6 +329,44 @@ def test_fast_checks_issue_30_same_model_and_the_full_path_for_what_they_do_not_
     assert "feature_names_in_" not in fresh.__dict__ and "output_names_" not in fresh.__dict__
 
 
+def test_values_past_float64_and_other_numbers_on_the_fast_path():
+    """A dict row's values are read by `math.fsum` and `np.fromiter` (issue 30): a Python int past float64 (10**400) or a
+    Decimal that rounds to inf is refused by name, by learn_one, partial_fit, predict_one and a hyper-parameter alike
+    (numpy's raw OverflowError before), never learned as inf; Decimal, Fraction, bool and numpy scalars are learned as
+    their float values, as the full checks learn them; the learner is unchanged after each refusal."""
+    from decimal import Decimal
+    from fractions import Fraction
+    make = lambda: ONORMA(gaussian_times_J(2, 1.0), lam=0.01)
+    est = make()
+    est.learn_one({"a": 0.1, "b": 0.2}, {"u": 0.5, "v": -0.5})
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in est.__dict__.items()}
+    for x, y, who in [({"a": 10 ** 400, "b": 0.2}, {"u": 0.5, "v": 0.5}, "x"),
+                      ({"a": 0.1, "b": 0.2}, {"u": 10 ** 400, "v": 0.5}, "Y"),
+                      ({"a": Decimal("1e400"), "b": 0.2}, {"u": 0.5, "v": 0.5}, "x"),
+                      ({"a": 0.1, "b": 0.2}, {"u": 0.5, "v": Decimal("-1e400")}, "Y")]:
+        with pytest.raises(ValueError, match=who):
+            est.learn_one(x, y)
+        with pytest.raises(ValueError, match=who):
+            make().learn_one(x, y)                        # the first call: the full checks
+    assert est.n_seen_ == 1 and all(np.array_equal(est.__dict__[k], v) if isinstance(v, np.ndarray) else True
+                                    for k, v in before.items())
+    with pytest.raises(ValueError, match="too large for float64"):
+        est.learn_one(np.array([0.1, 0.2]), [10 ** 400, 0.0])
+    with pytest.raises(ValueError, match="too large for float64"):
+        est.predict_one({"a": 10 ** 400, "b": 0.2})
+    with pytest.raises(ValueError, match="lam"):
+        ONORMA(lam=10 ** 400).partial_fit([[0.1, 0.2]], [[0.5, 0.5]])
+    # other real numbers: the same model as their floats
+    twin = make()
+    twin.learn_one({"a": 0.1, "b": 0.2}, {"u": 0.5, "v": -0.5})
+    odd = [({"a": Decimal("0.25"), "b": Fraction(1, 3)}, {"u": True, "v": np.float32(0.5)}),
+           ({"a": np.int64(1), "b": 0.75}, {"u": Fraction(-1, 4), "v": Decimal("2")})]
+    for x, y in odd:
+        est.learn_one(x, y)
+        twin.learn_one({k: float(v) for k, v in x.items()}, {k: float(v) for k, v in y.items()})
+    np.testing.assert_array_equal(est.predict([[0.3, -0.2]]), twin.predict([[0.3, -0.2]]))
+
+
 @pytest.mark.parametrize("make", [lambda: OSKAAR(RBF(0.5), lam=0.3, decoder=Hamming()),
                                   lambda: SALAMI(RBF(0.5), lam=0.3, decoder=Hamming(), lifetime=3)])
 @pytest.mark.parametrize("n_before", [16, 64])           # 64: the records and the buffers full (the round grows them)
