@@ -34,19 +34,16 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent.parent.parent
 # the run's folders, oldest first: what each process ran, when it started, the load beside it. A later folder's
 # experiments replace the same experiments of an earlier one (`owners`).
-_LOAD_1225 = ("one process (paper 001's experiments, then paper 003's), started 12:24 UTC; beside it a second process (the other "
-              "papers) from 12:34 (restarted at 12:51 after a merge) to 13:27, and three helper agents' and the lead's tests "
-              "and benchmarks (load average 3.5-5.3 until about 13:30, then 1.9-2.5)")
-_LOAD_1251 = ("the second of two processes (paper 000's experiments, then papers 002 and 004's), beside paper 001's; three "
-              "helper agents' and the lead's tests and benchmarks ran beside them (load average 3.5-5.3)")
-FOLDERS = {"paper_001": {"what": "paper 001's three experiments, after the changes to movkl and linalg (issue 34)",
-                         "started": "2026-11-29 12:24 UTC", "load": _LOAD_1225},
-           "paper_003": {"what": "paper 003's four experiments, after the changes to movkl and linalg (issue 34)",
-                         "started": "2026-11-29 13:34 UTC", "load": _LOAD_1225},
-           "paper_000": {"what": "paper 000's eleven experiments, after the changes to linalg (issue 34) and onorma, streaming "
-                         "(issue 30)", "started": "2026-11-29 12:51 UTC", "load": _LOAD_1251},
-           "papers_002_004": {"what": "papers 002 and 004's ten experiments, after the changes to linalg (issue 34) and oskaar, "
-                              "salami, streaming (issue 30)", "started": "2026-11-29 13:23 UTC", "load": _LOAD_1251}}
+_LOAD_A = ("one process (paper 001's three experiments), started 15:33 UTC; beside it until 16:15 a second process (paper 000's, "
+           "then 003's, then 002 and 004's), and the lead's short tests (load average 2.9-3.3), then alone")
+_LOAD_B = ("the second of two processes (paper 000's experiments from 15:34 UTC, paper 003's from 15:57, papers 002 and 004's "
+           "from 16:11), beside paper 001's, with the lead's short tests (load average 2.9-3.3)")
+_WHY = "after the change to validation (issue 30: a Python int past float64 refused by name), which every experiment imports"
+FOLDERS = {"paper_000": {"what": f"paper 000's eleven experiments, {_WHY}", "started": "2026-11-29 15:34 UTC", "load": _LOAD_B},
+           "paper_003": {"what": f"paper 003's four experiments, {_WHY}", "started": "2026-11-29 15:57 UTC", "load": _LOAD_B},
+           "papers_002_004": {"what": f"papers 002 and 004's ten experiments, {_WHY}", "started": "2026-11-29 16:11 UTC",
+                              "load": _LOAD_B},
+           "paper_001": {"what": f"paper 001's three experiments, {_WHY}", "started": "2026-11-29 15:33 UTC", "load": _LOAD_A}}
 VERSIONS = ("python", "numpy", "scipy", "scikit-learn", "threadpoolctl", "blas", "seed", "sizes", "package")
 
 
