@@ -14,6 +14,14 @@ preconditioner (`ovk_nb.gp.MaskedNystromPreconditioner`) against the unmasked on
                                                       # CPU time and peak memory: the threshold's measurement (default
                                                       # n = 1000 2000 3000 4500: about 6 min quiet, 8 GB at n = 4500)
                                                       # -> bench/results/gp_masked_eval.csv
+  python bench/bench_gp_masked.py path [n] [dg:dn ...]   # the same two evaluations at theta moved by (d log gamma,
+                                                      # d log noise), default PATH at n = 4500 (n_o = 12537, past
+                                                      # MASKED_DENSE_MAX): the estimator's error along the way a fit
+                                                      # goes (about 3 min a point on one core, 8 GB)
+                                                      # -> bench/results/gp_masked_path.csv
+  python bench/bench_gp_masked.py seeds n probes:seed ...   # the stochastic estimate alone at path's theta (offset
+                                                      # 0) over probe draws, against path's exact LML at n
+                                                      # -> bench/results/gp_masked_seeds.csv
   python bench/bench_gp_masked.py report              # bench/results/gp_masked.md from the csv files
 
 The case is `bench_gp.masked_case`'s (X uniform on [-3, 3]^4, RBF gamma = 0.5, d = 4, random PSD T, lam = 0.1, 30% of
@@ -145,10 +153,11 @@ def estimate_case(data, n, n_probes):
             "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
 
-def eval_case(n, n_probes=30):
+def eval_case(n, n_probes=30, d_gamma=0.0, d_noise=0.0):
     """One LML + gradient evaluation of `MaskedLikelihood` and of `StochasticMaskedLikelihood` at the same theta (the
-    complete-data fit on the first 300 rows) on bench_gp.icm_data(n, p=4) (d = 4) with 30% of Y hidden: CPU and wall
-    seconds, the exact route's peak memory in n_o x n_o float64 arrays (tracemalloc), the two values."""
+    complete-data fit on the first 300 rows, its log gamma moved by `d_gamma` and its log noise by `d_noise`) on
+    bench_gp.icm_data(n, p=4) (d = 4) with 30% of Y hidden: CPU and wall seconds, the exact route's peak memory in
+    n_o x n_o float64 arrays (tracemalloc), the two values."""
     import tracemalloc
     import warnings
     from bench_gp import icm_data
@@ -160,6 +169,10 @@ def eval_case(n, n_probes=30):
         warnings.simplefilter("ignore")
         gp = OVKGaussianProcess(noise_per_output=False, normalize_y=False).fit(X[:300], Yf[:300])
     th, row = np.r_[gp.kernel_.theta, np.log(gp.noise_)], {"n": n, "n_probes": n_probes}
+    if d_gamma or d_noise:                            # `path`: theta around that point (the kernel's first entry is
+        th[0] += d_gamma                              # log gamma, the last entry log noise)
+        th[-1] += d_noise
+        row.update(d_log_gamma=d_gamma, d_log_noise=d_noise)
     load0 = os.getloadavg()[0]
     for name, lik in (("exact", MaskedLikelihood(gp.kernel_, X, Y)),
                       ("stochastic", StochasticMaskedLikelihood(gp.kernel_, X, Y, n_probes, random_state=0))):
@@ -180,6 +193,27 @@ def eval_case(n, n_probes=30):
     return {**row, "threads": THREADS, "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
 
+def seeds_case(n, n_probes, seed):
+    """The stochastic estimate alone at `eval_case`'s theta (no offset) with `n_probes` probes drawn from `seed`: its
+    spread over the draws, against the exact LML of `path`'s row at that theta."""
+    import warnings
+    from bench_gp import icm_data
+    from ovk_nb.gp import OVKGaussianProcess, StochasticMaskedLikelihood
+    X, Yf, _, _ = icm_data(n, p=4)
+    Y = Yf.copy()
+    Y[np.random.default_rng(1).random(Y.shape) < 0.3] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gp = OVKGaussianProcess(noise_per_output=False, normalize_y=False).fit(X[:300], Yf[:300])
+    lik = StochasticMaskedLikelihood(gp.kernel_, X, Y, n_probes, random_state=seed)
+    load0, c = os.getloadavg()[0], time.process_time()
+    v, _ = lik(np.r_[gp.kernel_.theta, np.log(gp.noise_)])
+    return {"n": n, "n_probes": n_probes, "seed": seed, "stochastic_lml": round(v, 3),
+            "stochastic_cpu_s": round(time.process_time() - c, 1), "pcg_iterations": lik.iterations_, "threads": THREADS,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+
+
+PATH = ["0:0", "-0.3:0", "0.3:0", "0:-0.7", "0:0.7"]    # (d log gamma, d log noise) around the complete-data fit
 ESTIMATE = ["icm:1200:30", "masked:1000:10", "masked:1000:30"]
 STOCH = ["400:0.3:10,30", "600:0.3:30", "500:0.3:30:4", "800:0.3:10,30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
 
@@ -202,6 +236,23 @@ def report():
               "`bench_gp.icm_data(n, p=4)` (d = 4) with 30% of Y hidden; `exact_peak_copies`: the exact route's peak "
               "memory in n_o x n_o float64 arrays (tracemalloc); `rel_difference`: (stochastic - exact) / |exact|.", "",
               md_table(ev, cols), ""]
+    pa = _read(RES / "gp_masked_path.csv")
+    if pa:
+        cols = list(pa[0])
+        L += ["## The estimator's error along theta, past the switch", "",
+              "`python bench/bench_gp_masked.py path [n]`: the same two evaluations as above at n = 4500 and 6000 (n_o = 12537 "
+              "and 16746 > `MASKED_DENSE_MAX`, where `method='auto'` is stochastic; one BLAS thread), at the complete-data fit's theta moved by "
+              "`d_log_gamma` and `d_log_noise` (the region a fit's path crosses). What it bounds: if the estimate is within "
+              "eps |L| of the exact LML at the two optima, the stochastic optimum's exact LML is within 2 eps |L| of the "
+              "exact optimum's (L(t_s) >= L^(t_s) - eps >= L^(t*) - eps >= L(t*) - 2 eps).", "", md_table(pa, cols), ""]
+    sd = _read(RES / "gp_masked_seeds.csv")
+    if sd:
+        L += ["## The estimate's spread over probe draws", "",
+              "`python bench/bench_gp_masked.py seeds n probes:seed ...`: the stochastic LML alone at the path's theta "
+              "(offset 0), each probe draw from its own seed, against the exact LML of the path's row. The draws are "
+              "fixed for a whole fit (common random numbers), so this spread is an offset of the estimated surface, not "
+              "noise between a fit's evaluations; the bound above needs it small.", "",
+              md_table(sd, list(sd[0])), ""]
     st = _read(RES / "gp_masked_stochastic.csv")
     if st:
         cols = list(st[0])
@@ -232,6 +283,32 @@ if __name__ == "__main__":
     a = sys.argv[1:]
     if a[:1] == ["--case"]:
         print(json.dumps(case(int(a[1]), a[2])))
+    elif a[:1] == ["--path-case"]:
+        print(json.dumps(eval_case(int(a[1]), 30, float(a[2]), float(a[3]))))
+    elif a[:1] == ["--seeds-case"]:
+        print(json.dumps(seeds_case(int(a[1]), int(a[2]), int(a[3]))))
+    elif a[:1] == ["seeds"]:                            # the estimate's spread over probe draws: n probes:seed ...
+        n, path = int(a[1]), RES / "gp_masked_seeds.csv"
+        exact = {o["n"]: o["exact_lml"] for o in _read(RES / "gp_masked_path.csv")
+                 if float(o["d_log_gamma"]) == 0 and float(o["d_log_noise"]) == 0}
+        for c in a[2:]:
+            r = _sub([__file__, "--seeds-case", str(n), *c.split(":")])
+            if r:
+                e = float(exact[str(n)])
+                r.update(exact_lml=e, rel_difference=float(f"{(r['stochastic_lml'] - e) / abs(e):.2e}"))
+                key = (str(r["n"]), str(r["n_probes"]), str(r["seed"]))
+                _write(path, [o for o in _read(path) if (o["n"], o["n_probes"], o["seed"]) != key] + [r])
+                print(r, flush=True)
+    elif a[:1] == ["path"]:                             # the estimator's error along theta past MASKED_DENSE_MAX
+        n = next((int(x) for x in a[1:] if x.isdigit()), 4500)
+        path = RES / "gp_masked_path.csv"
+        for c in [c for c in a[1:] if ":" in c] or PATH:
+            r = _sub([__file__, "--path-case", str(n), *c.split(":")])
+            if r:
+                r = {"d_log_gamma": 0.0, "d_log_noise": 0.0, **r}
+                key = (str(r["n"]), str(r["d_log_gamma"]), str(r["d_log_noise"]))
+                _write(path, [o for o in _read(path) if (o["n"], o["d_log_gamma"], o["d_log_noise"]) != key] + [r])
+                print(r, flush=True)
     elif a[:1] == ["iters"]:
         ns = [2000] if "--quick" in a else [int(x) for x in a[1:] if x.isdigit()] or list(ITERS)
         print(run(RES / "gp_masked_iters.csv", [(n, p) for n in ns for p in ITERS.get(n, ITERS[10000])]))
