@@ -153,29 +153,37 @@ def estimate_case(data, n, n_probes):
             "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
 
-def eval_case(n, n_probes=30, d_gamma=0.0, d_noise=0.0):
-    """One LML + gradient evaluation of `MaskedLikelihood` and of `StochasticMaskedLikelihood` at the same theta (the
-    complete-data fit on the first 300 rows, its log gamma moved by `d_gamma` and its log noise by `d_noise`) on
-    bench_gp.icm_data(n, p=4) (d = 4) with 30% of Y hidden: CPU and wall seconds, the exact route's peak memory in
-    n_o x n_o float64 arrays (tracemalloc), the two values."""
-    import tracemalloc
+def _eval_setup(n):
+    """`eval_case`'s data and theta: bench_gp.icm_data(n, p=4) (d = 4) with 30% of Y hidden, and the complete-data fit on
+    its first 300 rows; (X, Y with NaN, that fit's kernel, theta = its kernel's theta and log noise)."""
     import warnings
     from bench_gp import icm_data
-    from ovk_nb.gp import MaskedLikelihood, OVKGaussianProcess, StochasticMaskedLikelihood
+    from ovk_nb.gp import OVKGaussianProcess
     X, Yf, _, _ = icm_data(n, p=4)
     Y = Yf.copy()
     Y[np.random.default_rng(1).random(Y.shape) < 0.3] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gp = OVKGaussianProcess(noise_per_output=False, normalize_y=False).fit(X[:300], Yf[:300])
-    th, row = np.r_[gp.kernel_.theta, np.log(gp.noise_)], {"n": n, "n_probes": n_probes}
+    return X, Y, gp.kernel_, np.r_[gp.kernel_.theta, np.log(gp.noise_)]
+
+
+def eval_case(n, n_probes=30, d_gamma=0.0, d_noise=0.0):
+    """One LML + gradient evaluation of `MaskedLikelihood` and of `StochasticMaskedLikelihood` at the same theta (the
+    complete-data fit on the first 300 rows, its log gamma moved by `d_gamma` and its log noise by `d_noise`) on
+    bench_gp.icm_data(n, p=4) (d = 4) with 30% of Y hidden: CPU and wall seconds, the exact route's peak memory in
+    n_o x n_o float64 arrays (tracemalloc), the two values."""
+    import tracemalloc
+    from ovk_nb.gp import MaskedLikelihood, StochasticMaskedLikelihood
+    X, Y, kernel, th = _eval_setup(n)
+    row = {"n": n, "n_probes": n_probes}
     if d_gamma or d_noise:                            # `path`: theta around that point (the kernel's first entry is
         th[0] += d_gamma                              # log gamma, the last entry log noise)
         th[-1] += d_noise
         row.update(d_log_gamma=d_gamma, d_log_noise=d_noise)
     load0 = os.getloadavg()[0]
-    for name, lik in (("exact", MaskedLikelihood(gp.kernel_, X, Y)),
-                      ("stochastic", StochasticMaskedLikelihood(gp.kernel_, X, Y, n_probes, random_state=0))):
+    for name, lik in (("exact", MaskedLikelihood(kernel, X, Y)),
+                      ("stochastic", StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0))):
         if name == "exact":
             tracemalloc.start()
         t, c = time.perf_counter(), time.process_time()
@@ -196,26 +204,34 @@ def eval_case(n, n_probes=30, d_gamma=0.0, d_noise=0.0):
 def seeds_case(n, n_probes, seed):
     """The stochastic estimate alone at `eval_case`'s theta (no offset) with `n_probes` probes drawn from `seed`: its
     spread over the draws, against the exact LML of `path`'s row at that theta."""
-    import warnings
-    from bench_gp import icm_data
-    from ovk_nb.gp import OVKGaussianProcess, StochasticMaskedLikelihood
-    X, Yf, _, _ = icm_data(n, p=4)
-    Y = Yf.copy()
-    Y[np.random.default_rng(1).random(Y.shape) < 0.3] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        gp = OVKGaussianProcess(noise_per_output=False, normalize_y=False).fit(X[:300], Yf[:300])
-    lik = StochasticMaskedLikelihood(gp.kernel_, X, Y, n_probes, random_state=seed)
+    from ovk_nb.gp import StochasticMaskedLikelihood
+    X, Y, kernel, th = _eval_setup(n)
+    lik = StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=seed)
     load0, c = os.getloadavg()[0], time.process_time()
-    v, _ = lik(np.r_[gp.kernel_.theta, np.log(gp.noise_)])
+    v, _ = lik(th)
     return {"n": n, "n_probes": n_probes, "seed": seed, "stochastic_lml": round(v, 3),
             "stochastic_cpu_s": round(time.process_time() - c, 1), "pcg_iterations": lik.iterations_, "threads": THREADS,
             "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
 
+def _upsert(path, r, key, defaults=None):
+    """Write the row r into the csv at `path`, replacing the row with the same values of the columns `key` (strings; an
+    older row missing a column reads `defaults`' value), and print it: each row kept as soon as it is measured."""
+    defaults = defaults or {}
+    k = tuple(str(r[c]) for c in key)
+    _write(path, [o for o in _read(path) if tuple(o.get(c, defaults.get(c)) for c in key) != k] + [r])
+    print(r, flush=True)
+
+
 PATH = ["0:0", "-0.3:0", "0.3:0", "0:-0.7", "0:0.7"]    # (d log gamma, d log noise) around the complete-data fit
 ESTIMATE = ["icm:1200:30", "masked:1000:10", "masked:1000:30"]
 STOCH = ["400:0.3:10,30", "600:0.3:30", "500:0.3:30:4", "800:0.3:10,30", "800:0.1:30", "800:0.5:30", "1200:0.3:30"]
+
+
+def _section(name, title, text):
+    "A report section: title, text and the table of the csv `name` in RES with all its columns; none when it is empty."
+    rows = _read(RES / name)
+    return [f"## {title}", "", text, "", md_table(rows, list(rows[0])), ""] if rows else []
 
 
 def report():
@@ -228,46 +244,30 @@ def report():
          "Woodbury, one core term per output pattern), 'masked' its default r. `setup_s`: building the masked "
          "preconditioner (the unmasked ones are built inside `solve_s`); `total_s` = setup + solve (the Gram apart). "
          "Times at the load shown (2 cores shared): read the iterations, rerun on a quiet machine for the times.", ""]
-    ev = _read(RES / "gp_masked_eval.csv")
-    if ev:
-        cols = list(ev[0])
-        L += ["## One evaluation of each route: the threshold's measurement", "",
-              "`MaskedLikelihood` and `StochasticMaskedLikelihood` (30 probes), one LML + gradient at the same theta on "
-              "`bench_gp.icm_data(n, p=4)` (d = 4) with 30% of Y hidden; `exact_peak_copies`: the exact route's peak "
-              "memory in n_o x n_o float64 arrays (tracemalloc); `rel_difference`: (stochastic - exact) / |exact|.", "",
-              md_table(ev, cols), ""]
-    pa = _read(RES / "gp_masked_path.csv")
-    if pa:
-        cols = list(pa[0])
-        L += ["## The estimator's error along theta, past the switch", "",
-              "`python bench/bench_gp_masked.py path [n]`: the same two evaluations as above at n = 4500 and 6000 (n_o = 12537 "
-              "and 16746 > `MASKED_DENSE_MAX`, where `method='auto'` is stochastic; one BLAS thread), at the complete-data fit's theta moved by "
-              "`d_log_gamma` and `d_log_noise` (the region a fit's path crosses). What it bounds: if the estimate is within "
-              "eps |L| of the exact LML at the two optima, the stochastic optimum's exact LML is within 2 eps |L| of the "
-              "exact optimum's (L(t_s) >= L^(t_s) - eps >= L^(t*) - eps >= L(t*) - 2 eps).", "", md_table(pa, cols), ""]
-    sd = _read(RES / "gp_masked_seeds.csv")
-    if sd:
-        L += ["## The estimate's spread over probe draws", "",
-              "`python bench/bench_gp_masked.py seeds n probes:seed ...`: the stochastic LML alone at the path's theta "
-              "(offset 0), each probe draw from its own seed, against the exact LML of the path's row. The draws are "
-              "fixed for a whole fit (common random numbers), so this spread is an offset of the estimated surface, not "
-              "noise between a fit's evaluations; the bound above needs it small.", "",
-              md_table(sd, list(sd[0])), ""]
-    st = _read(RES / "gp_masked_stochastic.csv")
-    if st:
-        cols = list(st[0])
-        L += ["## The stochastic masked fit against the exact one", "",
-              "`OVKGaussianProcess(missing='ignore', method=m, n_probes, noise_per_output=False, normalize_y=False)` on "
-              "`bench_gp.icm_data(n)` (d = 4) with `frac` of Y hidden; `*_lml`: the exact masked LML at each fit's "
-              "optimum; `rel_gap` = (exact - stochastic) / |exact|; `stderr_half`: the stochastic LML's own standard "
-              "error at its optimum.", "", md_table(st, cols), ""]
-    es = _read(RES / "gp_masked_estimate.csv")
-    if es:
-        cols = list(es[0])
-        L += ["## The stochastic estimate at one theta", "",
-              "`StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0)` against `MaskedLikelihood` at one theta "
-              "(`code`: 'now', or the tag of an older checkout run by BENCH_TAG=... PYTHONPATH=...).", "",
-              md_table(es, cols), ""]
+    L += _section("gp_masked_eval.csv", "One evaluation of each route: the threshold's measurement",
+                  "`MaskedLikelihood` and `StochasticMaskedLikelihood` (30 probes), one LML + gradient at the same theta on "
+                  "`bench_gp.icm_data(n, p=4)` (d = 4) with 30% of Y hidden; `exact_peak_copies`: the exact route's peak "
+                  "memory in n_o x n_o float64 arrays (tracemalloc); `rel_difference`: (stochastic - exact) / |exact|.")
+    L += _section("gp_masked_path.csv", "The estimator's error along theta, past the switch",
+                  "`python bench/bench_gp_masked.py path [n]`: the same two evaluations as above at n = 4500 and 6000 (n_o = "
+                  "12537 and 16746 > `MASKED_DENSE_MAX`, where `method='auto'` is stochastic; one BLAS thread), at the "
+                  "complete-data fit's theta moved by `d_log_gamma` and `d_log_noise` (the region a fit's path crosses). What "
+                  "it bounds: if the estimate is within eps |L| of the exact LML at the two optima, the stochastic optimum's "
+                  "exact LML is within 2 eps |L| of the exact optimum's (L(t_s) >= L^(t_s) - eps >= L^(t*) - eps >= L(t*) - 2 "
+                  "eps).")
+    L += _section("gp_masked_seeds.csv", "The estimate's spread over probe draws",
+                  "`python bench/bench_gp_masked.py seeds n probes:seed ...`: the stochastic LML alone at the path's theta "
+                  "(offset 0), each probe draw from its own seed, against the exact LML of the path's row. The draws are "
+                  "fixed for a whole fit (common random numbers), so this spread is an offset of the estimated surface, not "
+                  "noise between a fit's evaluations; the bound above needs it small.")
+    L += _section("gp_masked_stochastic.csv", "The stochastic masked fit against the exact one",
+                  "`OVKGaussianProcess(missing='ignore', method=m, n_probes, noise_per_output=False, normalize_y=False)` on "
+                  "`bench_gp.icm_data(n)` (d = 4) with `frac` of Y hidden; `*_lml`: the exact masked LML at each fit's "
+                  "optimum; `rel_gap` = (exact - stochastic) / |exact|; `stderr_half`: the stochastic LML's own standard "
+                  "error at its optimum.")
+    L += _section("gp_masked_estimate.csv", "The stochastic estimate at one theta",
+                  "`StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0)` against `MaskedLikelihood` at one "
+                  "theta (`code`: 'now', or the tag of an older checkout run by BENCH_TAG=... PYTHONPATH=...).")
     for name, title in (("gp_masked.csv", "Full solves"), ("gp_masked_iters.csv", "Iteration counts")):
         rows = _read(RES / name)
         if not rows:
@@ -296,19 +296,14 @@ if __name__ == "__main__":
             if r:
                 e = float(exact[str(n)])
                 r.update(exact_lml=e, rel_difference=float(f"{(r['stochastic_lml'] - e) / abs(e):.2e}"))
-                key = (str(r["n"]), str(r["n_probes"]), str(r["seed"]))
-                _write(path, [o for o in _read(path) if (o["n"], o["n_probes"], o["seed"]) != key] + [r])
-                print(r, flush=True)
+                _upsert(path, r, ("n", "n_probes", "seed"))
     elif a[:1] == ["path"]:                             # the estimator's error along theta past MASKED_DENSE_MAX
         n = next((int(x) for x in a[1:] if x.isdigit()), 4500)
         path = RES / "gp_masked_path.csv"
         for c in [c for c in a[1:] if ":" in c] or PATH:
             r = _sub([__file__, "--path-case", str(n), *c.split(":")])
             if r:
-                r = {"d_log_gamma": 0.0, "d_log_noise": 0.0, **r}
-                key = (str(r["n"]), str(r["d_log_gamma"]), str(r["d_log_noise"]))
-                _write(path, [o for o in _read(path) if (o["n"], o["d_log_gamma"], o["d_log_noise"]) != key] + [r])
-                print(r, flush=True)
+                _upsert(path, {"d_log_gamma": 0.0, "d_log_noise": 0.0, **r}, ("n", "d_log_gamma", "d_log_noise"))
     elif a[:1] == ["iters"]:
         ns = [2000] if "--quick" in a else [int(x) for x in a[1:] if x.isdigit()] or list(ITERS)
         print(run(RES / "gp_masked_iters.csv", [(n, p) for n in ns for p in ITERS.get(n, ITERS[10000])]))
@@ -323,9 +318,7 @@ if __name__ == "__main__":
         path = RES / "gp_masked_stochastic.csv"
         for c in grid:                                  # each row written as soon as it is measured
             for r in _sub([__file__, "--stochastic-case", *c.split(":")]) or []:
-                key = (str(r["n"]), str(r["p"]), str(r["frac"]), str(r["n_probes"]))
-                _write(path, [o for o in _read(path) if (o["n"], o.get("p", "2"), o["frac"], o["n_probes"]) != key] + [r])
-                print(r, flush=True)
+                _upsert(path, r, ("n", "p", "frac", "n_probes"), {"p": "2"})
         print(report())
     elif a[:1] == ["--estimate-case"]:
         print(json.dumps(estimate_case(a[1], int(a[2]), int(a[3]))))
@@ -336,9 +329,7 @@ if __name__ == "__main__":
             r = _sub([__file__, "--estimate-case", *c.split(":")])
             if r:
                 r["code"] = tag
-                key = (r["data"], str(r["n"]), str(r["n_probes"]), tag)
-                _write(path, [o for o in _read(path) if (o["data"], o["n"], o["n_probes"], o["code"]) != key] + [r])
-                print(r, flush=True)
+                _upsert(path, r, ("data", "n", "n_probes", "code"))
         print(report())
     elif a[:1] == ["--eval-case"]:
         print(json.dumps(eval_case(int(a[1]))))
