@@ -210,8 +210,27 @@ def seeds_case(n, n_probes, seed):
     load0, c = os.getloadavg()[0], time.process_time()
     v, _ = lik(th)
     return {"n": n, "n_probes": n_probes, "seed": seed, "stochastic_lml": round(v, 3),
-            "stochastic_cpu_s": round(time.process_time() - c, 1), "pcg_iterations": lik.iterations_, "threads": THREADS,
+            "lml_stderr": round(0.5 * lik.logdet_stderr_, 3), "stochastic_cpu_s": round(time.process_time() - c, 1), "pcg_iterations": lik.iterations_, "threads": THREADS,
             "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+
+
+def hessian_case(n, which, n_probes=30):
+    """The certificate's ingredients at `eval_case`'s theta (no offset): -H by forward differences (FD_STEP) of the
+    exact masked gradient ('exact') or of the stochastic estimate's ('stochastic', `n_probes` probes, random_state 0,
+    with the per-probe gradient covariance C at theta); kept in gp_masked_hessian_{n}_{which}.npz."""
+    from ovk_nb.gp import FD_STEP, MaskedLikelihood, StochasticMaskedLikelihood, _neg_hessian_fd
+    X, Y, kernel, th = _eval_setup(n)
+    lik = (MaskedLikelihood(kernel, X, Y) if which == "exact" else
+           StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0))
+    load0, c = os.getloadavg()[0], time.process_time()
+    f, g = lik(th)
+    C = getattr(lik, "grad_cov_", np.zeros((len(th), len(th))))
+    negH = _neg_hessian_fd(lik, th, g, np.eye(len(th)), FD_STEP)        # every coordinate (the gauge included)
+    np.savez(RES / f"gp_masked_hessian_{n}_{which}.npz", theta=th, lml=f, g=g, C=C, negH=negH, n_probes=n_probes)
+    w = np.linalg.eigvalsh(negH)
+    return {"n": n, "which": which, "n_probes": n_probes if which != "exact" else 0, "n_theta": len(th), "lml": round(f, 3),
+            "eig_max": float(f"{w.max():.4g}"), "eig_min": float(f"{w.min():.4g}"), "cpu_s": round(time.process_time() - c, 1),
+            "threads": THREADS, "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
 
 def _upsert(path, r, key, defaults=None):
@@ -287,6 +306,12 @@ if __name__ == "__main__":
         print(json.dumps(eval_case(int(a[1]), 30, float(a[2]), float(a[3]))))
     elif a[:1] == ["--seeds-case"]:
         print(json.dumps(seeds_case(int(a[1]), int(a[2]), int(a[3]))))
+    elif a[:1] == ["--hessian-case"]:
+        print(json.dumps(hessian_case(int(a[1]), a[2], *map(int, a[3:4]))))
+    elif a[:1] == ["hessian"]:                          # the certificate's -H and C past the switch: n exact|stochastic
+        r = _sub([__file__, "--hessian-case", *a[1:]], timeout=4 * 3600)
+        if r:
+            _upsert(RES / "gp_masked_hessian.csv", r, ("n", "which", "n_probes"))
     elif a[:1] == ["seeds"]:                            # the estimate's spread over probe draws: n probes:seed ...
         n, path = int(a[1]), RES / "gp_masked_seeds.csv"
         exact = {o["n"]: o["exact_lml"] for o in _read(RES / "gp_masked_path.csv")

@@ -41,14 +41,15 @@ def _big_threads(n: int):
 
 # %% auto #0
 __all__ = ['ONE_THREAD_N', 'LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER',
-           'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
-           'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
-           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN',
-           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON',
-           'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
-           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
-           'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
-           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+           'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'SHORTFALL_RTOL', 'AUTO_PROBES', 'AUTO_PROBES_MAX', 'PROBE_STACKS',
+           'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS', 'HESSIAN_ROUNDS', 'POLISH_STILL', 'DENSE_MAX', 'BANDWIDTH_ROWS',
+           'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS',
+           'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'INNER_OPTIONS',
+           'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS',
+           'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
+           'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
+           'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
+           'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -1263,11 +1264,16 @@ def trace(self: MaskedNystromPreconditioner, Y=None, Z=None, B=None):
 
 
 def _quad(V, Y, Z, B):
-    "sum over the probes of v^T (Y Z^T kron B) v, V an (n, N, d) stack: <Y^T v B, Z^T v> per probe."
+    "v^T (Y Z^T kron B) v for each probe v of the (n, N, d) stack V: <Y^T v B, Z^T v>, shape (N,)."
     n, N, d = V.shape
     YV = (Y.T @ V.reshape(n, -1)).reshape(-1, N, d)
     ZV = YV if Z is Y else (Z.T @ V.reshape(n, -1)).reshape(-1, N, d)
-    return float(np.sum((YV @ B) * ZV))
+    return np.einsum("rkd,rkd->k", YV @ B, ZV)
+
+
+def _each(U, V):
+    "<U_z, V_z> for each probe z of two (n, N, d) stacks, shape (N,)."
+    return np.einsum("ikj,ikj->k", U, V)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #1b005456
 class StochasticMaskedLikelihood:
@@ -1301,6 +1307,8 @@ class StochasticMaskedLikelihood:
     ----------
     logdet_stderr_ : float
         The standard error of the last log-determinant estimate.
+    grad_cov_ : ndarray of shape (n_theta, n_theta)
+        The covariance of the last gradient estimate (the per-probe estimates' sample covariance over n_probes).
     iterations_ : int
         The last block PCG's iterations.
 
@@ -1402,9 +1410,12 @@ def probes(self: StochasticMaskedLikelihood, theta):
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3e27c3b5
 @patch
-def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True):
+def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True, frozen=None):
+    """(LML, gradient) estimates at theta (the LML alone without the gradient). frozen: `frozen(theta0)`'s probes and
+    preconditioner held in place of theta's (the certificate's Hessian differences): the gradient stays an unbiased
+    estimate, the value does not (its Lanczos term assumes the PCG's own preconditioner)."""
     theta = np.asarray(theta, dtype=float)
-    Zp, Vp = self.probes(theta)
+    Zp, Vp = self.probes(theta) if frozen is None else frozen[:2]
     coeffs = []
     k, s2, parts, S, self.iterations_ = self.solve(theta, np.concatenate([self.Y0[:, None, :], Zp], 1), coeffs)
     A, Up = S[:, :1], S[:, 1:]
@@ -1418,15 +1429,16 @@ def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True
         return lml
 
     def contract(G, Tm):
-        "1/2 a^T (G kron Tm) a - 1/2 mean_z u_z^T (G kron Tm) P^{-1} z: the gradient along one dK = G kron Tm."
-        return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * float(np.sum(Up * self._apply(G, Vp, Tm))) / N
+        """1/2 a^T (G kron Tm) a - 1/2 u_z^T (G kron Tm) P^{-1} z for each probe z: the gradient along one dK = G kron Tm
+        is their mean."""
+        return 0.5 * float(np.sum(A * self._apply(G, A, Tm))) - 0.5 * _each(Up, self._apply(G, Vp, Tm))
 
-    pc = self.operator(theta)[4]
+    pc = self.operator(theta)[4] if frozen is None else frozen[2]
 
     def cv(Y, Z, B, t=None):
-        """The control variate's share: -1/2 (tr(P^-1 A) - mean_z v_z^T A v_z), A = P (Y Z^T kron B) P^T, v_z = P^-1 z
-        (t: `trace_matrix(Y, Z)` when already computed)."""
-        return -0.5 * (float(np.sum(B * (pc.trace_matrix(Y, Z) if t is None else t))) - _quad(Vp, Y, Z, B) / N)
+        """The control variate's share for each probe: -1/2 (tr(P^-1 A) - v_z^T A v_z), A = P (Y Z^T kron B) P^T,
+        v_z = P^-1 z (t: `trace_matrix(Y, Z)` when already computed)."""
+        return -0.5 * (float(np.sum(B * (pc.trace_matrix(Y, Z) if t is None else t))) - _quad(Vp, Y, Z, B))
 
     grad = []
     for c, (sk, Tm, dT, w, Kx, dKx) in enumerate(parts):
@@ -1439,11 +1451,12 @@ def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True
         if len(dT):                                         # K A and K V once, then each dT in O(n N d^2)
             KA, KV = self._apply(Kx, A, np.eye(len(Tm))), self._apply(Kx, Vp, np.eye(len(Tm)))
             tP = pc.trace_matrix(pc.Phi, pc.Phi) if c == pc.part else None       # once for all of T's entries
-            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * float(np.sum(Up * (KV @ g))) / N)
+            grad += [w * (0.5 * float(np.sum(A * (KA @ g))) - 0.5 * _each(Up, KV @ g))
                      + (cv(pc.Phi, pc.Phi, w * g, tP) if c == pc.part else 0.0) for g in dT]
-    grad.append(0.5 * s2 * (float(np.sum(A * A)) - float(np.sum(Up * Vp)) / N)
-                - 0.5 * s2 * (pc.trace() - float(np.sum(Vp * Vp)) / N))
-    return lml, np.array(grad)
+    grad.append(0.5 * s2 * (float(np.sum(A * A)) - _each(Up, Vp)) - 0.5 * s2 * (pc.trace() - _each(Vp, Vp)))
+    G = np.array([np.broadcast_to(g, (N,)) for g in grad])                          # (n_theta, N): one estimate a probe
+    self.grad_cov_ = np.atleast_2d(np.cov(G)) / N if N > 1 else np.full((len(G), len(G)), np.nan)
+    return lml, G.mean(1)
 
 
 def _nystrom_gradient(sk, X, pc):
@@ -1457,6 +1470,139 @@ def _nystrom_gradient(sk, X, pc):
         return None
     W = pc.features.proj
     return [(g1 @ W, W.T @ g2 @ W) for g1, g2 in zip(dnm, dmm)]
+
+
+@patch
+def frozen(self: StochasticMaskedLikelihood, theta):
+    "(z, P^{-1} z, P): the probes and the preconditioner at theta, for `__call__`'s `frozen`."
+    Zp, Vp = self.probes(theta)
+    return Zp, Vp, self.operator(theta)[4]
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #b2e4d6f8
+SHORTFALL_RTOL = 1e-3       # a stochastic fit's end certified when its shortfall (10'), mean + 2 sd, is <= this of |L|
+AUTO_PROBES = 30            # n_probes='auto': the first fit's probes ...
+AUTO_PROBES_MAX = 1000      # ... and the most the certificate may raise them to
+PROBE_STACKS = 16           # (n, N, d) float64 arrays an evaluation holds at once (bound: the block PCG's and the gradient's)
+FD_STEP = 1e-3              # the forward-difference step of -H, in theta's (log) scale
+HESS_RTOL = 1e-3            # -H's eigenvalues below this times the largest are flat (dropped), or, negative below minus
+                            # it, the end is not a maximum (the differences' own error is about FD_STEP)
+NEWTON_STEPS = 3            # Newton steps on the estimated gradient at most (each one evaluation)
+
+
+def _model_directions(lik, theta, free):
+    """An orthonormal basis (n_theta, k) of the free directions of theta that move the model: the row space of
+    J = d(the scalar kernels' theta, T's entries, the noise) / d theta on the free coordinates. T = W W^T + diag(kappa)
+    has d(d+1)/2 free entries and d r + d parameters: T does not move under W -> W Q (Q orthogonal) nor when W W^T's
+    diagonal is traded against kappa, so those directions are J's null space, flat for every likelihood and every
+    estimate. The identity (free coordinates) when theta's layout is not that one.""" 
+    k = lik.kernel.clone_with_theta(theta[:-1])
+    blocks = []
+    for sk, T, _ in _flat_parts(k):
+        dT = _T_grad(T)[1]
+        blocks += [np.eye(sk.n_dims)] + ([dT.reshape(len(dT), -1).T] if len(dT) else [])
+    blocks.append(np.eye(len(theta) - sum(b.shape[1] for b in blocks)))       # the noise entries (none: a mismatch)
+    E = np.eye(len(theta))[:, free]
+    if any(b.shape[1] < 0 for b in blocks) or sum(b.shape[1] for b in blocks) != len(theta):
+        return E
+    _, s, Vt = np.linalg.svd(sla.block_diag(*blocks)[:, free], full_matrices=False)
+    return E @ Vt[s > 1e-8 * s.max()].T if s.size and s.max() > 0 else E
+
+
+def _neg_hessian_fd(lik, theta, g0, S, h: float = FD_STEP):
+    """S^T (-H) S, symmetrised: forward differences of the estimated gradient (g0 at theta) along S's columns; the
+    stochastic one with theta's probes and preconditioner held (`frozen`: else the probes move with P(theta) and their
+    error's own derivative swamps H, measured in the notebook)."""
+    kw = {"frozen": lik.frozen(theta)} if isinstance(lik, StochasticMaskedLikelihood) else {}
+    J = np.array([(lik(theta + h * s, True, **kw)[1] - g0) / h for s in S.T]).reshape(-1, len(theta)) @ S
+    return -0.5 * (J + J.T)
+
+
+def _pinv_neg_hessian(negH, rtol: float = HESS_RTOL):
+    """((-H)^+, is_max): the pseudo-inverse over the eigenvalues above rtol times the largest; is_max False when one is
+    below -rtol times it."""
+    if not len(negH):
+        return np.zeros((0, 0)), True
+    w, V = np.linalg.eigh(negH)
+    top = max(float(np.abs(w).max()), np.finfo(float).tiny)
+    keep = w > rtol * top
+    return (V[:, keep] / w[keep]) @ V[:, keep].T, not (w < -rtol * top).any()
+
+
+def _shortfall(Hp, g, C):
+    """(mean, mean + 2 sd) of (10'), 1/2 (g - e)^T (-H)^+ (g - e) for e ~ N(0, C), g the estimated gradient at the end:
+    mean 1/2 g^T H+ g + 1/2 sum(lam), variance 1/2 sum(lam^2) + g^T H+ C H+ g, lam the eigenvalues of H+^1/2 C H+^1/2."""
+    if not len(Hp):
+        return 0.0, 0.0
+    mu, U = np.linalg.eigh(Hp)
+    R = U * np.sqrt(np.clip(mu, 0, None))
+    lam = np.clip(np.linalg.eigvalsh(R.T @ C @ R), 0, None)
+    Hg = Hp @ g
+    m = 0.5 * float(g @ Hg) + 0.5 * float(lam.sum())
+    return m, m + 2 * float(np.sqrt(0.5 * np.sum(lam ** 2) + max(float(Hg @ C @ Hg), 0.0)))
+
+
+def _probes_max(lik) -> int:
+    "The most probes the certificate may ask for: AUTO_PROBES_MAX, and PROBE_STACKS (n, N, d) arrays in MASKED_EXACT_BYTES."
+    n, d = lik.Y.shape
+    return int(max(2, min(AUTO_PROBES_MAX, MASKED_EXACT_BYTES // (8 * PROBE_STACKS * n * d))))
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #c3d5e7f9
+HESSIAN_ROUNDS = 2          # -H is differenced again at the polished end when the polish moved theta more than ...
+POLISH_STILL = 0.05         # ... this (Euclidean, in theta's log scale): the end's own curvature, not the start's
+
+
+def _newton_polish(lik, theta, value, g, C, S, Hp, bounds, steps: int = NEWTON_STEPS):
+    """(theta, value, g, C): from theta (the estimated LML `value`, gradient `g` and its covariance `C` there, in S's
+    coordinates) up to `steps` Newton steps theta + S (-H)^+ g (clipped to the bounds), each kept while the Newton
+    decrement g^T (-H)^+ g falls; the same quantities at the end."""
+    dec = float(g @ Hp @ g)
+    for _ in range(steps if len(Hp) else 0):
+        t = np.clip(theta + S @ (Hp @ g), bounds[:, 0], bounds[:, 1])
+        f1, g1 = lik(t, True)
+        g1 = S.T @ g1
+        if not (np.isfinite(f1) and np.isfinite(g1).all() and float(g1 @ Hp @ g1) < dec):
+            break
+        theta, value, g, C, dec = t, f1, g1, S.T @ lik.grad_cov_ @ S, float(g1 @ Hp @ g1)
+    return theta, value, g, C
+
+
+def _polish(lik, theta, bounds):
+    """(theta, value, g, C, S, Hp, is_max): up to HESSIAN_ROUNDS rounds of -H on the model's directions at theta (by
+    differences) and Newton steps with it, until a round moves theta at most POLISH_STILL."""
+    for _ in range(HESSIAN_ROUNDS):
+        S = _model_directions(lik, theta, (theta - bounds[:, 0] > 2 * FD_STEP) & (bounds[:, 1] - theta > 2 * FD_STEP))
+        value, g0 = lik(theta, True)
+        g, C = S.T @ g0, S.T @ lik.grad_cov_ @ S
+        Hp, is_max = _pinv_neg_hessian(_neg_hessian_fd(lik, theta, g0, S))
+        t0 = theta
+        theta, value, g, C = _newton_polish(lik, theta, value, g, C, S, Hp, bounds)
+        if np.linalg.norm(theta - t0) <= POLISH_STILL:
+            break
+    return theta, value, g, C, S, Hp, is_max
+
+
+def _certify(est, lik, theta, value, bounds):
+    """(lik, theta, value, shortfall): a stochastic fit's end polished by Newton steps and its shortfall estimated by
+    (10') (the decision above), with more probes under n_probes='auto' where it exceeds SHORTFALL_RTOL; a
+    ConvergenceWarning where it still does. Other routes: unchanged, shortfall None."""
+    if not isinstance(lik, StochasticMaskedLikelihood) or est.optimizer is None or est.objective != "lml":
+        return lik, theta, value, None
+    theta, value, g, C, S, Hp, is_max = _polish(lik, theta, bounds)
+    m, q = _shortfall(Hp, g, C) if is_max else (np.inf, np.inf)
+    if est.n_probes == "auto" and np.isfinite(q) and q > SHORTFALL_RTOL * abs(value):
+        n1 = min(_probes_max(lik), int(np.ceil(1.25 * lik.n_probes * q / (SHORTFALL_RTOL * abs(value)))))
+        if n1 > lik.n_probes:                            # the same seed, more draws: the optimizer from theta, polished
+            lik = StochasticMaskedLikelihood(lik.kernel, lik.X, lik.Y, n1, random_state=lik.seed, tol=lik.tol)
+            theta, value = _optimize(est, lik, theta, bounds)
+            theta, value, g, C, S, Hp, is_max = _polish(lik, theta, bounds)
+            m, q = _shortfall(Hp, g, C) if is_max else (np.inf, np.inf)
+    if not q <= SHORTFALL_RTOL * abs(value):
+        warnings.warn(f"the stochastic likelihood's fit may end {q:.3g} nats ({q / abs(value):.1e} of |LML|; expected "
+                      f"{m:.3g}) below the exact optimum, more than SHORTFALL_RTOL = {SHORTFALL_RTOL:g}: raise n_probes "
+                      f"(now {lik.n_probes}; the shortfall's random part falls as 1 / n_probes)" if np.isfinite(q) else
+                      "the stochastic likelihood's fit ended where its estimated Hessian is not negative definite: the "
+                      "shortfall below the exact optimum cannot be estimated; raise n_probes", ConvergenceWarning)
+    return lik, theta, value, m
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3ef35c25
 class _PCGPosterior(_JointPosterior):
@@ -1494,7 +1640,7 @@ _GP_CONSTRAINTS = {
     "noise_per_output": ["boolean"],
     "random_state": ["random_state"], "missing": [Options(("raise", "ignore"))], "objective": [Options(("lml", "loo"))],
     "method": [Options(("auto", "exact", "stochastic", "nystrom", "nystrom_sor"))], "n_components": [Interval(numbers.Integral, 1, None)],
-    "n_probes": [Interval(numbers.Integral, 2, None)],
+    "n_probes": [Interval(numbers.Integral, 2, None), Options(("auto",))],
 }
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #fbdcafac
@@ -1504,11 +1650,12 @@ def _default_kernel():
     return Separable(RBF("median"), Coregionalization())
 
 
-def _lbfgs(obj, theta0, bounds):
-    "scipy's L-BFGS-B on obj(theta) -> (f, grad); ±inf bounds mean unbounded. Returns (theta, f)."
+def _lbfgs(obj, theta0, bounds, warn: bool = True):
+    """scipy's L-BFGS-B on obj(theta) -> (f, grad); ±inf bounds mean unbounded. Returns (theta, f). warn: a
+    ConvergenceWarning when it stops without converging (not for the stochastic route, whose end `_certify` polishes)."""
     b = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi) for lo, hi in bounds]
     res = minimize(obj, theta0, method="L-BFGS-B", jac=True, bounds=b)
-    if not res.success:
+    if warn and not res.success:
         warnings.warn(f"L-BFGS-B stopped without converging: {res.message}", ConvergenceWarning)
     return res.x, res.fun
 
@@ -1568,15 +1715,18 @@ class OVKGaussianProcess(MultiOutputMixin, RegressorMixin, BaseEstimator):
         instead (the former default; it can run its noise to 0, see the notebook).
     n_components : int, default=500
         The number of Nystrom landmarks (method='nystrom'; all rows when n is smaller).
-    n_probes : int, default=30
-        The number of probe vectors of the stochastic estimators (method='stochastic', or 'auto' past the exact limit).
+    n_probes : int or 'auto', default='auto'
+        The number of probe vectors of the stochastic estimators (method='stochastic', or method='auto' past the exact
+        limit). 'auto': `AUTO_PROBES` (30), then as many as the fit's end needs for its certified shortfall below the exact
+        optimum, (10) in the notebook, to be at most `SHORTFALL_RTOL` (0.1%) of |LML| (at most `AUTO_PROBES_MAX`); an
+        int: that many, with a ConvergenceWarning where the certificate fails.
 
     """
     _parameter_constraints = _GP_CONSTRAINTS
 
     def __init__(self, kernel=None, noise=None, noise_bounds=(1e-8, 1e5), optimizer="fmin_l_bfgs_b",
                  n_restarts_optimizer=None, normalize_y=True, noise_per_output=True, random_state=None, missing="raise",
-                 objective="lml", method="auto", n_components=500, n_probes=30):
+                 objective="lml", method="auto", n_components=500, n_probes="auto"):
         self.kernel, self.noise, self.noise_bounds, self.optimizer = kernel, noise, noise_bounds, optimizer
         self.n_restarts_optimizer, self.normalize_y, self.random_state = n_restarts_optimizer, normalize_y, random_state
         self.noise_per_output = noise_per_output
@@ -1597,6 +1747,12 @@ OVKGaussianProcess.__doc__ += """Attributes
         The learned T (the sum of the parts' w_c T_c for an LMC is not one T: there the list `output_matrices_`).
     log_marginal_likelihood_value_ : float
         The log marginal likelihood at the learned hyper-parameters (of the observed entries when some are missing).
+    lml_shortfall_ : float or None
+        The stochastic route's expected shortfall of the exact LML at the learned hyper-parameters below the exact
+        optimum, (10) in the notebook (nats; from the estimate's gradient covariance and Hessian); None on the exact and
+        Nystrom routes, and without an optimizer.
+    n_probes_ : int or None
+        The probes of the stochastic likelihood the fit ended with (None on the other routes).
     objective_value_ : float
         The maximised objective (the LML, or the leave-one-out log predictive probability for objective='loo').
     alpha_ : ndarray of shape (n_samples, n_outputs) (or (n_samples,) for a 1-D y)
@@ -1788,6 +1944,11 @@ def _check_fit(est, post, X, theta, bounds, n_noise: int):
                       "quantile of the squared distances): each sample is its own white noise", ConvergenceWarning)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3b7a3f8c
+def _n_probes(est) -> int:
+    "The stochastic likelihood's first probes: `n_probes`, AUTO_PROBES for 'auto' (or without an estimator)."
+    return AUTO_PROBES if est is None or est.n_probes == "auto" else int(est.n_probes)
+
+
 def _likelihood(kernel, X, Y, est=None):
     """The likelihood `est.method` asks for: the fast eigenbasis likelihood for one Separable, the dense fallback for a
     sum of Separables (n d <= DENSE_MAX), the exact masked likelihood when Y has missing (NaN) entries (at most
@@ -1804,12 +1965,12 @@ def _likelihood(kernel, X, Y, est=None):
         Z = X[nystrom_landmarks(X, est.n_components, est.random_state)]
         return NystromLikelihood(kernel, X, Y, Z, bound=method == "nystrom")
     if method == "stochastic":
-        return StochasticMaskedLikelihood(kernel, X, Y, est.n_probes, random_state=est.random_state)
+        return StochasticMaskedLikelihood(kernel, X, Y, _n_probes(est), random_state=est.random_state)
     if missing:
         n_obs = int((~np.isnan(Y)).sum())
         if n_obs > MASKED_DENSE_MAX:
             if method == "auto":
-                return StochasticMaskedLikelihood(kernel, X, Y, 30 if est is None else est.n_probes,
+                return StochasticMaskedLikelihood(kernel, X, Y, _n_probes(est),
                                                   random_state=None if est is None else est.random_state)
             raise ValueError(f"method: the exact likelihood with missing entries is limited to MASKED_DENSE_MAX = "
                              f"{MASKED_DENSE_MAX} observed entries, got {n_obs} (use method='auto' or 'stochastic')")
@@ -2157,7 +2318,8 @@ def _optimize(est, lik, theta, bounds, more=()):
             and lik.nk and (bounds[lik.nk:, 0] < bounds[lik.nk:, 1]).any()):
         route = _nystrom_optimize if isinstance(lik, NystromLikelihood) else _profile_optimize    # the bound at large n
         return route(est, lik, theta, bounds, more)
-    opt = _lbfgs if est.optimizer == "fmin_l_bfgs_b" else est.optimizer
+    opt = (partial(_lbfgs, warn=not isinstance(lik, StochasticMaskedLikelihood)) if est.optimizer == "fmin_l_bfgs_b"
+           else est.optimizer)
     runs = [opt(obj, t, bounds) for t in (theta, *more)]
     rng = check_random_state(est.random_state)
     for _ in range(est.n_restarts_optimizer or 0):
@@ -2628,6 +2790,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     try:
         with one_thread_scope() if eigen else blas_threads(k):
             theta, value = _optimize(self, lik, theta, bounds, more)
+            lik, theta, value, shortfall = _certify(self, lik, theta, value, bounds)      # the stochastic route's end
             theta, value = _null_or_fit(self, lik, theta, value, bounds, n_noise, Yn)
             lml = value if self.objective == "lml" else lik(theta, False)
     finally:
@@ -2656,6 +2819,8 @@ def fit(self: OVKGaussianProcess, X, Y):
         del self.landmarks_
     self._post = post
     self.log_marginal_likelihood_value_ = float(lml)
+    self.lml_shortfall_ = shortfall
+    self.n_probes_ = lik.n_probes if isinstance(lik, StochasticMaskedLikelihood) else None
     self.objective_value_ = float(value)
     mats = [w * _T_grad(T)[0] for _, T, w in _flat_parts(self.kernel_)]
     self.output_matrices_ = mats
