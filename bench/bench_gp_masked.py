@@ -22,6 +22,11 @@ preconditioner (`ovk_nb.gp.MaskedNystromPreconditioner`) against the unmasked on
   python bench/bench_gp_masked.py seeds n probes:seed ...   # the stochastic estimate alone at path's theta (offset
                                                       # 0) over probe draws, against path's exact LML at n
                                                       # -> bench/results/gp_masked_seeds.csv
+  python bench/bench_gp_masked.py hessian n exact|stochastic [probes [all]]   # the certificate's -H (differences along
+                                                      # the model's directions, or every coordinate) and C at path's
+                                                      # theta; with both files of n, its row in
+                                                      # bench/results/gp_masked_certificate.csv (n = 4500: about 18 min
+                                                      # a route on one core with 'all', 8 GB)
   python bench/bench_gp_masked.py report              # bench/results/gp_masked.md from the csv files
 
 The case is `bench_gp.masked_case`'s (X uniform on [-3, 3]^4, RBF gamma = 0.5, d = 4, random PSD T, lam = 0.1, 30% of
@@ -214,24 +219,48 @@ def seeds_case(n, n_probes, seed):
             "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
 
-def hessian_case(n, which, n_probes=30):
+def hessian_case(n, which, n_probes=30, directions="model"):
     """The certificate's ingredients at `eval_case`'s theta (no offset): -H by forward differences (FD_STEP) of the
     exact masked gradient ('exact') or of the stochastic estimate's ('stochastic', `n_probes` probes, random_state 0,
-    with the per-probe gradient covariance C at theta); kept in gp_masked_hessian_{n}_{which}.npz."""
-    from ovk_nb.gp import FD_STEP, MaskedLikelihood, StochasticMaskedLikelihood, _neg_hessian_fd
+    probes held, with the per-probe gradient covariance C at theta), along the model's directions S
+    (`_model_directions`) or every coordinate ('all'); kept in gp_masked_hessian_{n}_{which}.npz (H on S: S^T H S)."""
+    from ovk_nb.gp import FD_STEP, MaskedLikelihood, StochasticMaskedLikelihood, _model_directions, _neg_hessian_fd
     X, Y, kernel, th = _eval_setup(n)
     lik = (MaskedLikelihood(kernel, X, Y) if which == "exact" else
            StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0))
     load0, c = os.getloadavg()[0], time.process_time()
     f, g = lik(th)
     C = getattr(lik, "grad_cov_", np.zeros((len(th), len(th))))
-    negH = _neg_hessian_fd(lik, th, g, np.eye(len(th)), FD_STEP)        # every coordinate (the gauge included)
-    np.savez(RES / f"gp_masked_hessian_{n}_{which}.npz", theta=th, lml=f, g=g, C=C, negH=negH, n_probes=n_probes)
+    S = np.eye(len(th)) if directions == "all" else _model_directions(lik, th, np.ones(len(th), bool))
+    negH = _neg_hessian_fd(lik, th, g, S, FD_STEP)
+    np.savez(RES / f"gp_masked_hessian_{n}_{which}.npz", theta=th, lml=f, g=g, C=C, negH=negH, S=S, n_probes=n_probes,
+             n_observed=int((~np.isnan(Y)).sum()))
     w = np.linalg.eigvalsh(negH)
-    return {"n": n, "which": which, "n_probes": n_probes if which != "exact" else 0, "n_theta": len(th), "lml": round(f, 3),
-            "eig_max": float(f"{w.max():.4g}"), "eig_min": float(f"{w.min():.4g}"), "cpu_s": round(time.process_time() - c, 1),
-            "threads": THREADS, "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
+    return {"n": n, "which": which, "n_probes": n_probes if which != "exact" else 0, "n_theta": len(th),
+            "directions": S.shape[1], "lml": round(f, 3), "eig_max": float(f"{w.max():.4g}"),
+            "eig_min": float(f"{w.min():.4g}"), "cpu_s": round(time.process_time() - c, 1), "threads": THREADS,
+            "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"}
 
+
+def certificate_row(n):
+    """The certificate at `eval_case`'s theta from the two `hessian_case` files of n: -H_S exact against the estimate's
+    (held probes), the probes' share of the shortfall (10') (its mean and mean + 2 sd, from C and each -H_S) against
+    SHORTFALL_RTOL |L|, and the Mahalanobis norm of the estimate's actual gradient error in C (about its dimension when
+    C is right)."""
+    from ovk_nb.gp import SHORTFALL_RTOL, _pinv_neg_hessian, _shortfall
+    z, s = (np.load(RES / f"gp_masked_hessian_{n}_{w}.npz") for w in ("exact", "stochastic"))
+    S = z["S"] if "S" in z.files else np.eye(len(z["theta"]))
+    He, Hs = (x["negH"] if x["negH"].shape[0] == S.shape[1] else S.T @ x["negH"] @ S for x in (z, s))
+    C, L = S.T @ s["C"] @ S, float(z["lml"])
+    row = {"n": n, "n_observed": int(z["n_observed"]) if "n_observed" in z.files else "", "n_probes": int(s["n_probes"]),
+           "directions": S.shape[1], "H_rel_difference": float(f"{np.abs(He - Hs).max() / np.abs(He).max():.2e}")}
+    for name, H in (("exact_H", He), ("estimated_H", Hs)):
+        m, q = _shortfall(_pinv_neg_hessian(H)[0], np.zeros(len(H)), C)
+        row.update({f"{name}_mean": float(f"{m:.3g}"), f"{name}_q": float(f"{q:.3g}"), f"{name}_q_rel": float(f"{q / abs(L):.2e}")})
+    e = S.T @ (s["g"] - z["g"])
+    w, U = np.linalg.eigh(C)
+    row.update(target_nats=round(SHORTFALL_RTOL * abs(L), 3), mahalanobis=round(float(np.sum((U.T @ e) ** 2 / w)), 1))
+    return row
 
 def _upsert(path, r, key, defaults=None):
     """Write the row r into the csv at `path`, replacing the row with the same values of the columns `key` (strings; an
@@ -274,6 +303,19 @@ def report():
                   "it bounds: if the estimate is within eps |L| of the exact LML at the two optima, the stochastic optimum's "
                   "exact LML is within 2 eps |L| of the exact optimum's (L(t_s) >= L^(t_s) - eps >= L^(t*) - eps >= L(t*) - 2 "
                   "eps).")
+    L += _section("gp_masked_certificate.csv", "The fit's shortfall past the switch: the certificate's ingredients",
+                  "`python bench/bench_gp_masked.py hessian n exact` and `... hessian n stochastic 30` (one BLAS thread), "
+                  "at the path's theta (offset 0), on the model's `directions` (`ovk_nb.gp._model_directions`: 12 of the "
+                  "22 entries of theta for d = 4). `H_rel_difference`: the largest entry of (-H_S exact) - (-H_S of the "
+                  "estimate, probes held) over the largest of -H_S exact. `*_mean`, `*_q`: the probes' share of the "
+                  "shortfall (10') of the GP notebook, 1/2 e^T (-H_S)^-1 e for e ~ N(0, C) (C the 30-probe gradient "
+                  "covariance), its mean and mean + 2 sd (the certificate), in nats, with the exact and the estimated "
+                  "-H_S; `*_q_rel` over |L|; `target_nats`: SHORTFALL_RTOL |L|. `mahalanobis`: e^T C^-1 e for the "
+                  "estimate's actual gradient error e at that theta (about `directions` when C is right).")
+    L += _section("gp_masked_hessian.csv", "The certificate's Hessians",
+                  "Each route's run of `hessian`: theta's size, the directions differenced (22: every coordinate, the "
+                  "n = 4500 runs, projected on the 12 model directions after), -H's extreme eigenvalues there, CPU "
+                  "seconds of the one gradient and the differences.")
     L += _section("gp_masked_seeds.csv", "The estimate's spread over probe draws",
                   "`python bench/bench_gp_masked.py seeds n probes:seed ...`: the stochastic LML alone at the path's theta "
                   "(offset 0), each probe draw from its own seed, against the exact LML of the path's row. The draws are "
@@ -307,11 +349,14 @@ if __name__ == "__main__":
     elif a[:1] == ["--seeds-case"]:
         print(json.dumps(seeds_case(int(a[1]), int(a[2]), int(a[3]))))
     elif a[:1] == ["--hessian-case"]:
-        print(json.dumps(hessian_case(int(a[1]), a[2], *map(int, a[3:4]))))
+        print(json.dumps(hessian_case(int(a[1]), a[2], *map(int, a[3:4]), *a[4:5])))
     elif a[:1] == ["hessian"]:                          # the certificate's -H and C past the switch: n exact|stochastic
         r = _sub([__file__, "--hessian-case", *a[1:]], timeout=4 * 3600)
         if r:
             _upsert(RES / "gp_masked_hessian.csv", r, ("n", "which", "n_probes"))
+        n = int(a[1])
+        if all((RES / f"gp_masked_hessian_{n}_{w}.npz").exists() for w in ("exact", "stochastic")):
+            _upsert(RES / "gp_masked_certificate.csv", certificate_row(n), ("n",))
     elif a[:1] == ["seeds"]:                            # the estimate's spread over probe draws: n probes:seed ...
         n, path = int(a[1]), RES / "gp_masked_seeds.csv"
         exact = {o["n"]: o["exact_lml"] for o in _read(RES / "gp_masked_path.csv")
