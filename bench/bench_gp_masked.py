@@ -104,13 +104,13 @@ def stochastic_case(n, frac, probes, p=2):
     Y = Y.copy()
     Y[np.random.default_rng(1).random(Y.shape) < frac] = np.nan
     rows, exact = [], None
-    for m, n_probes in [("exact", 0)] + [("stochastic", p) for p in probes]:
+    for m, n_probes in [("exact", -1)] + [("stochastic", p) for p in probes]:     # probes 0: n_probes='auto'
         load0 = os.getloadavg()[0]
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             t = time.perf_counter()
-            gp = OVKGaussianProcess(missing="ignore", method=m, n_probes=max(n_probes, 2), noise_per_output=False,
-                                    normalize_y=False, random_state=0).fit(X, Y)
+            gp = OVKGaussianProcess(missing="ignore", method=m, n_probes=max(n_probes, 2) if n_probes else "auto",
+                                    noise_per_output=False, normalize_y=False, random_state=0).fit(X, Y)
             fit_s = round(time.perf_counter() - t, 1)
         lml = MaskedLikelihood(gp.kernel_, X, Y)(np.r_[gp.kernel_.theta, np.log(gp.noise_)], False)
         if m == "exact":
@@ -120,7 +120,9 @@ def stochastic_case(n, frac, probes, p=2):
         rows.append({"n": n, "p": p, "frac": frac, "n_probes": n_probes, "n_observed": int((~np.isnan(Y)).sum()), **exact,
                      "stochastic_fit_s": fit_s, "stochastic_lml": round(lml, 4), "gap": round(gap, 4),
                      "rel_gap": float(f"{gap / abs(exact['exact_lml']):.2e}"), "stderr_half": round(0.5 * gp._lik.logdet_stderr_, 4),
-                     "pcg_iterations": gp._lik.iterations_, "warnings": len(w), "threads": THREADS,
+                     "pcg_iterations": gp._lik.iterations_, "warnings": len(w), "probes_used": gp.n_probes_,
+                     "shortfall_estimate": None if gp.lml_shortfall_ is None else float(f"{gp.lml_shortfall_:.3g}"),
+                     "threads": THREADS,
                      "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}"})
     return rows
 
@@ -325,7 +327,9 @@ def report():
                   "`OVKGaussianProcess(missing='ignore', method=m, n_probes, noise_per_output=False, normalize_y=False)` on "
                   "`bench_gp.icm_data(n)` (d = 4) with `frac` of Y hidden; `*_lml`: the exact masked LML at each fit's "
                   "optimum; `rel_gap` = (exact - stochastic) / |exact|; `stderr_half`: the stochastic LML's own standard "
-                  "error at its optimum.")
+                  "error at its optimum. Rows with `probes_used` (from issue 31.4's certificate on): `n_probes` 0 is "
+                  "n_probes='auto', `probes_used` the probes the fit ended with, `shortfall_estimate` its own estimate "
+                  "(10') of `gap` in nats; the older rows ran before the fit's end was polished and certified.")
     L += _section("gp_masked_estimate.csv", "The stochastic estimate at one theta",
                   "`StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0)` against `MaskedLikelihood` at one "
                   "theta (`code`: 'now', or the tag of an older checkout run by BENCH_TAG=... PYTHONPATH=...).")

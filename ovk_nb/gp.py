@@ -1482,7 +1482,8 @@ def frozen(self: StochasticMaskedLikelihood, theta):
 SHORTFALL_RTOL = 1e-3       # a stochastic fit's end certified when its shortfall (10'), mean + 2 sd, is <= this of |L|
 AUTO_PROBES = 30            # n_probes='auto': the first fit's probes ...
 AUTO_PROBES_MAX = 1000      # ... and the most the certificate may raise them to
-PROBE_STACKS = 16           # (n, N, d) float64 arrays an evaluation holds at once (bound: the block PCG's and the gradient's)
+PROBE_STACKS = 6            # (n, N, d) float64 arrays the probes hold: the kept draws and an evaluation's peak
+                            # (tracemalloc, n = 1000, d = 4, N = 30 -> 120: 3.0 more a probe), with a margin
 FD_STEP = 1e-3              # the forward-difference step of -H, in theta's (log) scale
 HESS_RTOL = 1e-3            # -H's eigenvalues below this times the largest are flat (dropped), or, negative below minus
                             # it, the end is not a maximum (the differences' own error is about FD_STEP)
