@@ -1495,17 +1495,17 @@ def _model_directions(lik, theta, free):
     J = d(the scalar kernels' theta, T's entries, the noise) / d theta on the free coordinates. T = W W^T + diag(kappa)
     has d(d+1)/2 free entries and d r + d parameters: T does not move under W -> W Q (Q orthogonal) nor when W W^T's
     diagonal is traded against kappa, so those directions are J's null space, flat for every likelihood and every
-    estimate. The identity (free coordinates) when theta's layout is not that one.""" 
+    estimate. The identity (free coordinates) when theta's layout is not that one."""
     k = lik.kernel.clone_with_theta(theta[:-1])
     blocks = []
     for sk, T, _ in _flat_parts(k):
         dT = _T_grad(T)[1]
         blocks += [np.eye(sk.n_dims)] + ([dT.reshape(len(dT), -1).T] if len(dT) else [])
-    blocks.append(np.eye(len(theta) - sum(b.shape[1] for b in blocks)))       # the noise entries (none: a mismatch)
+    rest = len(theta) - sum(b.shape[1] for b in blocks)                      # the noise entries
     E = np.eye(len(theta))[:, free]
-    if any(b.shape[1] < 0 for b in blocks) or sum(b.shape[1] for b in blocks) != len(theta):
+    if rest < 1:
         return E
-    _, s, Vt = np.linalg.svd(sla.block_diag(*blocks)[:, free], full_matrices=False)
+    _, s, Vt = np.linalg.svd(sla.block_diag(*blocks, np.eye(rest))[:, free], full_matrices=False)
     return E @ Vt[s > 1e-8 * s.max()].T if s.size and s.max() > 0 else E
 
 
