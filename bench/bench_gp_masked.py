@@ -246,7 +246,7 @@ def hessian_case(n, which, n_probes=30, directions="model"):
 
 def certificate_row(n):
     """The certificate at `eval_case`'s theta from the two `hessian_case` files of n: -H_S exact against the estimate's
-    (held probes), the probes' share of the shortfall (10') (its mean and mean + 2 sd, from C and each -H_S) against
+    (held probes), the probes' share of the shortfall (10) (its mean and mean + 2 sd, from C and each -H_S) against
     SHORTFALL_RTOL |L|, and the Mahalanobis norm of the estimate's actual gradient error in C (about its dimension when
     C is right)."""
     from ovk_nb.gp import SHORTFALL_RTOL, _pinv_neg_hessian, _shortfall
@@ -310,7 +310,7 @@ def report():
                   "at the path's theta (offset 0), on the model's `directions` (`ovk_nb.gp._model_directions`: 12 of the "
                   "22 entries of theta for d = 4). `H_rel_difference`: the largest entry of (-H_S exact) - (-H_S of the "
                   "estimate, probes held) over the largest of -H_S exact. `*_mean`, `*_q`: the probes' share of the "
-                  "shortfall (10') of the GP notebook, 1/2 e^T (-H_S)^-1 e for e ~ N(0, C) (C the 30-probe gradient "
+                  "shortfall (10) of the GP notebook, 1/2 e^T (-H_S)^-1 e for e ~ N(0, C) (C the 30-probe gradient "
                   "covariance), its mean and mean + 2 sd (the certificate), in nats, with the exact and the estimated "
                   "-H_S; `*_q_rel` over |L|; `target_nats`: SHORTFALL_RTOL |L|. `mahalanobis`: e^T C^-1 e for the "
                   "estimate's actual gradient error e at that theta (about `directions` when C is right).")
@@ -329,7 +329,7 @@ def report():
                   "optimum; `rel_gap` = (exact - stochastic) / |exact|; `stderr_half`: the stochastic LML's own standard "
                   "error at its optimum. Rows with `probes_used` (from issue 31.4's certificate on): `n_probes` 0 is "
                   "n_probes='auto', `probes_used` the probes the fit ended with, `shortfall_estimate` its own estimate "
-                  "(10') of `gap` in nats; the older rows ran before the fit's end was polished and certified.")
+                  "(10) of `gap` in nats; the older rows ran before the fit's end was polished and certified.")
     L += _section("gp_masked_estimate.csv", "The stochastic estimate at one theta",
                   "`StochasticMaskedLikelihood(kernel, X, Y, n_probes, random_state=0)` against `MaskedLikelihood` at one "
                   "theta (`code`: 'now', or the tag of an older checkout run by BENCH_TAG=... PYTHONPATH=...).")

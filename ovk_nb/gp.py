@@ -1479,7 +1479,7 @@ def frozen(self: StochasticMaskedLikelihood, theta):
     return Zp, Vp, self.operator(theta)[4]
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #b2e4d6f8
-SHORTFALL_RTOL = 1e-3       # a stochastic fit's end certified when its shortfall (10'), mean + 2 sd, is <= this of |L|
+SHORTFALL_RTOL = 1e-3       # a stochastic fit's end certified when its shortfall (10), mean + 2 sd, is <= this of |L|
 AUTO_PROBES = 30            # n_probes='auto': the first fit's probes ...
 AUTO_PROBES_MAX = 1000      # ... and the most the certificate may raise them to
 PROBE_STACKS = 6            # (n, N, d) float64 arrays the probes hold: the kept draws and an evaluation's peak
@@ -1530,7 +1530,7 @@ def _pinv_neg_hessian(negH, rtol: float = HESS_RTOL):
 
 
 def _shortfall(Hp, g, C):
-    """(mean, mean + 2 sd) of (10'), 1/2 (g - e)^T (-H)^+ (g - e) for e ~ N(0, C), g the estimated gradient at the end:
+    """(mean, mean + 2 sd) of (10), 1/2 (g - e)^T (-H)^+ (g - e) for e ~ N(0, C), g the estimated gradient at the end:
     mean 1/2 g^T H+ g + 1/2 sum(lam), variance 1/2 sum(lam^2) + g^T H+ C H+ g, lam the eigenvalues of H+^1/2 C H+^1/2."""
     if not len(Hp):
         return 0.0, 0.0
@@ -1584,7 +1584,7 @@ def _polish(lik, theta, bounds):
 
 def _certify(est, lik, theta, value, bounds):
     """(lik, theta, value, shortfall): a stochastic fit's end polished by Newton steps and its shortfall estimated by
-    (10') (the decision above), with more probes under n_probes='auto' where it exceeds SHORTFALL_RTOL; a
+    (10) (the decision above), with more probes under n_probes='auto' where it exceeds SHORTFALL_RTOL; a
     ConvergenceWarning where it still does. Other routes: unchanged, shortfall None."""
     if not isinstance(lik, StochasticMaskedLikelihood) or est.optimizer is None or est.objective != "lml":
         return lik, theta, value, None

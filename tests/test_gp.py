@@ -903,7 +903,7 @@ def _masked_4d(n, seed=0, frac=0.3):
 
 
 def test_shortfall_mean_and_spread_match_sampling():
-    """(10'): the mean and sd of 1/2 (g - e)^T (-H)^+ (g - e), e ~ N(0, C), against 200000 draws; a direction -H does not
+    """(10): the mean and sd of 1/2 (g - e)^T (-H)^+ (g - e), e ~ N(0, C), against 200000 draws; a direction -H does not
     reach (its pseudo-inverse) adds nothing; a negative eigenvalue of -H is not a maximum."""
     from ovk_nb.gp import _pinv_neg_hessian, _shortfall
     rng = np.random.default_rng(0)
@@ -961,7 +961,7 @@ def test_frozen_probes_give_the_same_gradient_and_the_exact_hessian():
 
 
 def test_stochastic_fit_certifies_its_shortfall_and_raises_the_probes():
-    """A stochastic fit's end: 30 fixed probes whose estimated shortfall (10') exceeds SHORTFALL_RTOL warn with it;
+    """A stochastic fit's end: 30 fixed probes whose estimated shortfall (10) exceeds SHORTFALL_RTOL warn with it;
     n_probes='auto' raises them until it does not, and the exact LML at its end is within 0.1% of the exact optimum.
     Measured here (n = 100, 4-D inputs, half the entries missing, |L| = 237.8): 30 probes, 0.106 nats below (estimated
     0.126, certificate 0.367 > 0.238); 'auto', 59 probes, 0.053 below (estimated 0.041)."""
