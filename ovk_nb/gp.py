@@ -41,11 +41,11 @@ def _big_threads(n: int):
 
 # %% auto #0
 __all__ = ['ONE_THREAD_N', 'LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER',
-           'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'SHORTFALL_RTOL', 'AUTO_PROBES', 'AUTO_PROBES_MAX', 'PROBE_STACKS',
-           'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS', 'HESSIAN_ROUNDS', 'POLISH_STILL', 'DENSE_MAX', 'BANDWIDTH_ROWS',
-           'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS',
-           'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'INNER_OPTIONS',
-           'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS',
+           'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'KEPT_EVALUATIONS', 'SHORTFALL_RTOL', 'AUTO_PROBES', 'AUTO_PROBES_MAX',
+           'PROBE_STACKS', 'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS', 'HESSIAN_ROUNDS', 'POLISH_STILL', 'DENSE_MAX',
+           'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS',
+           'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL',
+           'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS',
            'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
            'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
            'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
@@ -1347,8 +1347,8 @@ class StochasticMaskedLikelihood:
         _flat_parts(kernel)
 
     def __getstate__(self):
-        "Pickled without the kept operator (closures); it is rebuilt at the next call."
-        return {k: v for k, v in self.__dict__.items() if k not in ("_op", "_op_key")}
+        "Pickled without the kept operator (closures) and estimates; they are rebuilt at the next call."
+        return {k: v for k, v in self.__dict__.items() if k not in ("_op", "_op_key", "_kept")}
 
     @staticmethod
     def _apply(G, Z, Tm):
@@ -1409,12 +1409,22 @@ def probes(self: StochasticMaskedLikelihood, theta):
     return Z, pc(Z)
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #3e27c3b5
+KEPT_EVALUATIONS = 4        # StochasticMaskedLikelihood keeps its last few estimates with their gradient, by theta
+
+
 @patch
 def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True, frozen=None):
     """(LML, gradient) estimates at theta (the LML alone without the gradient). frozen: `frozen(theta0)`'s probes and
     preconditioner held in place of theta's (the certificate's Hessian differences): the gradient stays an unbiased
-    estimate, the value does not (its Lanczos term assumes the PCG's own preconditioner)."""
+    estimate, the value does not (its Lanczos term assumes the PCG's own preconditioner). The last KEPT_EVALUATIONS
+    estimates with their gradient are kept by theta: the optimizer's end, the polish and the certificate ask for the same
+    points again, and each evaluation is a block PCG."""
     theta = np.asarray(theta, dtype=float)
+    key = theta.tobytes() if frozen is None else None
+    kept = self.__dict__.setdefault("_kept", {})
+    if key in kept:
+        lml, grad, self.logdet_stderr_, self.grad_cov_, self.iterations_ = kept[key]
+        return (lml, grad.copy()) if eval_gradient else lml
     Zp, Vp = self.probes(theta) if frozen is None else frozen[:2]
     coeffs = []
     k, s2, parts, S, self.iterations_ = self.solve(theta, np.concatenate([self.Y0[:, None, :], Zp], 1), coeffs)
@@ -1456,6 +1466,10 @@ def __call__(self: StochasticMaskedLikelihood, theta, eval_gradient: bool = True
     grad.append(0.5 * s2 * (float(np.sum(A * A)) - _each(Up, Vp)) - 0.5 * s2 * (pc.trace() - _each(Vp, Vp)))
     G = np.array([np.broadcast_to(g, (N,)) for g in grad])                          # (n_theta, N): one estimate a probe
     self.grad_cov_ = np.atleast_2d(np.cov(G)) / N if N > 1 else np.full((len(G), len(G)), np.nan)
+    if key is not None:
+        while len(kept) >= KEPT_EVALUATIONS:
+            del kept[next(iter(kept))]                                             # the oldest first
+        kept[key] = (lml, G.mean(1), self.logdet_stderr_, self.grad_cov_, self.iterations_)
     return lml, G.mean(1)
 
 
@@ -1472,6 +1486,7 @@ def _nystrom_gradient(sk, X, pc):
     return [(g1 @ W, W.T @ g2 @ W) for g1, g2 in zip(dnm, dmm)]
 
 
+# %% ../nbs/2_algorithms/08_gp.ipynb #e5f7a9b2
 @patch
 def frozen(self: StochasticMaskedLikelihood, theta):
     "(z, P^{-1} z, P): the probes and the preconditioner at theta, for `__call__`'s `frozen`."
