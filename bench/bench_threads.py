@@ -287,7 +287,7 @@ def main(quick=False, headline=False, load=True, only=None, blocks=True, out="th
     rows = fits(quick, repeat, loaded=False)
     if load:
         with Busy():
-            rows += fits(quick, 1, loaded=True)
+            rows += fits(quick, repeat, loaded=True)   # best of each: one run read the load's own swing (0.89-1.13x)
     heads = []
     if headline:
         heads = [headline_kernel_ridge(5000), headline_nystrom()]
@@ -300,7 +300,7 @@ def main(quick=False, headline=False, load=True, only=None, blocks=True, out="th
             f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start, {end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f} "
             f"at the end; whole run {time.perf_counter() - t_start:.0f} s. 'one thread': `threadpool_limits(1)`; "
             "'as installed': no limit, the thread policy decides, started right after the one-thread fit in the same "
-            f"process; best of {repeat} (under load: one run). 'idle cores seen': `idle_cores()` just before the "
+            f"process; best of {repeat}, alternating, under load too. 'idle cores seen': `idle_cores()` just before the "
             "as-installed fit (the cores other processes leave idle); 'cpu / wall' of the as-installed fit is about the "
             "threads it used (times the share of a core the machine gave us), 'cpu ratio' its CPU seconds over the "
             "one-thread fit's. 'under load': one busy process per CPU beside us. Targets: 'as found' ratio <= 0.65 on a "
