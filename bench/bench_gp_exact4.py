@@ -68,6 +68,12 @@ def case(data, n, seed):
         sizes.append(A.shape[0])
         return eigh_psd(A, *a, **k)
     gpm.eigh_psd = counted
+    scouts, eigh32 = [], gpm._eigh32
+
+    def scouted(A):
+        scouts.append(A.shape[0])
+        return eigh32(A)
+    gpm._eigh32 = scouted
 
     def timed(f):
         w, c = time.perf_counter(), time.process_time()
@@ -78,7 +84,7 @@ def case(data, n, seed):
     gp, fw, fc = timed(lambda: gpm.OVKGaussianProcess().fit(X, Y))
     _, ew2, ec2 = timed(lambda: eigh_psd(K))
     ew, ec = min(ew1, ew2), min(ec1, ec2)
-    eighs = sizes.count(n)
+    eighs, n32 = sizes.count(n), scouts.count(n)
     sizes.clear()
     rows0, gpm.SURROGATE_ROWS = gpm.SURROGATE_ROWS, 10 ** 9
     ref, rw, rc = timed(lambda: gpm.OVKGaussianProcess().fit(X, Y))
@@ -87,7 +93,7 @@ def case(data, n, seed):
     return {"data": data, "n": n, "seed": seed if data != "digits" else "", "threads": 1,
             "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}",
             "eigh_s": round(ew, 3), "eigh_cpu_s": round(ec, 3), "fit_s": round(fw, 3), "fit_cpu_s": round(fc, 3),
-            "ratio": round(fw / ew, 2), "ratio_cpu": round(fc / ec, 2), "eighs_n": eighs,
+            "ratio": round(fw / ew, 2), "ratio_cpu": round(fc / ec, 2), "eighs_n": eighs, "scouts_n": n32,
             "log_gamma": round(float(gp.kernel_.theta[0]), 6), "lml": repr(lml),
             "ref_fit_s": round(rw, 3), "ref_ratio_cpu": round(rc / ec, 2), "ref_eighs_n": sizes.count(n),
             "log_gamma_ref": round(float(ref.kernel_.theta[0]), 6), "lml_ref": repr(lr),
@@ -102,13 +108,14 @@ def report():
          "scikit-learn's digits (X: 4 PCs of the left half-images, Y: 4 PCs of the right halves), one BLAS thread, each "
          "case in a fresh process; `eigh`: the faster of two `eigh_psd` of the n x n Gram around the fit (wall, and CPU "
          "seconds at one thread, the load-robust clock); `ratio`: fit / eigh (wall; CPU); `eighs`: the n x n eighs of the "
-         "fit; `ref`: the plain profile L-BFGS-B (the route before issue 31) in the same process; rel. diff = (LML - LML "
+         "fit in float64, + its float32 scout eighs (`ssyevd`, about half the time: `_scouted_polish`; rows without "
+         "them ran before it); `ref`: the plain profile L-BFGS-B (the route before issue 31) in the same process; rel. diff = (LML - LML "
          "ref) / |LML ref| (positive: higher). The load (1-minute average, start-end) beside each row.", "",
          "| data | n | seed | load | eigh s (cpu) | fit s (cpu) | ratio wall | ratio cpu | eighs | log gamma | LML | "
          "ref eighs | ref fit/eigh cpu | log gamma ref | LML ref | rel. diff |", "|" + "---|" * 16]
     for r in rows:
         L.append(f"| {r['data']} | {r['n']} | {r['seed']} | {r['load']} | {r['eigh_s']} ({r['eigh_cpu_s']}) | "
-                 f"{r['fit_s']} ({r['fit_cpu_s']}) | {r['ratio']} | {r['ratio_cpu']} | {r['eighs_n']} | {r['log_gamma']} | "
+                 f"{r['fit_s']} ({r['fit_cpu_s']}) | {r['ratio']} | {r['ratio_cpu']} | {r['eighs_n']}{' + ' + r['scouts_n'] + ' f32' if r.get('scouts_n') else ''} | {r['log_gamma']} | "
                  f"{float(r['lml']):.6f} | {r['ref_eighs_n']} | {r['ref_ratio_cpu']} | {r['log_gamma_ref']} | "
                  f"{float(r['lml_ref']):.6f} | {r['lml_rel_diff']} |")
     icm = [r for r in rows if r["data"] == "icm"]

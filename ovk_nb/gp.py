@@ -40,16 +40,17 @@ def _big_threads(n: int):
     return blas_threads(big_work_threads(n, ONE_THREAD_N))
 
 # %% auto #0
-__all__ = ['ONE_THREAD_N', 'LOG2PI', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX', 'NYSTROM_JITTER',
-           'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'KEPT_EVALUATIONS', 'SHORTFALL_RTOL', 'AUTO_PROBES', 'AUTO_PROBES_MAX',
-           'PROBE_STACKS', 'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS', 'HESSIAN_ROUNDS', 'POLISH_STILL', 'DENSE_MAX',
-           'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS',
-           'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL',
-           'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS',
-           'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference',
-           'gp_posterior_dense_reference', 'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood',
-           'gp_loo_dense_reference', 'nystrom_landmarks', 'gp_nystrom_dense_reference', 'NystromLikelihood',
-           'MaskedNystromPreconditioner', 'StochasticMaskedLikelihood', 'OVKGaussianProcess']
+__all__ = ['ONE_THREAD_N', 'LOG2PI', 'SCOUT_FLOOR', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX',
+           'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'KEPT_EVALUATIONS', 'SHORTFALL_RTOL', 'AUTO_PROBES',
+           'AUTO_PROBES_MAX', 'PROBE_STACKS', 'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS', 'HESSIAN_ROUNDS', 'POLISH_STILL',
+           'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS',
+           'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'LANDING_KAPPA',
+           'INNER_FINAL', 'INNER_OPTIONS', 'SCOUT_ROUNDING', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
+           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
+           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
+           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+           'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
+           'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #0de45f75
 LOG2PI = float(np.log(2 * np.pi))
@@ -236,16 +237,32 @@ def _gram_second(self: SeparableLikelihood, sk, dK):
     return out
 
 
+SCOUT_FLOOR = 4.0            # `_eigh32`'s eigenvalues below this many roundings eps_32 s_max are 0 (measured: see above)
+
+
+def _eigh32(K):
+    """(s, U) of a symmetric NumPy matrix by LAPACK's single-precision `ssyevd` (half of `eigh_psd`'s time), returned in
+    float64, s below SCOUT_FLOOR eps_32 s_max set to 0 (the rounding's own level): the exact polish's scout points
+    (`_scouted_polish`), never a fit's end."""
+    A = K.astype(np.float32)
+    s, U = sla.eigh(A.T, overwrite_a=True, driver="evd", check_finite=False)    # A.T: Fortran view, no copy
+    s = s.astype(float)
+    s[s <= SCOUT_FLOOR * np.finfo(np.float32).eps * max(float(s[-1]) if len(s) else 0.0, 0.0)] = 0.0
+    return s, U.astype(float)
+
+
 @patch
 def _scalar(self: SeparableLikelihood, theta_k):
-    "(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth."
-    key = tuple(theta_k)
+    """(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth, in float32 while `_scout` is set
+    (NumPy only: `_scouted_polish`'s points; the cache knows which)."""
+    scout = bool(getattr(self, "_scout", False)) and self.xp is np
+    key = (tuple(theta_k), scout)
     if key != self._key:
         sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
         Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
         try:
             with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
-                s, U = eigh_psd(Kx, overwrite=self._fast(sk))   # our own Kx (not kept): LAPACK works in it
+                s, U = _eigh32(Kx) if scout else eigh_psd(Kx, overwrite=self._fast(sk))   # our own Kx (not kept)
         except ValueError:
             raise
         except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
@@ -2195,13 +2212,14 @@ def _surrogate_search(sur, theta, bounds):
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #8078e2d6
 def _surrogate_profile(est, lik, theta, bounds, more=()):
-    """(theta, lml): the profile optimum of a surrogate, then `_secant_polish` on the exact profile from there, its first
+    """(theta, lml): the profile optimum of a surrogate, then `_scouted_polish` on the exact profile from there, its first
     step on the exact curvature (`_profile_curvature`), and L-BFGS-B if it did not converge. The surrogate: for RBF the
     collapsed Nystrom bound on all n rows with SURROGATE_LANDMARKS evenly spaced landmarks (one O(n m^2) pass per
     bandwidth), kept when its mean relative trace error tr(K - Q) / tr(K) at its optimum is at most SURROGATE_TRACE;
     else (and for other kernels) the exact profile on SURROGATE_ROWS evenly spaced rows, from there. The exact F'' is
     computed only when a Newton step on it can end the polish (`LANDING_KAPPA`); else the first step is on the
-    surrogate's last secant, scaled to n rows. Each step is checked by its value first (`_secant_polish`'s fv)."""
+    surrogate's last secant, scaled to n rows. Points a step cannot end at are scouts (`_scouted_polish`: a float32
+    eigenbasis), the end is exact (float64)."""
     n = lik.X.shape[0]
     ts, scale = None, 1.0
     if isinstance(lik.sk, RBF):
@@ -2224,40 +2242,36 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
     inner, outer, reset = _profile(lik, bounds, options=INNER_OPTIONS)
     reset(ts)
+    scouting = [True]                                   # off for good once a scout's rounding is too coarse
 
-    def lands(F, g):                                    # can x1 = x0 - F'/F'' end the polish? (the decision above)
-        if not (np.isfinite(c_est) and c_est > 0 and np.isfinite(F)):
+    def lands(F, g, c=c_est):                           # can x1 = x0 - F'/c end the polish? (the decision above)
+        if not (np.isfinite(c) and c > 0 and np.isfinite(F)):
             return True
-        step = abs(g) / c_est
-        return 0.5 * LANDING_KAPPA * step * step <= np.sqrt(2 * POLISH_TOL * max(1.0, abs(F)) / c_est)
+        step = abs(g) / c
+        return 0.5 * LANDING_KAPPA * step * step <= np.sqrt(2 * POLISH_TOL * max(1.0, abs(F)) / c)
 
-    def first(x):                                       # the first exact point: F, F' and the exact F'' if it pays
+    def at(x, scout, curvature=False):                  # (F, F'[, F'']) at x: the inner optimum, then the kept eigenbasis
+        lik._scout = scout = scout and scouting[0]      # float32 for a scout point (`_eigh32`)
         with np.errstate(all="ignore"):
             try:
                 t = np.r_[x, inner(np.array([x]))]
+                if scout and _scout_rounding(lik, t) > SCOUT_ROUNDING:
+                    scouting[0] = False                 # too coarse for this problem: this step on it, exact from here
                 F = -lik(t, False)
-                return (F, *_profile_curvature(lik, t, bounds, need=lambda g: lands(F, g)))
+                if curvature:
+                    return (F, *_profile_curvature(lik, t, bounds, need=lambda g: lands(F, g)))
+                g = _profile_slope(lik, t)
+                return (F, g) if np.isfinite(F) and np.isfinite(g) else (np.inf, 0.0)
             except (np.linalg.LinAlgError, ValueError):
-                return np.inf, 0.0, np.nan
-    def value(x):                                       # F alone at a step's end: no n^3 gradient products there
-        with np.errstate(all="ignore"):
-            try:
-                return -lik(np.r_[x, inner(np.array([x]))], False)
-            except (np.linalg.LinAlgError, ValueError):
-                return np.inf
-
-    def slope(xa):                                      # (F, F') at a later point: F' as the first point's, from the
-        F = value(float(xa[0]))                         # kept eigenbasis (round 5), not the n^3 gradient contraction
-        with np.errstate(all="ignore"):
-            try:
-                g = _profile_slope(lik, np.r_[xa, inner(np.asarray(xa))])
-            except (np.linalg.LinAlgError, ValueError):
-                g = np.nan
-        return (F, np.array([g])) if np.isfinite(F) and np.isfinite(g) else (np.inf, np.zeros(1))
-    x, done, _, _ = _secant_polish(slope, float(ts[0]), lo, hi, c_est, first, fv=value)
+                return (np.inf, 0.0, np.nan) if curvature else (np.inf, 0.0)
+            finally:
+                lik._scout = False
+    x, done, _, _ = _scouted_polish(lambda x: at(x, True), lambda x: at(x, False), float(ts[0]), lo, hi, c_est,
+                                    lambda x: at(x, True, curvature=True), lands)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
+
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e1166d93
 def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, fv=None):
@@ -2300,6 +2314,52 @@ def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, fv=Non
         c = cs if cs > 0 else c
         x, F, g = x1, F1, g1
     return x, False, c, F
+
+# %% ../nbs/2_algorithms/08_gp.ipynb #5c0a7e22
+SCOUT_ROUNDING = 1e-2       # a scout point (float32 eigenbasis) only where eps_32 s_max e_max, its relative rounding of
+                            # lam = s e + 1, is at most this (measured: F' within 0.2-1.6% at 2.5e-3 - 4.4e-3; see above)
+
+
+def _scout_rounding(lik, theta) -> float:
+    "eps_32 s_max e_max at theta: the float32 eigenvalues' rounding (eps_32 s_max) relative to lam = s e + 1 >= 1."
+    s, _, e, *_ = lik.state(theta)
+    return float(np.finfo(np.float32).eps * float(s.max(initial=0.0)) * float(e.max(initial=0.0)))
+
+
+def _scouted_polish(scout, exact, x, lo, hi, c, first, lands, tol=None, steps=None):
+    """`_secant_polish`'s Newton steps on the secant curvature (each at most 1, within [lo, hi]), each point's precision
+    chosen before its eigh: `exact(x) -> (F, F')` (float64) where `lands(F, F', c)` says the step can end the polish,
+    `scout(x) -> (F, F')` (a float32 eigenbasis) where it cannot; `first(x) -> (F, F', F'')` is a scout. The polish ends
+    only at an exact point, when 0.5 F'^2 / c <= tol max(1, |F|) (POLISH_TOL) or at a bound: a scout point that passes
+    is evaluated again exactly. A step that raises F is refused (the curvature quadrupled); between a scout and an exact
+    point, whose F differ by the scout's rounding (0.01-0.09 nats measured), by its gradient: F'(x1) / F'(x0) < -1, the
+    same test on a quadratic. Returns (x, done, c, F) as `_secant_polish` after `steps` (POLISH_STEPS) at most."""
+    tol = POLISH_TOL if tol is None else tol
+    steps = POLISH_STEPS if steps is None else steps
+    F, g, c1 = first(x)
+    c, done = (c1 if np.isfinite(c1) and c1 > 0 else c), False      # done: (F, g) at x are exact
+    for _ in range(steps):
+        if not (np.isfinite(F) and np.isfinite(g)):
+            return x, False, c, F
+        if not (np.isfinite(c) and c > 0):
+            c = max(abs(g), 1e-12)                       # no usable curvature: a unit step
+        x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
+        if x1 == x or 0.5 * g * g / c <= tol * max(1.0, abs(F)):
+            if done:
+                return x, True, c, F
+            (F, g), done = exact(x), True               # the same point again, exactly
+            continue
+        land = bool(lands(F, g, c))
+        F1, g1 = (exact if land else scout)(x1)
+        worse = F1 > F if land == done else g1 * g < -g * g
+        if not (np.isfinite(F1) and np.isfinite(g1)) or worse:
+            c *= 4.0
+            continue
+        cs = (g1 - g) / (x1 - x)
+        c = cs if cs > 0 else c
+        x, F, g, done = x1, F1, g1, land
+    return x, False, c, F
+
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #974f6284
 def _final(lik, theta, f_of):
