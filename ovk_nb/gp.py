@@ -40,15 +40,15 @@ def _big_threads(n: int):
     return blas_threads(big_work_threads(n, ONE_THREAD_N))
 
 # %% auto #0
-__all__ = ['ONE_THREAD_N', 'LOG2PI', 'SCOUT_FLOOR', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES', 'MASKED_DENSE_MAX',
-           'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'KEPT_EVALUATIONS', 'SHORTFALL_RTOL', 'AUTO_PROBES',
-           'AUTO_PROBES_MAX', 'PROBE_STACKS', 'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS', 'HESSIAN_ROUNDS', 'POLISH_STILL',
-           'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS', 'CURVATURE_TAU', 'SURROGATE_ROWS',
-           'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE', 'SURROGATE_TOL', 'LANDING_KAPPA',
-           'INNER_FINAL', 'INNER_OPTIONS', 'SCOUT_ROUNDING', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL',
-           'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON', 'FULL_NEWTON',
-           'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference', 'SeparableLikelihood',
-           'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
+__all__ = ['ONE_THREAD_N', 'LOG2PI', 'SCOUT_FLOOR', 'SCOUT_ROUNDING', 'MASKED_EXACT_BYTES', 'MASKED_PEAK_COPIES',
+           'MASKED_DENSE_MAX', 'NYSTROM_JITTER', 'TRSM_BLOCK', 'MASKED_PRECOND_CORE', 'KEPT_EVALUATIONS',
+           'SHORTFALL_RTOL', 'AUTO_PROBES', 'AUTO_PROBES_MAX', 'PROBE_STACKS', 'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS',
+           'HESSIAN_ROUNDS', 'POLISH_STILL', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
+           'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
+           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN',
+           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON',
+           'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
+           'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
 
@@ -237,7 +237,10 @@ def _gram_second(self: SeparableLikelihood, sk, dK):
     return out
 
 
-SCOUT_FLOOR = 4.0            # `_eigh32`'s eigenvalues below this many roundings eps_32 s_max are 0 (measured: see above)
+SCOUT_FLOOR = 4.0           # `_eigh32`'s eigenvalues below this many roundings eps_32 s_max are 0 (measured: see below)
+SCOUT_ROUNDING = 1e-2       # a scout (float32) eigh only where eps_32 s_max e_max, its rounding of lam = s e + 1 relative
+                            # to lam >= 1, is at most this (measured: see below)
+_F32 = float(np.finfo(np.float32).eps)
 
 
 def _eigh32(K):
@@ -247,19 +250,22 @@ def _eigh32(K):
     A = K.astype(np.float32)
     s, U = sla.eigh(A.T, overwrite_a=True, driver="evd", check_finite=False)    # A.T: Fortran view, no copy
     s = s.astype(float)
-    s[s <= SCOUT_FLOOR * np.finfo(np.float32).eps * max(float(s[-1]) if len(s) else 0.0, 0.0)] = 0.0
+    s[s <= SCOUT_FLOOR * _F32 * max(float(s[-1]) if len(s) else 0.0, 0.0)] = 0.0
     return s, U.astype(float)
 
 
 @patch
 def _scalar(self: SeparableLikelihood, theta_k):
-    """(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth, in float32 while `_scout` is set
-    (NumPy only: `_scouted_polish`'s points; the cache knows which)."""
-    scout = bool(getattr(self, "_scout", False)) and self.xp is np
-    key = (tuple(theta_k), scout)
-    if key != self._key:
+    """(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth. While `_scout` holds e_max > 0 (the
+    largest eigenvalue of T~ to expect; `_scouted_polish`'s points, NumPy only) the eigh is float32 when its rounding
+    eps_32 s_max e_max, s_max bounded by the Gram's largest absolute row sum, is at most SCOUT_ROUNDING; the cache
+    records which (a float64 one serves a scout too)."""
+    e_hint = float(getattr(self, "_scout", 0.0) or 0.0) if self.xp is np else 0.0
+    tk = tuple(theta_k)
+    if not (self._key == (tk, False) or (e_hint and self._key == (tk, True))):
         sk = self.sk.clone_with_theta(theta_k) if self.nk else self.sk
         Kx, dKx = self._gram_gradient(sk)              # in X's namespace (kernels' gram_gradient follows X)
+        scout = bool(e_hint) and _F32 * float(np.abs(Kx).sum(axis=1).max()) * e_hint <= SCOUT_ROUNDING
         try:
             with _big_threads(self.X.shape[0]):              # the policy's threads for the n x n work
                 s, U = _eigh32(Kx) if scout else eigh_psd(Kx, overwrite=self._fast(sk))   # our own Kx (not kept)
@@ -267,7 +273,7 @@ def _scalar(self: SeparableLikelihood, theta_k):
             raise
         except Exception as e:                          # another library's LinAlgError: the optimizer's ValueError
             raise ValueError(f"the eigendecomposition of the scalar Gram failed: {e}") from None
-        self._cache, self._key = (s, U, U.T @ self.Y, dKx, sk), key
+        self._cache, self._key = (s, U, U.T @ self.Y, dKx, sk), (tk, scout)
     return self._cache
 
 
@@ -292,11 +298,8 @@ class _CoregAt:
 
 
 @patch
-def state(self: SeparableLikelihood, theta):
-    """The factors at theta: (s, U, e, V, Vy, Vh, Yt, lam, D, scalar kernel, T object, T~, dKx) with T~ = V diag(e) V^T
-    (V orthogonal), Vy = D^{-1/2} V, Vh = D^{1/2} V, Yt = U^T Y Vy and lam = s e^T + 1."""
-    theta = np.asarray(theta, dtype=float)
-    s, U, UY, dKx, sk = self._scalar(theta[:self.nk])
+def _whitened_T(self: SeparableLikelihood, theta):
+    "(T object, its matrix Tm, the noise variances D, T~ = D^{-1/2} Tm D^{-1/2}) at theta: no Gram, no eigh."
     tT = theta[self.nk:self.nk + self.nT]
     if self.nT and type(self.T) is Coregionalization:
         d = self.__dict__.get("_dT") or self.__dict__.setdefault("_dT", self.T.output_dim)   # (read once: `_CoregAt`)
@@ -306,7 +309,17 @@ def state(self: SeparableLikelihood, theta):
     Tm = T.matrix if hasattr(T, "matrix") else np.atleast_2d(np.asarray(T, dtype=float))
     D = _noise_vector(theta[self.nk + self.nT:], Tm.shape[0])
     r = 1.0 / np.sqrt(D)
-    Tw = Tm * np.outer(r, r)
+    return T, Tm, D, Tm * np.outer(r, r)
+
+
+@patch
+def state(self: SeparableLikelihood, theta):
+    """The factors at theta: (s, U, e, V, Vy, Vh, Yt, lam, D, scalar kernel, T object, T~, dKx) with T~ = V diag(e) V^T
+    (V orthogonal), Vy = D^{-1/2} V, Vh = D^{1/2} V, Yt = U^T Y Vy and lam = s e^T + 1."""
+    theta = np.asarray(theta, dtype=float)
+    s, U, UY, dKx, sk = self._scalar(theta[:self.nk])
+    T, Tm, D, Tw = self._whitened_T(theta)
+    r = 1.0 / np.sqrt(D)
     e, V = _whitened_eigh(Tm, Tw, D)
     Vy, Vh = V * r[:, None], V / r[:, None]
     if self.xp is not np:                                 # T's d x d eigenbasis on X's device (d^2 numbers cross)
@@ -2242,7 +2255,7 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
     lo, hi = float(bounds[0, 0]), float(bounds[0, 1])
     inner, outer, reset = _profile(lik, bounds, options=INNER_OPTIONS)
     reset(ts)
-    scouting = [True]                                   # off for good once a scout's rounding is too coarse
+    scouting, last = [True], [np.asarray(ts, dtype=float)]   # scouts until one's rounding is too coarse; the last point
 
     def lands(F, g, c=c_est):                           # can x1 = x0 - F'/c end the polish? (the decision above)
         if not (np.isfinite(c) and c > 0 and np.isfinite(F)):
@@ -2251,12 +2264,12 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
         return 0.5 * LANDING_KAPPA * step * step <= np.sqrt(2 * POLISH_TOL * max(1.0, abs(F)) / c)
 
     def at(x, scout, curvature=False):                  # (F, F'[, F'']) at x: the inner optimum, then the kept eigenbasis
-        lik._scout = scout = scout and scouting[0]      # float32 for a scout point (`_eigh32`)
         with np.errstate(all="ignore"):
-            try:
-                t = np.r_[x, inner(np.array([x]))]
-                if scout and _scout_rounding(lik, t) > SCOUT_ROUNDING:
-                    scouting[0] = False                 # too coarse for this problem: this step on it, exact from here
+            try:                                        # float32 for a scout point (`_scalar`, `_eigh32`): e_max to
+                lik._scout = scout and scouting[0] and _e_max(lik, last[0])   # expect from the last point's (T, noise)
+                t = last[0] = np.r_[x, inner(np.array([x]))]
+                if lik._key[1] and _scout_rounding(lik, t) > SCOUT_ROUNDING:
+                    scouting[0] = False                 # too coarse at the inner optimum: this step on it, exact after
                 F = -lik(t, False)
                 if curvature:
                     return (F, *_profile_curvature(lik, t, bounds, need=lambda g: lands(F, g)))
@@ -2316,14 +2329,15 @@ def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, fv=Non
     return x, False, c, F
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #5c0a7e22
-SCOUT_ROUNDING = 1e-2       # a scout point (float32 eigenbasis) only where eps_32 s_max e_max, its relative rounding of
-                            # lam = s e + 1, is at most this (measured: F' within 0.2-1.6% at 2.5e-3 - 4.4e-3; see above)
-
-
 def _scout_rounding(lik, theta) -> float:
     "eps_32 s_max e_max at theta: the float32 eigenvalues' rounding (eps_32 s_max) relative to lam = s e + 1 >= 1."
     s, _, e, *_ = lik.state(theta)
-    return float(np.finfo(np.float32).eps * float(s.max(initial=0.0)) * float(e.max(initial=0.0)))
+    return _F32 * float(s.max(initial=0.0)) * float(e.max(initial=0.0))
+
+
+def _e_max(lik, theta) -> float:
+    "The largest eigenvalue of T~ at theta's (T, noise): `_scalar`'s e_max to expect at a scout point."
+    return float(np.linalg.eigvalsh(lik._whitened_T(np.asarray(theta, dtype=float))[3]).max())
 
 
 def _scouted_polish(scout, exact, x, lo, hi, c, first, lands, tol=None, steps=None):
