@@ -2287,15 +2287,13 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
 
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e1166d93
-def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, fv=None):
+def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
     curvature quadrupled). (x, True, c, F) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
     bound, else (x, False, c, F) after `steps` (POLISH_STEPS) or at a non-finite F or F'. `first(x) -> (F, F', F'')`,
-    when given, makes the first evaluation, its F'' the first curvature. `fv(x) -> F` (no gradient), when given, checks
-    each unclipped Newton step by its value first (`_trusted_step`): a step whose measured gain leaves the quadratic
-    model within tol ends the search there without F'. The Nystrom route's subsample search (`_secant_1d`) is this
-    search too."""
+    when given, makes the first evaluation, its F'' the first curvature. The surrogates' searches (`_surrogate_search`,
+    the Nystrom route's `_secant_1d`) are this search; the exact polish is `_scouted_polish` (below)."""
     tol = POLISH_TOL if tol is None else tol
     steps = POLISH_STEPS if steps is None else steps
     if first is None:
@@ -2314,10 +2312,6 @@ def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, fv=Non
         x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
         if x1 == x:
             return x, True, c, F
-        if fv is not None:
-            F1 = _trusted_step(lambda a: fv(float(a[0])), x, F, g, c, x1, tol)
-            if F1 is not None:
-                return x1, True, c, F1
         F1, g1 = outer(np.array([x1]))
         g1 = float(g1[0])
         if not (np.isfinite(F1) and np.isfinite(g1) and F1 <= F):

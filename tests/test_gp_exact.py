@@ -281,3 +281,90 @@ def test_polish_slopes_from_the_eigenbasis(monkeypatch):
     s, U, e, *_, dKx = lik.state(t)
     bound = 0.5 * gpm.CURVATURE_TAU * e.sum() * len(s) * np.abs(dKx[0]).max() + 1e3 * np.finfo(float).eps * abs(g)
     assert abs(g - (-lik(t, True)[1][0])) <= bound
+
+
+def test_eigh32_within_its_rounding():
+    """`_eigh32` (the scouts' float32 eigh): float64 arrays, eigenvalues within SCOUT_FLOOR roundings eps_32 s_max of
+    float64's (those under it exactly 0), eigenvectors orthonormal to float32's level and reconstructing K to it."""
+    X, _ = _icm(300, 1)
+    K = np.exp(-np.sum((X[:, None] - X[None]) ** 2, axis=-1))
+    s, U = gpm._eigh32(K)
+    s64 = np.linalg.eigvalsh(K)
+    u = np.finfo(np.float32).eps * s64[-1]
+    assert s.dtype == U.dtype == np.float64
+    assert np.all(np.abs(s - s64) <= gpm.SCOUT_FLOOR * u + 1e-300)
+    assert np.all(s[s64 <= 0.5 * u] == 0.0) and np.all(s >= 0.0)
+    tol = 10 * np.sqrt(len(s)) * np.finfo(np.float32).eps
+    assert np.abs(U.T @ U - np.eye(len(s))).max() <= tol
+    assert np.abs((U * s) @ U.T - K).max() <= tol * s64[-1] + gpm.SCOUT_FLOOR * u
+
+
+def test_scalar_scouts_only_where_the_rounding_allows():
+    """`SeparableLikelihood._scalar` with `_scout` = e_max: a float32 eigh where eps_32 (largest row sum) e_max <=
+    SCOUT_ROUNDING, float64 above it; the cache serves a scout from a float64 eigh, never the reverse."""
+    lik, bounds, inner, outer = _profile_at(200, 0)
+    calls, e32, e64 = [], gpm._eigh32, gpm.eigh_psd
+    tk = np.array([0.1])
+    try:
+        gpm._eigh32 = lambda K: calls.append(32) or e32(K)
+        gpm.eigh_psd = lambda K, *a, **k: calls.append(64) or e64(K, *a, **k)
+        lik._scout = 1.0
+        lik._scalar(tk)
+        lik._scalar(tk)                                    # cached
+        lik._scout = 0.0
+        lik._scalar(tk)                                    # an exact request: float64
+        lik._scout = 1.0
+        lik._scalar(tk)                                    # a float64 eigh serves a scout
+        lik._scout = 1e9                                   # rounding far above SCOUT_ROUNDING: float64
+        lik._scalar(np.array([0.2]))
+    finally:
+        gpm._eigh32, gpm.eigh_psd, lik._scout = e32, e64, 0.0
+    assert calls == [32, 64, 64]
+    assert lik._key == ((0.2,), False)
+
+
+def test_scouted_polish_ends_on_an_exact_point():
+    """`_scouted_polish` on F(x) = (x - 1)^2 + (x - 1)^3 / 3 with scouts whose F is off by 0.05 and F' by 1%: every point
+    a step cannot end at is a scout, the end is exact and meets the test there; a scout-to-exact step that overshot by
+    more than twice the way is refused by its gradients."""
+    F = lambda x: (x - 1) ** 2 + (x - 1) ** 3 / 3 + 10
+    dF = lambda x: 2 * (x - 1) + (x - 1) ** 2
+    seen = []
+
+    def scout(x):
+        seen.append(("s", x))
+        return F(x) + 0.05, 1.01 * dF(x)
+
+    def exact(x):
+        seen.append(("e", x))
+        return F(x), dF(x)
+
+    def lands(f, g, c):
+        return 0.5 * abs(g / c) ** 2 <= np.sqrt(2 * 1e-10 * max(1, abs(f)) / c)
+    x, done, c, f = gpm._scouted_polish(scout, exact, 0.0, -5.0, 5.0, 1.0, lambda x: (*scout(x), np.nan), lands, tol=1e-10)
+    assert done and seen[-1] == ("e", x) and f == F(x)
+    assert 0.5 * dF(x) ** 2 / c <= 1e-10 * abs(f)
+    assert abs(x - 1) < 1e-4
+    assert all(k == "s" for k, _ in seen[:2])               # the far points were scouts
+    # an overshoot between a scout and an exact point: refused, the curvature quadrupled, no step taken
+    seen.clear()
+    out = gpm._scouted_polish(lambda x: (F(x), dF(x)), exact, 0.9, -5.0, 5.0, 0.01, lambda x: (F(x), dF(x), np.nan),
+                              lambda f, g, c: True, tol=1e-14, steps=1)
+    assert out[0] == 0.9 and out[2] == 0.04 and not out[1]
+
+
+def test_exact_fit_scouts_where_a_step_cannot_end(monkeypatch):
+    """Issue 31.1 on digits (600 rows, SURROGATE_ROWS = 200: the far start): the points before the end are float32
+    scouts, one float64 eigh of the n x n Gram ends the fit (3 float64 eighs before), at the plain profile L-BFGS-B's
+    optimum by objective (1e-6 relative); on _icm(600, 0), whose rounding eps_32 s_max e_max is 0.075, no scout."""
+    from bench_gp_exact4 import digits_data
+    X, Y = digits_data()
+    idx = np.linspace(0, len(X) - 1, 600).astype(int)
+    scouts, e32 = [], gpm._eigh32
+    monkeypatch.setattr(gpm, "_eigh32", lambda K: scouts.append(K.shape[0]) or e32(K))
+    lr, lg, sizes = _route_against_plain(monkeypatch, X[idx], Y[idx])
+    assert lg >= lr - 1e-6 * abs(lr)
+    assert sizes.count(600) == 1 and scouts.count(600) >= 1, (sizes, scouts)
+    scouts.clear()
+    lr, lg, sizes = _route_against_plain(monkeypatch, *_icm(600, 0))
+    assert scouts == [] and sizes.count(600) <= 2 and lg >= lr - 1e-6 * abs(lr)
