@@ -2,7 +2,7 @@
 peak memory of each estimator against n, with the exponent fitted on log-log axes (time ~ n^a, memory ~ n^b over the
 measured sizes), for each mode.
 
-    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 4-5 minutes on 2 quiet cores
+    python bench/bench_scaling.py            # writes bench/results/scaling.{md,csv,png}; about 3-4 minutes on 2 quiet cores
     python bench/bench_scaling.py --quick    # the three smallest sizes of each: about 1 minute on 2 quiet cores
     python bench/bench_scaling.py --replot   # redraw scaling.png from scaling.csv
 
@@ -63,6 +63,50 @@ def gp(n):
     OVKGaussianProcess(optimizer=None, random_state=0).fit(X, Y).predict(X[:200])
 
 
+def gp_default(n):
+    "OVKGaussianProcess() as a user types it: the bandwidth, T and noise learned (the exact route), + predict 200."
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y = regression(n, p=5, d=3)
+    OVKGaussianProcess(random_state=0).fit(X, Y).predict(X[:200])
+
+
+def gp_nystrom(n):
+    "OVKGaussianProcess(method='nystrom'): the collapsed Nystrom bound, its default landmarks, learned, + predict 200."
+    from ovk_nb.gp import OVKGaussianProcess
+    X, Y = regression(n, p=5, d=3)
+    OVKGaussianProcess(method="nystrom", random_state=0).fit(X, Y).predict(X[:200])
+
+
+def ridge_cv(n):
+    "OVKRidgeCV() with its defaults (its lam path on one eigenbasis), + predict 200."
+    from ovk_nb.ridge import OVKRidgeCV
+    X, Y = regression(n)
+    OVKRidgeCV(random_state=0).fit(X, Y).predict(X[:200])
+
+
+def monorma(n):
+    "MONORMA() with its defaults (online multiple kernels), one pass."
+    from ovk_nb.monorma import MONORMA
+    X, Y = regression(n)
+    MONORMA().fit(X, Y)
+
+
+def functional_krr(n):
+    "FunctionalKRR() with its defaults on curves of 20 points, + predict 200."
+    from ovk_nb.movkl import FunctionalKRR
+    r = np.random.default_rng(0)
+    X, t = r.uniform(-1, 1, size=(n, 2)), np.linspace(0, 1, 20)
+    Y = np.sin(2 * X[:, :1] + 3 * t) * X[:, 1:] + 0.05 * r.normal(size=(n, 20))
+    FunctionalKRR().fit(X, Y).predict(X[:200])
+
+
+def quantile(n):
+    "JointQuantileRegressor(probs=(0.1, 0.5, 0.9)) on heteroscedastic_sine (its QP by Clarabel)."
+    from ovk_nb.quantile import JointQuantileRegressor, heteroscedastic_sine
+    X, y = heteroscedastic_sine(n, random_state=0)
+    JointQuantileRegressor(probs=(0.1, 0.5, 0.9)).fit(X, y)
+
+
 def onorma(tr):
     def run(n):
         X, Y = regression(n)
@@ -96,15 +140,21 @@ def salami(n):
     SALAMI(RBF(0.5), lam=0.5, decoder=Hamming()).fit(X, Y)
 
 
-CASES = [  # (name, run(n), sizes): the whole run in about 4-5 minutes on a quiet 2-core machine
+CASES = [  # (name, run(n), sizes): the whole run in about 3-4 minutes on a quiet 2-core machine
     ("OVKRidge auto (grouped Cholesky), fit + predict 200", ridge("auto"), [500, 1000, 2000, 4000]),
     ("OVKRidge eigen, fit + predict 200", ridge("eigen"), [500, 1000, 2000, 3000]),
     ("OVKRidge cg, fit + predict 200", ridge("cg"), [250, 500, 1000, 2000]),
     ("OVKRidge nystrom (p = 300), fit + predict 200", ridge("nystrom"), [5000, 10000, 20000, 40000]),
     ("OVKGaussianProcess, fixed hyper-parameters, fit + predict 200", gp, [500, 1000, 2000, 3000]),
+    ("OVKGaussianProcess(), defaults (learned), fit + predict 200", gp_default, [500, 1000, 1500, 2000]),
+    ("OVKGaussianProcess(method='nystrom'), learned, fit + predict 200", gp_nystrom, [5000, 10000, 20000, 40000]),
+    ("OVKRidgeCV(), defaults, fit + predict 200", ridge_cv, [500, 1000, 2000, 3000]),
     ("ONORMA, no truncation", onorma(None), [500, 1000, 2000, 4000]),
     ("ONORMA, truncation 1000", onorma(1000), [5000, 10000, 20000, 40000]),
+    ("MONORMA(), defaults", monorma, [500, 1000, 2000, 4000]),
     ("MovKL, 9 kernels, 20 outputs", movkl, [100, 200, 300, 400]),
+    ("FunctionalKRR(), defaults, curves of 20 points, fit + predict 200", functional_krr, [250, 500, 1000, 2000]),
+    ("JointQuantileRegressor, 3 levels", quantile, [100, 200, 400, 800]),
     ("OVKDE conditional covariance, fit + score 100", ovkde, [200, 400, 800, 1600]),
     ("MVML, 3 views, block Nystrom 200 landmarks, learned metric, fit + predict 200", mvml, [5000, 10000, 20000, 40000]),
     ("OSKAAR, 14 labels", oskaar, [250, 500, 1000, 2000]),
