@@ -2093,7 +2093,8 @@ def _profile(lik, bounds, refine=None, options=None):
 def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts=None):
     """(theta, lml) by the profile likelihood: L-BFGS-B over the scalar kernel's theta only (`_profile`); restarts as
     `_optimize` (`restarts`: their number in place of n_restarts_optimizer); `outer_opt(fg, t0, bounds)` in place of
-    `_lbfgs`. A large exact fit of one bandwidth searches it on a subsample first (`_surrogate_profile`)."""
+    `_lbfgs`. A large exact fit of one bandwidth searches it on a surrogate first (`_surrogate_profile`); a smaller one
+    of one bandwidth runs `_secant_start` from each start."""
     if _surrogate_ok(est, lik, bounds):
         return _surrogate_profile(est, lik, theta, bounds, more)
     nk = lik.nk
@@ -2101,13 +2102,29 @@ def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts
     starts = [theta, *more]
     rng = check_random_state(est.random_state)
     starts += [_restart_theta(theta, bounds, rng) for _ in range(est.n_restarts_optimizer or 0)]
-    runs = []
+    runs, secant = [], outer_opt is None and _one_bandwidth(lik, bounds)
     for t0 in starts:
         reset(t0)
-        tk, f = (outer_opt or _lbfgs)(outer, t0[:nk], bounds[:nk])
+        tk, f = (_secant_start(lik, inner, outer, t0, bounds) if secant else
+                 (outer_opt or _lbfgs)(outer, t0[:nk], bounds[:nk]))
         runs.append((np.r_[tk, inner(np.asarray(tk))], f))
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, lik)
+
+
+def _secant_start(lik, inner, outer, t0, bounds):
+    """(theta_k, F) from the start t0 by `_secant_polish` on the exact profile of one bandwidth (F' from the kept
+    eigenbasis, `_profile_slope`: no n^3 gradient contraction), L-BFGS-B from its end if it does not converge."""
+    def fg(xa):
+        with np.errstate(all="ignore"):
+            try:
+                t = np.r_[xa, inner(np.asarray(xa))]
+                F, g = -lik(t, False), _profile_slope(lik, t)
+            except (np.linalg.LinAlgError, ValueError):
+                return np.inf, np.zeros(1)
+        return (F, np.array([g])) if np.isfinite(F) and np.isfinite(g) else (np.inf, np.zeros(1))
+    x, done, _, F = _secant_polish(fg, float(t0[0]), float(bounds[0, 0]), float(bounds[0, 1]), np.nan)
+    return (np.array([x]), F) if done else _lbfgs(outer, np.array([x]), bounds[:1])
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #89955ea6
 CURVATURE_TAU = 1e-6        # the profile's curvature keeps the eigenvectors with s e_max / (1 + s e_max) above this
@@ -2205,10 +2222,14 @@ INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner sol
 INNER_OPTIONS = {"maxcor": 40}   # the route's other inner solves: L-BFGS-B keeps 40 corrections (10: SciPy's default)
 
 
+def _one_bandwidth(lik, bounds) -> bool:
+    "The NumPy exact eigenbasis likelihood with one free scalar-kernel entry (a 1-D profile: `_secant_polish` applies)."
+    return isinstance(lik, SeparableLikelihood) and lik.xp is np and lik.nk == 1 and bounds[0, 0] < bounds[0, 1]
+
+
 def _surrogate_ok(est, lik, bounds) -> bool:
-    "The surrogate route: NumPy exact eigenbasis likelihood, one free bandwidth, no random restarts, n > 2 SURROGATE_ROWS."
-    return (isinstance(lik, SeparableLikelihood) and lik.xp is np and lik.nk == 1 and bounds[0, 0] < bounds[0, 1]
-            and not est.n_restarts_optimizer and lik.X.shape[0] > 2 * SURROGATE_ROWS)
+    "The surrogate route: `_one_bandwidth`, no random restarts, n > 2 SURROGATE_ROWS."
+    return _one_bandwidth(lik, bounds) and not est.n_restarts_optimizer and lik.X.shape[0] > 2 * SURROGATE_ROWS
 
 
 def _surrogate_search(sur, theta, bounds):

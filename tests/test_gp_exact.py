@@ -368,3 +368,28 @@ def test_exact_fit_scouts_where_a_step_cannot_end(monkeypatch):
     scouts.clear()
     lr, lg, sizes = _route_against_plain(monkeypatch, *_icm(600, 0))
     assert scouts == [] and sizes.count(600) <= 2 and lg >= lr - 1e-6 * abs(lr)
+
+
+def test_small_fit_secant_starts(monkeypatch):
+    """Below the surrogate route a fit of one bandwidth runs `_secant_start` from each of its three starts (n <=
+    RESTARTS_AUTO_N): on _icm(400, 1) at most half the n x n eighs of the L-BFGS-B starts (each outer evaluation an eigh),
+    no n^3 gradient contraction, and an LML at least the L-BFGS-B starts' to 1e-6 relative."""
+    X, Y = _icm(400, 1)
+    sizes, eigh = [], gpm.eigh_psd
+    full, call = [], gpm.SeparableLikelihood.__call__
+
+    def spy(self, theta, eval_gradient=True, kernel_grad=True):
+        if eval_gradient and kernel_grad and self.X.shape[0] == 400:
+            full.append(1)
+        return call(self, theta, eval_gradient, kernel_grad)
+    monkeypatch.setattr(gpm, "eigh_psd", lambda A, *a, **k: sizes.append(A.shape[0]) or eigh(A, *a, **k))
+    monkeypatch.setattr(gpm, "_one_bandwidth", lambda lik, bounds: False)      # the L-BFGS-B starts, as before
+    ref = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    n_ref = sizes.count(400)
+    sizes.clear()
+    monkeypatch.undo()
+    monkeypatch.setattr(gpm, "eigh_psd", lambda A, *a, **k: sizes.append(A.shape[0]) or eigh(A, *a, **k))
+    monkeypatch.setattr(gpm.SeparableLikelihood, "__call__", spy)
+    lml = OVKGaussianProcess().fit(X, Y).log_marginal_likelihood_value_
+    assert lml >= ref - 1e-6 * abs(ref)
+    assert full == [] and sizes.count(400) <= n_ref / 2, (sizes.count(400), n_ref)
