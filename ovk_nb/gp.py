@@ -2111,7 +2111,7 @@ def _profile_optimize(est, lik, theta, bounds, more=(), outer_opt=None, restarts
     theta = np.asarray(min(runs, key=lambda r: r[1])[0], dtype=float)
     return _final(lik, theta, lik)
 
-
+# %% ../nbs/2_algorithms/08_gp.ipynb #7d2e91a5
 def _secant_start(lik, inner, outer, t0, bounds):
     """(theta_k, F) from the start t0 by `_secant_polish` on the exact profile of one bandwidth (F' from the kept
     eigenbasis, `_profile_slope`: no n^3 gradient contraction), L-BFGS-B from its end if it does not converge."""
