@@ -24,14 +24,15 @@ from .distributed import _finite, as_row_blocks, check_dask_X, dask_rows, tree_s
 from .kernels import (RBF, Coregionalization, Laplacian, OVKernel, Params, Separable, SumKernel, _on, is_array_api,
                            _bandwidth_gram_gradient, _hyperparameter_records, check_gram_finite, resolve_kernel,
                            sq_distances, xp_of)
-from .linalg import (EIGH_THREADS_MIN_N, KernelParts, _chunk_terms, _chunks, _like, _solve_triangular,
+from .linalg import (KernelParts, _chunk_terms, _chunks, _like, _solve_triangular,
                            big_work_threads, blas_ceiling, blas_threads, eigh_psd, factor_threads, masked_logdet_slq,
                            one_thread_scope, side_by_side)
 from .validation import (Interval, Options, Predicate, check_fitted, check_matrix, check_X, check_X_Y,
                                check_X_Y_missing, fit_context, to_numpy)
 
 
-ONE_THREAD_N = EIGH_THREADS_MIN_N    # one BLAS thread below this n; the thread policy from it (issue 34)
+ONE_THREAD_N = 1500                  # one BLAS thread below this n; the thread policy from it (issue 34: at n = 1000
+                                     # the fits lost to one thread, see 'Threads from n = 1500' in the notebook)
 
 
 def _big_threads(n: int):
@@ -2884,7 +2885,7 @@ def fit(self: OVKGaussianProcess, X, Y):
     prepare = {"array_api": _fit_data_xp, "dask": _fit_data_dask}.get(route, _fit_data)
     X, Y, Yn, y1d, mu, sd, kernel, lik, v = prepare(self, X, Y)
     theta, bounds, n_noise, more = _start(self, X, kernel, lik, v)
-    # one BLAS thread below ONE_THREAD_N; from it the thread policy (issue 34; linalg.EIGH_THREADS_MIN_N). The exact route
+    # one BLAS thread below ONE_THREAD_N; from it the thread policy (issue 34; 1500, measured above). The exact route
     # runs its optimizer in linalg's `one_thread_scope`, the policy's threads for its n x n work (`_big_threads`); the
     # Nystrom route its pass's chunks side by side on them (`_pass_workers`), the rest on one thread (the decisions above)
     fast = isinstance(lik, (SeparableLikelihood, NystromLikelihood))
