@@ -46,9 +46,9 @@ __all__ = ['ONE_THREAD_N', 'LOG2PI', 'SCOUT_FLOOR', 'SCOUT_ROUNDING', 'MASKED_EX
            'SHORTFALL_RTOL', 'AUTO_PROBES', 'AUTO_PROBES_MAX', 'PROBE_STACKS', 'FD_STEP', 'HESS_RTOL', 'NEWTON_STEPS',
            'HESSIAN_ROUNDS', 'POLISH_STILL', 'DENSE_MAX', 'BANDWIDTH_ROWS', 'RESTARTS_AUTO_N', 'GUARD_ROWS',
            'CURVATURE_TAU', 'SURROGATE_ROWS', 'SURROGATE_LANDMARKS', 'POLISH_STEPS', 'POLISH_TOL', 'SURROGATE_TRACE',
-           'SURROGATE_TOL', 'LANDING_KAPPA', 'INNER_FINAL', 'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE', 'SUBSAMPLE_MAXFUN',
-           'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID', 'SUB_NEWTON',
-           'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
+           'SURROGATE_TOL', 'LANDING_KAPPA', 'CURVATURE_TRUST', 'INNER_FINAL', 'INNER_OPTIONS', 'NYSTROM_SUBSAMPLE',
+           'SUBSAMPLE_MAXFUN', 'SUBSAMPLE_TOL', 'VALUE_POLISH_TOL', 'VALUE_STEPS', 'CURVATURE_GRID', 'START_GRID',
+           'SUB_NEWTON', 'FULL_NEWTON', 'GP_RESOLVE_ROWS', 'gp_dense_reference', 'gp_posterior_dense_reference',
            'SeparableLikelihood', 'DenseLikelihood', 'MaskedLikelihood', 'gp_loo_dense_reference', 'nystrom_landmarks',
            'gp_nystrom_dense_reference', 'NystromLikelihood', 'MaskedNystromPreconditioner',
            'StochasticMaskedLikelihood', 'OVKGaussianProcess']
@@ -2219,6 +2219,7 @@ POLISH_TOL = 2.5e-7         # stop when the quadratic model's remaining gain is 
 SURROGATE_TRACE = 1e-3      # the Nystrom surrogate is kept when tr(K - Q) <= this tr(K) at its optimum
 SURROGATE_TOL = 1e-5        # the surrogate's search stops at this remaining gain (its optimum is not the exact one)
 LANDING_KAPPA = 1.0         # |F'''/F''| the exact curvature's first step is assumed to meet (measured 0.55-0.84; see above)
+CURVATURE_TRUST = 10.0      # the exact F'' is used only within this factor of the surrogate's secant (tiny noise: see below)
 INNER_FINAL = {"ftol": 1e-14, "gtol": 1e-9, "maxcor": 30}   # the last inner solve: (T, noise) converged (see above)
 INNER_OPTIONS = {"maxcor": 40}   # the route's other inner solves: L-BFGS-B keeps 40 corrections (10: SciPy's default)
 
@@ -2293,8 +2294,10 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
                 if lik._key[1] and _scout_rounding(lik, t) > SCOUT_ROUNDING:
                     scouting[0] = False                 # too coarse at the inner optimum: this step on it, exact after
                 F = -lik(t, False)
-                if curvature:
-                    return (F, *_profile_curvature(lik, t, bounds, need=lambda g: lands(F, g)))
+                if curvature:                           # an F'' over CURVATURE_TRUST from the surrogate's: not used
+                    g, c = _profile_curvature(lik, t, bounds, need=lambda g: lands(F, g))
+                    far = np.isfinite(c_est) and c_est > 0 and not c_est / CURVATURE_TRUST <= c <= CURVATURE_TRUST * c_est
+                    return F, g, np.nan if far else c
                 g = _profile_slope(lik, t)
                 return (F, g) if np.isfinite(F) and np.isfinite(g) else (np.inf, 0.0)
             except (np.linalg.LinAlgError, ValueError):
