@@ -109,7 +109,7 @@ def report():
          "scikit-learn's digits (X: 4 PCs of the left half-images, Y: 4 PCs of the right halves), one BLAS thread, each "
          "case in a fresh process; `eigh`: the faster of two `eigh_psd` of the n x n Gram around the fit (wall, and CPU "
          "seconds at one thread, the load-robust clock); `ratio`: fit / eigh (wall; CPU); `eighs`: the n x n eighs of the "
-         "fit in float64, + its float32 scout eighs (`ssyevd`, about half the time: `_scouted_polish`; rows without "
+         "fit in float64, + its float32 scout eighs (`ssyevd`, about half the time: the exact polish's scouts, `_secant_polish`'s `exact`; rows without "
          "them ran before it); `ref`: the plain profile L-BFGS-B (the route before issue 31) in the same process; rel. diff = (LML - LML "
          "ref) / |LML ref| (positive: higher). The load (1-minute average, start-end) beside each row.", "",
          "| data | n | seed | load | eigh s (cpu) | fit s (cpu) | ratio wall | ratio cpu | eighs | log gamma | LML | "

@@ -247,7 +247,7 @@ _F32 = float(np.finfo(np.float32).eps)
 def _eigh32(K):
     """(s, U) of a symmetric NumPy matrix by LAPACK's single-precision `ssyevd` (half of `eigh_psd`'s time), returned in
     float64, s below SCOUT_FLOOR eps_32 s_max set to 0 (the rounding's own level): the exact polish's scout points
-    (`_scouted_polish`), never a fit's end."""
+    (`_secant_polish`'s `exact`), never a fit's end."""
     A = K.astype(np.float32)
     s, U = sla.eigh(A.T, overwrite_a=True, driver="evd", check_finite=False)    # A.T: Fortran view, no copy
     s = s.astype(float)
@@ -258,7 +258,7 @@ def _eigh32(K):
 @patch
 def _scalar(self: SeparableLikelihood, theta_k):
     """(s, U, UY, dKx) for the scalar kernel at theta_k: one eigh per bandwidth. While `_scout` holds e_max > 0 (the
-    largest eigenvalue of T~ to expect; `_scouted_polish`'s points, NumPy only) the eigh is float32 when its rounding
+    largest eigenvalue of T~ to expect; the exact polish's scout points, NumPy only) the eigh is float32 when its rounding
     eps_32 s_max e_max, s_max bounded by the Gram's largest absolute row sum, is at most SCOUT_ROUNDING; the cache
     records which (a float64 one serves a scout too)."""
     e_hint = float(getattr(self, "_scout", 0.0) or 0.0) if self.xp is np else 0.0
@@ -2248,13 +2248,13 @@ def _surrogate_search(sur, theta, bounds):
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #8078e2d6
 def _surrogate_profile(est, lik, theta, bounds, more=()):
-    """(theta, lml): the profile optimum of a surrogate, then `_scouted_polish` on the exact profile from there, its first
+    """(theta, lml): the profile optimum of a surrogate, then `_secant_polish` with scouts on the exact profile from there, its first
     step on the exact curvature (`_profile_curvature`), and L-BFGS-B if it did not converge. The surrogate: for RBF the
     collapsed Nystrom bound on all n rows with SURROGATE_LANDMARKS evenly spaced landmarks (one O(n m^2) pass per
     bandwidth), kept when its mean relative trace error tr(K - Q) / tr(K) at its optimum is at most SURROGATE_TRACE;
     else (and for other kernels) the exact profile on SURROGATE_ROWS evenly spaced rows, from there. The exact F'' is
     computed only when a Newton step on it can end the polish (`LANDING_KAPPA`); else the first step is on the
-    surrogate's last secant, scaled to n rows. Points a step cannot end at are scouts (`_scouted_polish`: a float32
+    surrogate's last secant, scaled to n rows. Points a step cannot end at are scouts (`_secant_polish`'s `exact`: a float32
     eigenbasis), the end is exact (float64)."""
     n = lik.X.shape[0]
     ts, scale = None, 1.0
@@ -2304,47 +2304,58 @@ def _surrogate_profile(est, lik, theta, bounds, more=()):
                 return (np.inf, 0.0, np.nan) if curvature else (np.inf, 0.0)
             finally:
                 lik._scout = False
-    x, done, _, _ = _scouted_polish(lambda x: at(x, True), lambda x: at(x, False), float(ts[0]), lo, hi, c_est,
-                                    lambda x: at(x, True, curvature=True), lands)
+    x, done, _, _ = _secant_polish(lambda xa: at(float(xa[0]), True), float(ts[0]), lo, hi, c_est,
+                                   lambda x: at(x, True, curvature=True), exact=lambda xa: at(float(xa[0]), False),
+                                   lands=lands)
     if not done:                                        # no convergence in POLISH_STEPS: L-BFGS-B from there
         x = float(_lbfgs(outer, np.array([x]), bounds[:1])[0][0])
     return _final(lik, np.r_[x, inner(np.array([x]), INNER_FINAL)], lik)
 
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #e1166d93
-def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None):
+def _secant_polish(outer, x, lo, hi, c, first=None, tol=None, steps=None, exact=None, lands=None):
     """The minimum of the 1-D negative profile F (outer: x -> (F, F'), one eigh each) from x: Newton steps on the secant
     curvature (the first on c), at most 1 in log gamma, within [lo, hi]; a step that raises F is not taken (the
     curvature quadrupled). (x, True, c, F) when 0.5 F'^2 / c <= tol max(1, |F|) (tol: POLISH_TOL by default) or at a
     bound, else (x, False, c, F) after `steps` (POLISH_STEPS) or at a non-finite F or F'. `first(x) -> (F, F', F'')`,
     when given, makes the first evaluation, its F'' the first curvature. The surrogates' searches (`_surrogate_search`,
-    the Nystrom route's `_secant_1d`) are this search; the exact polish is `_scouted_polish` (below)."""
+    the Nystrom route's `_secant_1d`) are this search. With `exact` (the exact polish: the decision below) each point's
+    precision is chosen before its eigh: `exact` (float64) where `lands(F, F', c)` says the step can end the search,
+    `outer` (a float32 scout) where it cannot, `first` a scout; the search ends only at an exact point (a scout that
+    passes is evaluated again exactly), and between a scout and an exact point, whose F differ by the scout's rounding,
+    a step that raised F is read off the gradients: F'(x1) / F'(x0) < -1, the same test on a quadratic."""
     tol = POLISH_TOL if tol is None else tol
     steps = POLISH_STEPS if steps is None else steps
+
+    def at(f, a):
+        F, g = f(np.array([a]))
+        return F, float(np.ravel(g)[0])
     if first is None:
-        F, g = outer(np.array([x]))
-        g = float(g[0])
+        F, g = at(outer, x)
     else:
         F, g, c1 = first(x)
         c = c1 if np.isfinite(c1) and c1 > 0 else c
+    done = exact is None                                 # (F, g) at x are exact
     for _ in range(steps):
         if not (np.isfinite(F) and np.isfinite(g)):
             return x, False, c, F
         if not (np.isfinite(c) and c > 0):
             c = max(abs(g), 1e-12)                       # no usable curvature: a unit step
-        if 0.5 * g * g / c <= tol * max(1.0, abs(F)):
-            return x, True, c, F
         x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
-        if x1 == x:
-            return x, True, c, F
-        F1, g1 = outer(np.array([x1]))
-        g1 = float(g1[0])
-        if not (np.isfinite(F1) and np.isfinite(g1) and F1 <= F):
+        if x1 == x or 0.5 * g * g / c <= tol * max(1.0, abs(F)):
+            if done:
+                return x, True, c, F
+            (F, g), done = at(exact, x), True           # the same point again, exactly
+            continue
+        land = exact is None or bool(lands(F, g, c))
+        F1, g1 = at(exact if exact is not None and land else outer, x1)
+        worse = F1 > F if land == done else g1 * g < -g * g
+        if not (np.isfinite(F1) and np.isfinite(g1)) or worse:
             c *= 4.0
             continue
         cs = (g1 - g) / (x1 - x)
         c = cs if cs > 0 else c
-        x, F, g = x1, F1, g1
+        x, F, g, done = x1, F1, g1, land
     return x, False, c, F
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #5c0a7e22
@@ -2357,42 +2368,6 @@ def _scout_rounding(lik, theta) -> float:
 def _e_max(lik, theta) -> float:
     "The largest eigenvalue of T~ at theta's (T, noise): `_scalar`'s e_max to expect at a scout point."
     return float(np.linalg.eigvalsh(lik._whitened_T(np.asarray(theta, dtype=float))[3]).max())
-
-
-def _scouted_polish(scout, exact, x, lo, hi, c, first, lands, tol=None, steps=None):
-    """`_secant_polish`'s Newton steps on the secant curvature (each at most 1, within [lo, hi]), each point's precision
-    chosen before its eigh: `exact(x) -> (F, F')` (float64) where `lands(F, F', c)` says the step can end the polish,
-    `scout(x) -> (F, F')` (a float32 eigenbasis) where it cannot; `first(x) -> (F, F', F'')` is a scout. The polish ends
-    only at an exact point, when 0.5 F'^2 / c <= tol max(1, |F|) (POLISH_TOL) or at a bound: a scout point that passes
-    is evaluated again exactly. A step that raises F is refused (the curvature quadrupled); between a scout and an exact
-    point, whose F differ by the scout's rounding (0.01-0.09 nats measured), by its gradient: F'(x1) / F'(x0) < -1, the
-    same test on a quadratic. Returns (x, done, c, F) as `_secant_polish` after `steps` (POLISH_STEPS) at most."""
-    tol = POLISH_TOL if tol is None else tol
-    steps = POLISH_STEPS if steps is None else steps
-    F, g, c1 = first(x)
-    c, done = (c1 if np.isfinite(c1) and c1 > 0 else c), False      # done: (F, g) at x are exact
-    for _ in range(steps):
-        if not (np.isfinite(F) and np.isfinite(g)):
-            return x, False, c, F
-        if not (np.isfinite(c) and c > 0):
-            c = max(abs(g), 1e-12)                       # no usable curvature: a unit step
-        x1 = float(np.clip(x - np.clip(g / c, -1.0, 1.0), lo, hi))
-        if x1 == x or 0.5 * g * g / c <= tol * max(1.0, abs(F)):
-            if done:
-                return x, True, c, F
-            (F, g), done = exact(x), True               # the same point again, exactly
-            continue
-        land = bool(lands(F, g, c))
-        F1, g1 = (exact if land else scout)(x1)
-        worse = F1 > F if land == done else g1 * g < -g * g
-        if not (np.isfinite(F1) and np.isfinite(g1)) or worse:
-            c *= 4.0
-            continue
-        cs = (g1 - g) / (x1 - x)
-        c = cs if cs > 0 else c
-        x, F, g, done = x1, F1, g1, land
-    return x, False, c, F
-
 
 # %% ../nbs/2_algorithms/08_gp.ipynb #974f6284
 def _final(lik, theta, f_of):

@@ -336,7 +336,7 @@ def test_scalar_scouts_only_where_the_rounding_allows():
 
 
 def test_scouted_polish_ends_on_an_exact_point():
-    """`_scouted_polish` on F(x) = (x - 1)^2 + (x - 1)^3 / 3 with scouts whose F is off by 0.05 and F' by 1%: every point
+    """`_secant_polish` with `exact` (the exact polish's scouts) on F(x) = (x - 1)^2 + (x - 1)^3 / 3 with scouts whose F is off by 0.05 and F' by 1%: every point
     a step cannot end at is a scout, the end is exact and meets the test there; a scout-to-exact step that overshot by
     more than twice the way is refused by its gradients."""
     F = lambda x: (x - 1) ** 2 + (x - 1) ** 3 / 3 + 10
@@ -353,15 +353,16 @@ def test_scouted_polish_ends_on_an_exact_point():
 
     def lands(f, g, c):
         return 0.5 * abs(g / c) ** 2 <= np.sqrt(2 * 1e-10 * max(1, abs(f)) / c)
-    x, done, c, f = gpm._scouted_polish(scout, exact, 0.0, -5.0, 5.0, 1.0, lambda x: (*scout(x), np.nan), lands, tol=1e-10)
+    x, done, c, f = gpm._secant_polish(lambda a: scout(float(a[0])), 0.0, -5.0, 5.0, 1.0, lambda x: (*scout(x), np.nan),
+                                       tol=1e-10, exact=lambda a: exact(float(a[0])), lands=lands)
     assert done and seen[-1] == ("e", x) and f == F(x)
     assert 0.5 * dF(x) ** 2 / c <= 1e-10 * abs(f)
     assert abs(x - 1) < 1e-4
     assert all(k == "s" for k, _ in seen[:2])               # the far points were scouts
     # an overshoot between a scout and an exact point: refused, the curvature quadrupled, no step taken
     seen.clear()
-    out = gpm._scouted_polish(lambda x: (F(x), dF(x)), exact, 0.9, -5.0, 5.0, 0.01, lambda x: (F(x), dF(x), np.nan),
-                              lambda f, g, c: True, tol=1e-14, steps=1)
+    out = gpm._secant_polish(lambda a: (F(a[0]), dF(a[0])), 0.9, -5.0, 5.0, 0.01, lambda x: (F(x), dF(x), np.nan),
+                             tol=1e-14, steps=1, exact=lambda a: exact(float(a[0])), lands=lambda f, g, c: True)
     assert out[0] == 0.9 and out[2] == 0.04 and not out[1]
 
 
